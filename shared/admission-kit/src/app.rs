@@ -1,0 +1,165 @@
+//! A service's table of endpoints: what a webhook binary's `main` declares.
+
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Resource;
+use kube::api::ApiResource;
+
+use crate::handler::{Handler, Mutating, Mutator, Validating, Validator};
+use crate::review::Operation;
+
+/// Whether an endpoint validates or mutates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookKind {
+    /// Registered in a ValidatingWebhookConfiguration.
+    Validating,
+    /// Registered in a MutatingWebhookConfiguration.
+    Mutating,
+}
+
+/// What the API server does when the webhook cannot be reached or fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The request is refused.
+    Fail,
+    /// The request goes through as if the webhook had allowed it.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// `Fail` or `Ignore`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+/// Which requests the API server sends to an endpoint (one rule of a webhook configuration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// API group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource, with `/subresource` when it targets one.
+    pub resource: String,
+    /// Operations sent.
+    pub operations: &'static [Operation],
+}
+
+impl Target {
+    /// The resource of a typed kind, for CREATE and UPDATE.
+    pub fn of<K: Resource<DynamicType = ()>>() -> Self {
+        Self {
+            group: K::group(&()).into_owned(),
+            version: K::version(&()).into_owned(),
+            resource: K::plural(&()).into_owned(),
+            operations: &[Operation::Create, Operation::Update],
+        }
+    }
+
+    /// The same target for other operations.
+    pub fn operations(mut self, ops: &'static [Operation]) -> Self {
+        self.operations = ops;
+        self
+    }
+}
+
+/// One webhook endpoint.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// The URL path the API server posts to.
+    pub path: &'static str,
+    /// Validating or mutating.
+    pub kind: WebhookKind,
+    /// Runs the rules.
+    pub handler: Arc<dyn Handler>,
+    /// The failure policy this endpoint is registered with.
+    pub failure_policy: FailurePolicy,
+    /// What the API server sends here.
+    pub target: Target,
+}
+
+/// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
+#[derive(Clone)]
+pub struct App {
+    /// Binary name.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// The endpoints.
+    pub endpoints: Vec<Endpoint>,
+    /// Kinds watched into the cluster state.
+    pub watches: Vec<ApiResource>,
+    /// CRDs of the kinds this service serves, printed by the `crd` command.
+    pub crds: Vec<CustomResourceDefinition>,
+}
+
+impl App {
+    /// An app with no endpoints yet.
+    pub fn new(name: &'static str, about: &'static str) -> Self {
+        Self {
+            name,
+            about,
+            endpoints: Vec::new(),
+            watches: Vec::new(),
+            crds: Vec::new(),
+        }
+    }
+
+    /// Adds a validating endpoint.
+    pub fn validate<V: Validator>(
+        mut self,
+        path: &'static str,
+        target: Target,
+        failure_policy: FailurePolicy,
+        v: V,
+    ) -> Self {
+        self.endpoints.push(Endpoint {
+            path,
+            kind: WebhookKind::Validating,
+            handler: Arc::new(Validating(v)),
+            failure_policy,
+            target,
+        });
+        self
+    }
+
+    /// Adds a mutating endpoint.
+    pub fn mutate<M: Mutator>(
+        mut self,
+        path: &'static str,
+        target: Target,
+        failure_policy: FailurePolicy,
+        m: M,
+    ) -> Self {
+        self.endpoints.push(Endpoint {
+            path,
+            kind: WebhookKind::Mutating,
+            handler: Arc::new(Mutating(m)),
+            failure_policy,
+            target,
+        });
+        self
+    }
+
+    /// Declares that rules read objects of kind `K` from the cluster state.
+    pub fn watch<K: Resource<DynamicType = ()>>(mut self) -> Self {
+        self.watches.push(ApiResource::erase::<K>(&()));
+        self
+    }
+
+    /// Declares a CRD this service serves.
+    pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
+        self.crds.push(crd);
+        self
+    }
+
+    /// The endpoint at `path`.
+    pub fn endpoint(&self, path: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.path == path)
+    }
+}

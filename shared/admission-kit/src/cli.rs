@@ -1,0 +1,271 @@
+//! The command line every webhook binary shares: `serve`, `review` and `crd`.
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::app::App;
+use crate::go::GoDuration;
+use crate::handler::{Context, review_body};
+use crate::metrics::Metrics;
+use crate::server::{ServeOptions, Server};
+use crate::state::{ClusterState, EmptyState, StaticState, WatchState};
+use crate::telemetry::{LogFormat, LogTarget, Telemetry};
+use crate::tls::{CertFiles, CertStore, SelfSigned, install_crypto_provider};
+
+#[derive(Parser, Debug)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the webhooks over HTTPS.
+    Serve(ServeArgs),
+    /// Decide one AdmissionReview offline, exactly as the server would, and print the answer.
+    Review(ReviewArgs),
+    /// Print the CustomResourceDefinitions of the kinds this service serves, as YAML.
+    Crd,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = GoDuration::parse(s).map_err(|e| e.to_string())?;
+    u64::try_from(d.nanos())
+        .map(Duration::from_nanos)
+        .map_err(|_| "a duration must not be negative".to_owned())
+}
+
+/// Flags of `serve`.
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Address of the HTTPS webhook listener.
+    #[arg(long, env = "WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
+    listen: SocketAddr,
+    /// Address of the plain-HTTP listener for /metrics, /healthz and /readyz.
+    #[arg(long, env = "WEBHOOK_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    metrics_listen: SocketAddr,
+    /// PEM certificate chain served to the API server; reloaded when the file changes.
+    #[arg(long, env = "WEBHOOK_TLS_CERT_FILE", default_value = "/etc/webhook/certs/tls.crt")]
+    tls_cert_file: PathBuf,
+    /// PEM private key of the certificate; reloaded with it.
+    #[arg(long, env = "WEBHOOK_TLS_KEY_FILE", default_value = "/etc/webhook/certs/tls.key")]
+    tls_private_key_file: PathBuf,
+    /// How often the certificate files are checked for changes (Go duration).
+    #[arg(long, env = "WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "5s", value_parser = duration)]
+    cert_reload_interval: Duration,
+    /// Make a CA and a serving certificate in memory instead of reading files (local use).
+    #[arg(long, env = "WEBHOOK_SELF_SIGNED")]
+    self_signed: bool,
+    /// Names the self-signed certificate is valid for (DNS names or IPs, comma-separated).
+    #[arg(long, env = "WEBHOOK_SELF_SIGNED_NAMES", value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
+    self_signed_names: Vec<String>,
+    /// With --self-signed: write the CA certificate (the webhook's caBundle) to this file.
+    #[arg(long, env = "WEBHOOK_CA_BUNDLE_OUT")]
+    ca_bundle_out: Option<PathBuf>,
+    /// Log line format.
+    #[arg(long, env = "WEBHOOK_LOG_FORMAT", value_enum, default_value = "json")]
+    log_format: LogFormat,
+    /// Largest request body accepted, in bytes (larger: 413).
+    #[arg(long, env = "WEBHOOK_BODY_LIMIT", default_value_t = 7 * 1024 * 1024)]
+    body_limit: usize,
+    /// Time allowed to read a request's headers (and, separately, its body).
+    #[arg(long, env = "WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = duration)]
+    read_timeout: Duration,
+    /// After SIGTERM, how long to keep serving with readiness false before closing the listener.
+    #[arg(long, env = "WEBHOOK_SHUTDOWN_DELAY", default_value = "3s", value_parser = duration)]
+    shutdown_delay: Duration,
+    /// After the listener closes, how long in-flight reviews may still take.
+    #[arg(long, env = "WEBHOOK_SHUTDOWN_GRACE", default_value = "25s", value_parser = duration)]
+    shutdown_grace: Duration,
+}
+
+/// Flags of `review`.
+#[derive(Args, Debug)]
+struct ReviewArgs {
+    /// The endpoint path whose handler decides (as the API server would post to it).
+    #[arg(long)]
+    path: String,
+    /// Cluster state the rules may read: JSON or YAML objects, multi-document YAML, or Lists.
+    #[arg(long, num_args = 1..)]
+    state: Vec<PathBuf>,
+    /// The AdmissionReview JSON (v1 or v1beta1); standard input when absent or `-`.
+    file: Option<PathBuf>,
+}
+
+/// Runs the binary: parses the command line and dispatches. Returns the process exit code.
+pub fn main(app: App) -> ExitCode {
+    let paths: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
+    let cmd = Cli::command()
+        .name(app.name)
+        .bin_name(app.name)
+        .about(app.about)
+        .after_help(format!("Endpoints:\n  {}", paths.join("\n  ")));
+    let cli = match Cli::from_arg_matches(&cmd.get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Command::Review(a) => review(&app, a),
+        Command::Crd => crd(&app),
+        Command::Serve(a) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("{}: cannot start the runtime: {e}", app.name);
+                    return ExitCode::FAILURE;
+                }
+            };
+            match rt.block_on(serve(app.clone(), a)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{}: {e}", app.name);
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn crd(app: &App) -> ExitCode {
+    if app.crds.is_empty() {
+        eprintln!("{} serves no custom resources", app.name);
+        return ExitCode::from(2);
+    }
+    for c in &app.crds {
+        match serde_yaml_ng::to_string(c) {
+            Ok(y) => print!("---\n{y}"),
+            Err(e) => {
+                eprintln!("cannot render CRD: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Decides one review offline. Exit 0 with the answer on stdout; exit 2 with a message on stderr
+/// when the input cannot be decided.
+fn review(app: &App, a: ReviewArgs) -> ExitCode {
+    let fail = |msg: String| {
+        eprintln!("{}: {msg}", app.name);
+        ExitCode::from(2)
+    };
+    let Some(endpoint) = app.endpoint(&a.path) else {
+        let known: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
+        return fail(format!("no endpoint {:?}; known: {}", a.path, known.join(", ")));
+    };
+    let mut body = Vec::new();
+    let read = match &a.file {
+        Some(p) if p.as_os_str() != "-" => std::fs::read(p).map(|b| body = b),
+        _ => std::io::stdin().read_to_end(&mut body).map(|_| ()),
+    };
+    if let Err(e) = read {
+        return fail(format!("cannot read the review: {e}"));
+    }
+    let state: Arc<dyn ClusterState> = if a.state.is_empty() {
+        Arc::new(EmptyState)
+    } else {
+        match StaticState::from_files(&a.state) {
+            Ok(s) => Arc::new(s),
+            Err(e) => return fail(e.to_string()),
+        }
+    };
+    match review_body(endpoint.handler.as_ref(), &body, &Context::new(state)) {
+        Ok(answer) => match serde_json::to_string_pretty(&answer.review) {
+            Ok(s) => {
+                println!("{s}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(format!("cannot encode the answer: {e}")),
+        },
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    install_crypto_provider();
+    let telemetry = Telemetry::init(app.name, a.log_format, LogTarget::Stdout)?;
+    let certs = CertStore::new();
+    if a.self_signed {
+        let ss = SelfSigned::generate(&a.self_signed_names)?;
+        certs.set(ss.certified_key()?);
+        if let Some(out) = &a.ca_bundle_out {
+            std::fs::write(out, &ss.ca_pem)
+                .map_err(|e| format!("cannot write the CA bundle to {}: {e}", out.display()))?;
+            tracing::info!(path = %out.display(), "self-signed CA bundle written");
+        }
+    } else {
+        let files = CertFiles {
+            cert: a.tls_cert_file.clone(),
+            key: a.tls_private_key_file.clone(),
+        };
+        if let Err(e) = files.load_into(&certs) {
+            tracing::warn!(error = %e, "serving certificate not loaded yet; not ready until it is");
+        }
+        files.spawn_reloader(certs.clone(), a.cert_reload_interval);
+    }
+    let (ctx, synced): (Context, Box<dyn Fn() -> bool + Send + Sync>) = if app.watches.is_empty() {
+        (Context::default(), Box::new(|| true))
+    } else {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| format!("cannot reach the Kubernetes API for watches: {e}"))?;
+        let state = Arc::new(WatchState::start(client, &app.watches));
+        let s2 = state.clone();
+        (Context::new(state), Box::new(move || s2.synced()))
+    };
+    let metrics = Metrics::new()?;
+    for e in &app.endpoints {
+        metrics.enabled.with_label_values(&[e.path]).set(1);
+    }
+    let opts = ServeOptions {
+        listen: a.listen,
+        metrics_listen: Some(a.metrics_listen),
+        body_limit: a.body_limit,
+        handshake_timeout: a.read_timeout,
+        header_timeout: a.read_timeout,
+        body_timeout: a.read_timeout,
+        shutdown_delay: a.shutdown_delay,
+        shutdown_grace: a.shutdown_grace,
+    };
+    let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;
+    tracing::info!(
+        service = app.name,
+        listen = ?server.local_addr(),
+        metrics = ?server.metrics_addr(),
+        endpoints = ?app.endpoints.iter().map(|e| e.path).collect::<Vec<_>>(),
+        otlp = telemetry.exporting(),
+        "serving"
+    );
+    server.run(shutdown_signal()).await;
+    telemetry.shutdown();
+    Ok(())
+}

@@ -1,0 +1,575 @@
+//! Typed handlers and the adapter that runs them on raw AdmissionReviews.
+//!
+//! A [`Validator`] sees the decoded object and returns field errors; a [`Mutator`] edits a typed
+//! copy and the kit computes the JSON Patch by diffing, so fields the types do not know are never
+//! dropped. The same [`Handler::review`] runs in the HTTPS server and in the offline `review`
+//! command.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use json_patch::{Patch, PatchOperation};
+use k8s_openapi::api::authentication::v1::UserInfo;
+use kube::api::DynamicObject;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::field::{ErrorList, FieldError};
+use crate::review::{Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status};
+use crate::state::{ClusterState, EmptyState, LookupError, TypeKey};
+
+/// What rules may read besides the request: cluster state.
+#[derive(Clone)]
+pub struct Context {
+    state: Arc<dyn ClusterState>,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Self::new(Arc::new(EmptyState))
+    }
+}
+
+impl Context {
+    /// A context reading `state`.
+    pub fn new(state: Arc<dyn ClusterState>) -> Self {
+        Self { state }
+    }
+
+    /// Looks up one object of kind `K`.
+    pub fn get<K: Resource<DynamicType = ()>>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        if name.is_empty() {
+            return Err(LookupError::EmptyName);
+        }
+        self.state.get(&TypeKey::of::<K>(), namespace, name)
+    }
+
+    /// Lists objects of kind `K`, optionally in one namespace.
+    pub fn list<K: Resource<DynamicType = ()>>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        self.state.list(&TypeKey::of::<K>(), namespace)
+    }
+
+    /// The underlying state.
+    pub fn state(&self) -> &Arc<dyn ClusterState> {
+        &self.state
+    }
+}
+
+/// A review request with its object decoded as `T`.
+#[derive(Debug, Clone)]
+pub struct Request<T> {
+    /// The review's uid.
+    pub uid: String,
+    /// The object's kind as stored.
+    pub kind: Gvk,
+    /// The resource addressed.
+    pub resource: Gvr,
+    /// The subresource, if any.
+    pub sub_resource: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// The object's namespace.
+    pub namespace: Option<String>,
+    /// The operation.
+    pub operation: Operation,
+    /// Who asked.
+    pub user_info: UserInfo,
+    /// Whether this is a dry run.
+    pub dry_run: bool,
+    /// The object under review: `request.object`, or for DELETE the object being deleted
+    /// (`request.oldObject`).
+    pub object: T,
+    /// The existing object on UPDATE.
+    pub old_object: Option<T>,
+}
+
+/// What a handler concluded.
+#[derive(Debug, Default, Clone)]
+pub struct Verdict {
+    /// Every problem found; any error denies.
+    pub errors: ErrorList,
+    /// Warnings returned to the client whatever the decision.
+    pub warnings: Vec<String>,
+    /// Audit annotations recorded by the API server.
+    pub audit_annotations: BTreeMap<String, String>,
+    /// Ids of rules that acted without an error (mutations applied), for the decision log.
+    pub applied: Vec<&'static str>,
+}
+
+impl From<ErrorList> for Verdict {
+    fn from(errors: ErrorList) -> Self {
+        Self {
+            errors,
+            ..Self::default()
+        }
+    }
+}
+
+/// The default denial: Kubernetes' "is invalid" status, code 422, every error listed.
+pub fn invalid_status(kind: &str, name: &str, errors: &[FieldError]) -> Status {
+    let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let body = if list.len() == 1 {
+        list.join("")
+    } else {
+        format!("[{}]", list.join(", "))
+    };
+    Status::failure(422, "Invalid", format!("{kind} {name:?} is invalid: {body}"))
+}
+
+/// Checks an object and returns its problems.
+pub trait Validator: Send + Sync + 'static {
+    /// The object type the review's object decodes into.
+    type Object: DeserializeOwned + Send + Sync;
+
+    /// Runs every rule; all errors are collected.
+    fn validate(&self, req: &Request<Self::Object>, ctx: &Context) -> Verdict;
+
+    /// Turns the errors into the denial's status. Override to match an upstream's wording.
+    fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
+        invalid_status(&req.kind.kind, &req.name, errors)
+    }
+}
+
+/// Edits an object; the kit sends the difference as a JSON Patch.
+pub trait Mutator: Send + Sync + 'static {
+    /// The object type the review's object decodes into. Its serialisation must be stable: a
+    /// decoded and re-encoded object must equal itself, so only real edits show in the diff.
+    type Object: DeserializeOwned + Serialize + Clone + Send + Sync;
+
+    /// Edits `object` in place. Errors deny (and no patch is sent).
+    fn mutate(&self, req: &Request<Self::Object>, object: &mut Self::Object, ctx: &Context)
+    -> Verdict;
+
+    /// Turns the errors into the denial's status.
+    fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
+        invalid_status(&req.kind.kind, &req.name, errors)
+    }
+}
+
+/// A review that could not be answered with a decision: the HTTP answer is 400.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReviewError {
+    /// The body is not JSON or not shaped like an AdmissionReview.
+    #[error("cannot decode the AdmissionReview: {0}")]
+    Body(String),
+    /// The review has no request.
+    #[error("the AdmissionReview has no request")]
+    NoRequest,
+    /// The request lacks the object its operation needs.
+    #[error("the AdmissionReview request carries no {0} (required for {1})")]
+    NoObject(&'static str, &'static str),
+    /// The object does not decode into the handler's types.
+    #[error("cannot decode {0}: {1}")]
+    Object(&'static str, String),
+}
+
+/// What the log, metrics and traces record of one decision.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    /// The review's uid.
+    pub uid: String,
+    /// The object's kind.
+    pub kind: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// The operation.
+    pub operation: &'static str,
+    /// Whether it was admitted.
+    pub allowed: bool,
+    /// Whether a patch was sent.
+    pub patched: bool,
+    /// Ids of the rules that denied (one per field error).
+    pub denied_by: Vec<&'static str>,
+    /// Ids of rules that acted without denying.
+    pub applied: Vec<&'static str>,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// The answer to one review.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The AdmissionReview to send back.
+    pub review: ReviewOut,
+    /// What to record.
+    pub decision: Decision,
+}
+
+/// A type-erased handler: raw review in, answer out.
+pub trait Handler: Send + Sync {
+    /// Decides one review.
+    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError>;
+}
+
+/// Decodes a body and runs `handler` on it: the one code path of the server and of `review`.
+pub fn review_body(handler: &dyn Handler, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
+    let review: ReviewIn =
+        serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
+    handler.review(review, ctx)
+}
+
+fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
+    serde_json::from_str(raw.get()).map_err(|e| ReviewError::Object(what, e.to_string()))
+}
+
+fn is_null(raw: &Option<Box<RawValue>>) -> bool {
+    raw.as_deref().is_none_or(|r| r.get().trim() == "null")
+}
+
+/// The parts of a decoded request shared by validators and mutators.
+struct Decoded<T> {
+    api_version: String,
+    req: Request<T>,
+    /// The raw JSON of the object under review (mutators diff against it).
+    raw_object: Box<RawValue>,
+}
+
+fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<Decoded<T>, ReviewError> {
+    let api_version = review.api_version.unwrap_or_default();
+    let r: RawRequest = review.request.ok_or(ReviewError::NoRequest)?;
+    let op = r.operation;
+    let (raw_object, old) = if op == Operation::Delete {
+        if is_null(&r.old_object) {
+            return Err(ReviewError::NoObject("oldObject", op.as_str()));
+        }
+        (r.old_object, None)
+    } else {
+        if is_null(&r.object) {
+            return Err(ReviewError::NoObject("object", op.as_str()));
+        }
+        let old = if is_null(&r.old_object) {
+            None
+        } else {
+            r.old_object
+        };
+        (r.object, old)
+    };
+    let raw_object = raw_object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
+    let object = decode_raw("object", &raw_object)?;
+    let old_object = old
+        .map(|o| decode_raw("oldObject", &o))
+        .transpose()?;
+    Ok(Decoded {
+        api_version,
+        req: Request {
+            uid: r.uid,
+            kind: r.kind,
+            resource: r.resource,
+            sub_resource: r.sub_resource,
+            name: r.name.unwrap_or_default(),
+            namespace: r.namespace,
+            operation: op,
+            user_info: r.user_info,
+            dry_run: r.dry_run.unwrap_or(false),
+            object,
+            old_object,
+        },
+        raw_object,
+    })
+}
+
+fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decision {
+    Decision {
+        uid: req.uid.clone(),
+        kind: req.kind.kind.clone(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone(),
+        operation: req.operation.as_str(),
+        allowed: verdict.errors.is_empty(),
+        patched,
+        denied_by: verdict.errors.iter().map(|e| e.rule).collect(),
+        applied: verdict.applied.clone(),
+        dry_run: req.dry_run,
+    }
+}
+
+fn response_of(uid: &str, verdict: Verdict, status: Option<Status>) -> Response {
+    Response {
+        uid: uid.to_owned(),
+        allowed: verdict.errors.is_empty(),
+        status,
+        patch: None,
+        patch_type: None,
+        warnings: verdict.warnings,
+        audit_annotations: verdict.audit_annotations,
+    }
+}
+
+/// Adapts a [`Validator`] to [`Handler`].
+pub struct Validating<V>(pub V);
+
+impl<V: Validator> Handler for Validating<V> {
+    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
+        let d = decode::<V::Object>(review)?;
+        let verdict = self.0.validate(&d.req, ctx);
+        let decision = decision_of(&d.req, &verdict, false);
+        let status = (!verdict.errors.is_empty()).then(|| self.0.denial(&d.req, &verdict.errors));
+        let response = response_of(&d.req.uid, verdict, status);
+        Ok(Answer {
+            review: ReviewOut::new(&d.api_version, response),
+            decision,
+        })
+    }
+}
+
+/// Adapts a [`Mutator`] to [`Handler`].
+pub struct Mutating<M>(pub M);
+
+impl<M: Mutator> Handler for Mutating<M> {
+    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
+        let d = decode::<M::Object>(review)?;
+        let mut edited = d.req.object.clone();
+        let verdict = self.0.mutate(&d.req, &mut edited, ctx);
+        if !verdict.errors.is_empty() {
+            let decision = decision_of(&d.req, &verdict, false);
+            let status = self.0.denial(&d.req, &verdict.errors);
+            let response = response_of(&d.req.uid, verdict, Some(status));
+            return Ok(Answer {
+                review: ReviewOut::new(&d.api_version, response),
+                decision,
+            });
+        }
+        let patch = typed_patch(&d.raw_object, &d.req.object, &edited)?;
+        let decision = decision_of(&d.req, &verdict, patch.is_some());
+        let mut response = response_of(&d.req.uid, verdict, None);
+        if let Some(p) = patch {
+            response.patch = Some(base64::engine::general_purpose::STANDARD.encode(p));
+            response.patch_type = Some("JSONPatch".to_owned());
+        }
+        Ok(Answer {
+            review: ReviewOut::new(&d.api_version, response),
+            decision,
+        })
+    }
+}
+
+/// The JSON Patch (as bytes) that turns the raw object into the raw object with the typed edit
+/// applied, or `None` when nothing changed.
+///
+/// The diff is taken between the typed object before and after the edit, so it holds only what
+/// the mutator changed; it is then replayed onto the raw JSON (creating parents that the raw
+/// object lacks but the typed one serialised) and the final patch is the diff of the raw object
+/// against that, so it always applies to what the API server holds and never removes a field
+/// our types do not know.
+pub fn typed_patch<T: Serialize>(
+    raw: &RawValue,
+    before: &T,
+    after: &T,
+) -> Result<Option<Vec<u8>>, ReviewError> {
+    let enc = |t: &T| serde_json::to_value(t).map_err(|e| ReviewError::Object("object", e.to_string()));
+    let edit = json_patch::diff(&enc(before)?, &enc(after)?);
+    if edit.0.is_empty() {
+        return Ok(None);
+    }
+    let original: Value =
+        serde_json::from_str(raw.get()).map_err(|e| ReviewError::Object("object", e.to_string()))?;
+    let mut patched = original.clone();
+    replay(&mut patched, &edit);
+    let patch = json_patch::diff(&original, &patched);
+    if patch.0.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_vec(&patch)
+        .map(Some)
+        .map_err(|e| ReviewError::Object("patch", e.to_string()))
+}
+
+/// Applies diff operations, creating missing parents instead of failing.
+fn replay(doc: &mut Value, patch: &Patch) {
+    for op in &patch.0 {
+        match op {
+            PatchOperation::Add(a) => set(doc, &tokens(a.path.as_str()), a.value.clone(), true),
+            PatchOperation::Replace(r) => {
+                set(doc, &tokens(r.path.as_str()), r.value.clone(), false)
+            }
+            PatchOperation::Remove(r) => remove(doc, &tokens(r.path.as_str())),
+            // json_patch::diff emits only add, replace and remove.
+            _ => {}
+        }
+    }
+}
+
+fn tokens(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn set(doc: &mut Value, path: &[String], value: Value, insert: bool) {
+    let Some((last, parents)) = path.split_last() else {
+        *doc = value;
+        return;
+    };
+    let mut cur = doc;
+    for t in parents {
+        cur = match cur {
+            Value::Array(a) => match t.parse::<usize>() {
+                Ok(i) if i < a.len() => &mut a[i],
+                _ => return,
+            },
+            other => {
+                if !other.is_object() {
+                    *other = Value::Object(Default::default());
+                }
+                match other {
+                    Value::Object(m) => m.entry(t.clone()).or_insert(Value::Null),
+                    _ => return,
+                }
+            }
+        };
+        if cur.is_null() {
+            *cur = Value::Object(Default::default());
+        }
+    }
+    match cur {
+        Value::Array(a) => {
+            if last == "-" {
+                a.push(value);
+            } else if let Ok(i) = last.parse::<usize>() {
+                if insert && i <= a.len() {
+                    a.insert(i, value);
+                } else if i < a.len() {
+                    a[i] = value;
+                } else {
+                    a.push(value);
+                }
+            }
+        }
+        other => {
+            if !other.is_object() {
+                *other = Value::Object(Default::default());
+            }
+            if let Value::Object(m) = other {
+                m.insert(last.clone(), value);
+            }
+        }
+    }
+}
+
+fn remove(doc: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = doc;
+    for t in parents {
+        cur = match cur {
+            Value::Array(a) => match t.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
+                Some(v) => v,
+                None => return,
+            },
+            Value::Object(m) => match m.get_mut(t) {
+                Some(v) => v,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    match cur {
+        Value::Array(a) => {
+            if let Ok(i) = last.parse::<usize>()
+                && i < a.len()
+            {
+                a.remove(i);
+            }
+        }
+        Value::Object(m) => {
+            m.remove(last);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    struct Obj {
+        #[serde(default)]
+        spec: Spec,
+    }
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    struct Spec {
+        #[serde(default)]
+        replicas: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<String>,
+        #[serde(default)]
+        items: Vec<Item>,
+    }
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    struct Item {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grace: Option<String>,
+    }
+
+    fn apply(raw: &str, patch: Option<Vec<u8>>) -> Value {
+        let mut doc: Value = serde_json::from_str(raw).unwrap();
+        if let Some(p) = patch {
+            let p: Patch = serde_json::from_slice(&p).unwrap();
+            json_patch::patch(&mut doc, &p).unwrap();
+        }
+        doc
+    }
+
+    fn run(raw: &str, f: impl Fn(&mut Obj)) -> (Option<Vec<u8>>, Value) {
+        let rv = RawValue::from_string(raw.to_owned()).unwrap();
+        let before: Obj = serde_json::from_str(raw).unwrap();
+        let mut after = before.clone();
+        f(&mut after);
+        let p = typed_patch(&rv, &before, &after).unwrap();
+        (p.clone(), apply(raw, p))
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_mutation() {
+        let raw = r#"{"metadata":{"labels":{"x":"y"}},"spec":{"replicas":1,"future":{"a":1},"items":[{"other":true}]}}"#;
+        let (_, out) = run(raw, |o| o.spec.items[0].grace = Some("30s".into()));
+        assert_eq!(out["spec"]["future"]["a"], 1);
+        assert_eq!(out["metadata"]["labels"]["x"], "y");
+        assert_eq!(out["spec"]["items"][0]["other"], true);
+        assert_eq!(out["spec"]["items"][0]["grace"], "30s");
+    }
+
+    #[test]
+    fn no_change_no_patch() {
+        let (p, _) = run(r#"{"spec":{"replicas":2}}"#, |_| {});
+        assert!(p.is_none());
+    }
+
+    #[test]
+    fn parents_missing_in_the_raw_object_are_created() {
+        // `spec` is absent in the raw object but the typed one serialises it.
+        let (p, out) = run(r#"{"kind":"X"}"#, |o| o.spec.image = Some("img".into()));
+        assert!(p.is_some());
+        assert_eq!(out["spec"]["image"], "img");
+        assert_eq!(out["kind"], "X");
+    }
+
+    #[test]
+    fn list_growth_and_shrink_apply() {
+        let raw = r#"{"spec":{"items":[{"grace":"1s"},{"grace":"2s"}]}}"#;
+        let (_, out) = run(raw, |o| {
+            o.spec.items.remove(0);
+        });
+        assert_eq!(out["spec"]["items"], serde_json::json!([{"grace":"2s"}]));
+        let (_, out) = run(raw, |o| o.spec.items.push(Item::default()));
+        assert_eq!(out["spec"]["items"].as_array().unwrap().len(), 3);
+    }
+}

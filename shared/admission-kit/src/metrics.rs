@@ -1,0 +1,104 @@
+//! Prometheus metrics, served in text format on the metrics port.
+//!
+//! Names follow controller-runtime's webhook metrics where one exists
+//! (`controller_runtime_webhook_requests_total`, `…_latency_seconds`, `…_requests_in_flight`); the
+//! decision and per-rule denial counters have no controller-runtime counterpart.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// The kit's metrics, one registry per process.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    /// HTTP requests per webhook path and status code.
+    pub requests: IntCounterVec,
+    /// Review latency per webhook path.
+    pub latency: HistogramVec,
+    /// Reviews being handled per webhook path.
+    pub in_flight: IntGaugeVec,
+    /// Decisions per webhook path, operation and decision (allowed/denied/error).
+    pub decisions: IntCounterVec,
+    /// Denials per webhook path and rule id (one per field error).
+    pub denials: IntCounterVec,
+    /// 1 for each webhook path whose feature gate is enabled, 0 when it admits everything.
+    pub enabled: IntGaugeVec,
+}
+
+impl Metrics {
+    /// Creates and registers the metrics.
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "controller_runtime_webhook_requests_total",
+                "Total number of admission requests by HTTP status code.",
+            ),
+            &["webhook", "code"],
+        )?;
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "controller_runtime_webhook_latency_seconds",
+                "Histogram of the latency of processing admission requests.",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["webhook"],
+        )?;
+        let in_flight = IntGaugeVec::new(
+            Opts::new(
+                "controller_runtime_webhook_requests_in_flight",
+                "Current number of admission requests being served.",
+            ),
+            &["webhook"],
+        )?;
+        let decisions = IntCounterVec::new(
+            Opts::new(
+                "admission_webhook_decisions_total",
+                "Admission decisions by operation and decision (allowed, denied, error).",
+            ),
+            &["webhook", "operation", "decision"],
+        )?;
+        let denials = IntCounterVec::new(
+            Opts::new(
+                "admission_webhook_denials_total",
+                "Field errors that denied a review, by rule id.",
+            ),
+            &["webhook", "rule"],
+        )?;
+        let enabled = IntGaugeVec::new(
+            Opts::new(
+                "admission_webhook_enabled",
+                "1 when the webhook's rules run, 0 when its feature gate is off and it admits everything.",
+            ),
+            &["webhook"],
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(in_flight.clone()))?;
+        registry.register(Box::new(decisions.clone()))?;
+        registry.register(Box::new(denials.clone()))?;
+        registry.register(Box::new(enabled.clone()))?;
+        Ok(Self {
+            registry,
+            requests,
+            latency,
+            in_flight,
+            decisions,
+            denials,
+            enabled,
+        })
+    }
+
+    /// The metrics in Prometheus text format.
+    pub fn render(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buf) {
+            tracing::warn!(error = %e, "cannot encode metrics");
+        }
+        buf
+    }
+}

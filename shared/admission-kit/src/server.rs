@@ -1,0 +1,737 @@
+//! The HTTPS server: hyper 1 over tokio-rustls, HTTP/1.1 and HTTP/2 by ALPN.
+//!
+//! Each webhook path is a stack of tower layers around the handler:
+//! [`Observe`] (span, metrics, decision log) → [`Limits`] (method, content type, body size and read
+//! time) → [`ReviewService`] (decode, rules, encode). Health, readiness and metrics sit beside
+//! them. Handlers never see transport concerns.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tower::{Layer, Service, ServiceExt};
+use tracing::Instrument;
+
+use crate::app::App;
+use crate::handler::{Context, Decision, Handler, ReviewError, review_body};
+use crate::metrics::Metrics;
+use crate::review::{self, Response as ReviewResponse, ReviewOut, Status};
+use crate::tls::{CertStore, TlsError, server_config};
+
+/// The body every response carries.
+pub type Body = Full<Bytes>;
+
+/// Transport limits and timings.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Webhook (HTTPS) listen address.
+    pub listen: SocketAddr,
+    /// Metrics and probes (plain HTTP) listen address; `None` disables it.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Largest accepted request body, in bytes.
+    pub body_limit: usize,
+    /// Time allowed for a TLS handshake.
+    pub handshake_timeout: Duration,
+    /// Time allowed for reading a request's headers.
+    pub header_timeout: Duration,
+    /// Time allowed for reading a request's body.
+    pub body_timeout: Duration,
+    /// After a stop signal, how long to keep serving while readiness reports false, so that
+    /// endpoints controllers take the pod out of rotation before the listener closes.
+    pub shutdown_delay: Duration,
+    /// After the listener closes, how long in-flight reviews may take before connections are
+    /// dropped.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
+            metrics_listen: Some(SocketAddr::from(([0, 0, 0, 0], 8080))),
+            // An object may be 3 MiB and a review carries the old and the new one: as
+            // controller-runtime, allow 7 MiB.
+            body_limit: 7 * 1024 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            shutdown_delay: Duration::from_secs(3),
+            shutdown_grace: Duration::from_secs(25),
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// TLS could not be configured.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// What readiness depends on.
+pub struct Readiness {
+    certs: Arc<CertStore>,
+    synced: Box<dyn Fn() -> bool + Send + Sync>,
+    draining: AtomicBool,
+}
+
+impl Readiness {
+    /// Ready when certificates are loaded, `synced()` holds and no shutdown has begun.
+    pub fn new(certs: Arc<CertStore>, synced: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self {
+            certs,
+            synced: Box::new(synced),
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// `Ok` when ready, otherwise why not.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.draining.load(Ordering::Acquire) {
+            return Err("shutting down");
+        }
+        if !self.certs.loaded() {
+            return Err("serving certificate not loaded");
+        }
+        if !(self.synced)() {
+            return Err("cluster state caches not synced");
+        }
+        Ok(())
+    }
+}
+
+fn text(code: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json(code: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// An error answer on a webhook path: an AdmissionReview denying with the HTTP code, so the API
+/// server's log shows our message, in the apiVersion the body claimed (v1 when unknown).
+pub fn review_error(code: StatusCode, api_version: &str, uid: String, message: String) -> Response<Body> {
+    let out = ReviewOut::new(
+        api_version,
+        ReviewResponse {
+            uid,
+            allowed: false,
+            status: Some(Status::failure(
+                code.as_u16(),
+                code.canonical_reason().unwrap_or("Error"),
+                message,
+            )),
+            ..ReviewResponse::default()
+        },
+    );
+    json(code, out.to_bytes())
+}
+
+fn health(path: &str, readiness: &Readiness) -> Option<Response<Body>> {
+    match path {
+        "/healthz" | "/livez" => Some(text(StatusCode::OK, "ok")),
+        "/readyz" => Some(match readiness.check() {
+            Ok(()) => text(StatusCode::OK, "ok"),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, why),
+        }),
+        _ => None,
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The innermost service: decode, run the handler, encode. The [`Decision`] rides in the
+/// response's extensions for the outer layers.
+#[derive(Clone)]
+pub struct ReviewService {
+    handler: Arc<dyn Handler>,
+    ctx: Context,
+}
+
+impl ReviewService {
+    /// Serves `handler` with `ctx`.
+    pub fn new(handler: Arc<dyn Handler>, ctx: Context) -> Self {
+        Self { handler, ctx }
+    }
+
+    fn answer(&self, body: &[u8]) -> Response<Body> {
+        match review_body(self.handler.as_ref(), body, &self.ctx) {
+            Ok(a) => {
+                let mut r = json(StatusCode::OK, a.review.to_bytes());
+                r.extensions_mut().insert(a.decision);
+                r
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                let mut r = review_error(
+                    StatusCode::BAD_REQUEST,
+                    review::claimed_api_version(body),
+                    review::claimed_uid(body),
+                    msg,
+                );
+                r.extensions_mut().insert(e);
+                r
+            }
+        }
+    }
+}
+
+impl Service<Request<Bytes>> for ReviewService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Bytes>) -> Self::Future {
+        std::future::ready(Ok(self.answer(req.body())))
+    }
+}
+
+/// Transport checks: POST only (405), a JSON content type (415), a bounded body (413) read
+/// within a time limit (408).
+#[derive(Clone, Debug)]
+pub struct LimitsLayer {
+    /// Largest body in bytes.
+    pub body_limit: usize,
+    /// Time allowed for reading the body.
+    pub body_timeout: Duration,
+}
+
+impl<S> Layer<S> for LimitsLayer {
+    type Service = Limits<S>;
+    fn layer(&self, inner: S) -> Limits<S> {
+        Limits {
+            inner,
+            cfg: self.clone(),
+        }
+    }
+}
+
+/// See [`LimitsLayer`].
+#[derive(Clone)]
+pub struct Limits<S> {
+    inner: S,
+    cfg: LimitsLayer,
+}
+
+fn is_json(headers: &HeaderMap) -> Result<(), String> {
+    let Some(v) = headers.get(header::CONTENT_TYPE) else {
+        return Err("missing Content-Type, expected application/json".into());
+    };
+    let s = v.to_str().unwrap_or_default();
+    let media = s.split(';').next().unwrap_or_default().trim();
+    if media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(format!("invalid Content-Type {s:?}, expected application/json"))
+    }
+}
+
+impl<S, B> Service<Request<B>> for Limits<S>
+where
+    S: Service<Request<Bytes>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let cfg = self.cfg.clone();
+        Box::pin(async move {
+            let v1 = review::V1;
+            if req.method() != Method::POST {
+                let mut r = review_error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    v1,
+                    String::new(),
+                    format!("method {} not allowed, use POST", req.method()),
+                );
+                r.headers_mut()
+                    .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+                return Ok(r);
+            }
+            if let Err(m) = is_json(req.headers()) {
+                return Ok(review_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, v1, String::new(), m));
+            }
+            let too_large = || {
+                review_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    v1,
+                    String::new(),
+                    format!("request body larger than {} bytes", cfg.body_limit),
+                )
+            };
+            let declared = req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > cfg.body_limit as u64) {
+                return Ok(too_large());
+            }
+            let (parts, body) = req.into_parts();
+            let read = tokio::time::timeout(cfg.body_timeout, Limited::new(body, cfg.body_limit).collect());
+            let bytes = match read.await {
+                Err(_) => {
+                    return Ok(review_error(
+                        StatusCode::REQUEST_TIMEOUT,
+                        v1,
+                        String::new(),
+                        format!("request body not received within {:?}", cfg.body_timeout),
+                    ));
+                }
+                Ok(Err(e)) => {
+                    if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                        return Ok(too_large());
+                    }
+                    return Ok(review_error(
+                        StatusCode::BAD_REQUEST,
+                        v1,
+                        String::new(),
+                        format!("cannot read request body: {e}"),
+                    ));
+                }
+                Ok(Ok(c)) => c.to_bytes(),
+            };
+            inner.oneshot(Request::from_parts(parts, bytes)).await
+        })
+    }
+}
+
+/// One span per review (continuing the API server's trace from `traceparent`), the webhook
+/// metrics, and one structured log line per decision: the audit trail.
+#[derive(Clone)]
+pub struct ObserveLayer {
+    /// The webhook path, the metrics' label.
+    pub path: &'static str,
+    /// Where to count.
+    pub metrics: Metrics,
+}
+
+impl<S> Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+    fn layer(&self, inner: S) -> Observe<S> {
+        Observe {
+            inner,
+            cfg: self.clone(),
+        }
+    }
+}
+
+/// See [`ObserveLayer`].
+#[derive(Clone)]
+pub struct Observe<S> {
+    inner: S,
+    cfg: ObserveLayer,
+}
+
+struct HeaderExtractor<'a>(&'a HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+/// The W3C trace context the API server sent, if any.
+fn parent_context(headers: &HeaderMap) -> opentelemetry::Context {
+    use opentelemetry::propagation::TextMapPropagator;
+    opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&HeaderExtractor(headers))
+}
+
+impl<S, B> Service<Request<B>> for Observe<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let inner = self.inner.clone();
+        let cfg = self.cfg.clone();
+        let span = tracing::info_span!(
+            "admission.review",
+            otel.name = %cfg.path,
+            webhook = %cfg.path,
+            uid = tracing::field::Empty,
+            allowed = tracing::field::Empty,
+        );
+        if req.headers().contains_key("traceparent") {
+            let _ = span.set_parent(parent_context(req.headers()));
+        }
+        Box::pin(
+            async move {
+                let m = &cfg.metrics;
+                let path = cfg.path;
+                let gauge = m.in_flight.with_label_values(&[path]);
+                gauge.inc();
+                let start = Instant::now();
+                let resp = inner.oneshot(req).await;
+                let elapsed = start.elapsed();
+                gauge.dec();
+                let Ok(resp) = resp;
+                m.latency.with_label_values(&[path]).observe(elapsed.as_secs_f64());
+                m.requests
+                    .with_label_values(&[path, resp.status().as_str()])
+                    .inc();
+                record(path, m, &resp, elapsed);
+                Ok(resp)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
+    let latency_us = elapsed.as_micros() as u64;
+    if let Some(d) = resp.extensions().get::<Decision>() {
+        let span = tracing::Span::current();
+        span.record("uid", d.uid.as_str());
+        span.record("allowed", d.allowed);
+        let decision = if d.allowed { "allowed" } else { "denied" };
+        m.decisions
+            .with_label_values(&[path, d.operation, decision])
+            .inc();
+        for rule in &d.denied_by {
+            m.denials.with_label_values(&[path, rule]).inc();
+        }
+        tracing::info!(
+            target: "admission::decision",
+            webhook = path,
+            uid = %d.uid,
+            kind = %d.kind,
+            namespace = %d.namespace,
+            name = %d.name,
+            operation = d.operation,
+            allowed = d.allowed,
+            patched = d.patched,
+            dry_run = d.dry_run,
+            rules = ?d.denied_by,
+            applied = ?d.applied,
+            latency_us,
+            "decision"
+        );
+    } else {
+        m.decisions.with_label_values(&[path, "", "error"]).inc();
+        let why = resp
+            .extensions()
+            .get::<ReviewError>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::warn!(
+            target: "admission::decision",
+            webhook = path,
+            code = resp.status().as_u16(),
+            error = %why,
+            latency_us,
+            "review refused"
+        );
+    }
+}
+
+/// A webhook path's full layer stack.
+#[derive(Clone)]
+pub struct EndpointStack {
+    svc: Observe<Limits<ReviewService>>,
+}
+
+impl EndpointStack {
+    /// Builds the stack for one endpoint.
+    pub fn new(
+        path: &'static str,
+        handler: Arc<dyn Handler>,
+        ctx: Context,
+        metrics: Metrics,
+        opts: &ServeOptions,
+    ) -> Self {
+        let svc = tower::ServiceBuilder::new()
+            .layer(ObserveLayer { path, metrics })
+            .layer(LimitsLayer {
+                body_limit: opts.body_limit,
+                body_timeout: opts.body_timeout,
+            })
+            .service(ReviewService::new(handler, ctx));
+        Self { svc }
+    }
+}
+
+/// Routes webhook-port requests: endpoints, health, readiness, 404.
+#[derive(Clone)]
+pub struct Router {
+    routes: Arc<std::collections::HashMap<&'static str, EndpointStack>>,
+    readiness: Arc<Readiness>,
+}
+
+impl Router {
+    /// A router for every endpoint of `app`.
+    pub fn new(app: &App, ctx: Context, metrics: Metrics, readiness: Arc<Readiness>, opts: &ServeOptions) -> Self {
+        let routes = app
+            .endpoints
+            .iter()
+            .map(|e| {
+                (
+                    e.path,
+                    EndpointStack::new(e.path, e.handler.clone(), ctx.clone(), metrics.clone(), opts),
+                )
+            })
+            .collect();
+        Self {
+            routes: Arc::new(routes),
+            readiness,
+        }
+    }
+
+    /// Handles one request.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let path = req.uri().path();
+        if let Some(stack) = self.routes.get(path) {
+            let Ok(r) = stack.svc.clone().oneshot(req).await;
+            return r;
+        }
+        health(path, &self.readiness).unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
+    }
+}
+
+/// A bound, not yet running server.
+pub struct Server {
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    metrics: Metrics,
+    readiness: Arc<Readiness>,
+    opts: ServeOptions,
+}
+
+impl Server {
+    /// Binds the listeners. Readiness reports ready once `certs` holds a certificate and
+    /// `synced()` is true.
+    pub async fn bind(
+        app: &App,
+        ctx: Context,
+        certs: Arc<CertStore>,
+        synced: impl Fn() -> bool + Send + Sync + 'static,
+        metrics: Metrics,
+        opts: ServeOptions,
+    ) -> Result<Self, ServeError> {
+        let listener = TcpListener::bind(opts.listen)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: opts.listen,
+                source,
+            })?;
+        let metrics_listener = match opts.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ServeError::Bind { addr, source })?,
+            ),
+            None => None,
+        };
+        let readiness = Arc::new(Readiness::new(certs.clone(), synced));
+        let router = Router::new(app, ctx, metrics.clone(), readiness.clone(), &opts);
+        Ok(Self {
+            listener,
+            metrics_listener,
+            tls: server_config(certs)?,
+            router,
+            metrics,
+            readiness,
+            opts,
+        })
+    }
+
+    /// The webhook port's address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// The metrics port's address.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Serves until `shutdown` resolves, then: readiness false, keep serving for the shutdown
+    /// delay, stop accepting, close idle keep-alive connections (HTTP/1.1 without keep-alive from
+    /// then on, HTTP/2 GOAWAY), let in-flight reviews finish within the grace period.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
+        let graceful = GracefulShutdown::new();
+        let acceptor = TlsAcceptor::from(self.tls.clone());
+        if let Some(l) = self.metrics_listener {
+            let metrics = self.metrics.clone();
+            let readiness = self.readiness.clone();
+            // Not watched by the graceful shutdown: probes and metrics stay up until exit.
+            tokio::spawn(serve_metrics(l, metrics, readiness));
+        }
+        let delay = self.opts.shutdown_delay;
+        let readiness = self.readiness.clone();
+        let shutdown = async move {
+            shutdown.await;
+            readiness.draining.store(true, Ordering::Release);
+            tracing::info!(delay = ?delay, "stop requested: readiness is false, draining");
+            tokio::time::sleep(delay).await;
+        };
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(v) => v,
+                        Err(e) => {
+                            // Typically EMFILE: back off instead of spinning.
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let acceptor = acceptor.clone();
+                    let router = self.router.clone();
+                    let watcher = graceful.watcher();
+                    let opts = self.opts.clone();
+                    tokio::spawn(async move {
+                        let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        };
+                        let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                            let router = router.clone();
+                            async move { Ok::<_, Infallible>(router.handle(req).await) }
+                        });
+                        let mut builder = auto::Builder::new(TokioExecutor::new());
+                        builder
+                            .http1()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(opts.header_timeout)
+                            .keep_alive(true);
+                        builder
+                            .http2()
+                            .timer(TokioTimer::new())
+                            .keep_alive_interval(Duration::from_secs(30))
+                            .max_concurrent_streams(250);
+                        let conn = builder.serve_connection(TokioIo::new(tls), svc).into_owned();
+                        if let Err(e) = watcher.watch(conn).await {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                    });
+                }
+            }
+        }
+        drop(self.listener);
+        let grace = self.opts.shutdown_grace;
+        tracing::info!("listener closed; closing idle connections and finishing in-flight reviews");
+        if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+            tracing::warn!(grace = ?grace, "in-flight reviews did not finish within the grace period");
+        }
+        tracing::info!("server stopped");
+    }
+}
+
+async fn serve_metrics(
+    listener: TcpListener,
+    metrics: Metrics,
+    readiness: Arc<Readiness>,
+) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let metrics = metrics.clone();
+        let readiness = readiness.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let path = req.uri().path();
+                let resp = if path == "/metrics" {
+                    let mut r = text(StatusCode::OK, metrics.render());
+                    r.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    r
+                } else {
+                    health(path, &readiness)
+                        .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
+                };
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10));
+            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+}

@@ -1,0 +1,397 @@
+//! Cluster state that rules read: one lookup interface, two backings.
+//!
+//! In `serve` the state is a set of kube-runtime reflector stores kept current by watches (one per
+//! kind a service declares), so a review never makes an API call. In `review` it is the objects of
+//! `--state` files. Rules see only [`ClusterState`], so the same rule code runs both ways.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+
+/// Why a lookup could not answer. Rules that need the answer deny (fail closed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// The name to look up is empty (the API client refuses this before sending anything).
+    #[error("resource name may not be empty")]
+    EmptyName,
+    /// The watch cache has not finished its initial list.
+    #[error("the cache of {0} has not finished its initial list")]
+    NotSynced(String),
+    /// The service does not watch this kind: a wiring mistake in the service.
+    #[error("{0} is not watched by this service")]
+    NotWatched(String),
+}
+
+/// Identifies a kind: `apiVersion` plus `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TypeKey {
+    /// `group/version`, or `version` for the core group.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+}
+
+impl TypeKey {
+    /// The key of a statically typed kind.
+    pub fn of<K: Resource<DynamicType = ()>>() -> Self {
+        Self {
+            api_version: K::api_version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+        }
+    }
+
+    fn of_resource(ar: &ApiResource) -> Self {
+        Self {
+            api_version: ar.api_version.clone(),
+            kind: ar.kind.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for TypeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+/// Read access to the cluster objects rules depend on.
+pub trait ClusterState: Send + Sync {
+    /// One object by namespace (None for cluster-scoped) and name.
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError>;
+
+    /// All objects of a kind, optionally within one namespace.
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError>;
+}
+
+/// A state with nothing in it; every lookup finds nothing.
+#[derive(Debug, Default)]
+pub struct EmptyState;
+
+impl ClusterState for EmptyState {
+    fn get(
+        &self,
+        _: &TypeKey,
+        _: Option<&str>,
+        _: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        Ok(None)
+    }
+    fn list(&self, _: &TypeKey, _: Option<&str>) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Why a state file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum StateFileError {
+    /// The file could not be read.
+    #[error("cannot read state file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is neither JSON nor YAML, or an object lacks apiVersion, kind or metadata.name.
+    #[error("state file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+type Objects = BTreeMap<(String, String), Arc<DynamicObject>>;
+
+/// Objects loaded from files (`review --state`): JSON or YAML, single objects, multi-document
+/// YAML, or `List`s.
+#[derive(Debug, Default)]
+pub struct StaticState {
+    by_type: HashMap<TypeKey, Objects>,
+}
+
+impl StaticState {
+    /// Loads every object of every file.
+    pub fn from_files<P: AsRef<Path>>(paths: &[P]) -> Result<Self, StateFileError> {
+        let mut state = Self::default();
+        for p in paths {
+            let path = p.as_ref().display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|source| StateFileError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            state
+                .add_text(&text)
+                .map_err(|message| StateFileError::Parse { path, message })?;
+        }
+        Ok(state)
+    }
+
+    /// Adds the objects of JSON or YAML text.
+    pub fn add_text(&mut self, text: &str) -> Result<(), String> {
+        let docs: Vec<serde_json::Value> = match serde_json::from_str(text) {
+            Ok(v) => vec![v],
+            Err(json_err) => {
+                let mut docs = Vec::new();
+                for doc in serde_yaml_ng::Deserializer::from_str(text) {
+                    use serde::Deserialize;
+                    let v = serde_json::Value::deserialize(doc)
+                        .map_err(|e| format!("neither JSON ({json_err}) nor YAML ({e})"))?;
+                    if !v.is_null() {
+                        docs.push(v);
+                    }
+                }
+                docs
+            }
+        };
+        for doc in docs {
+            self.add_value(doc)?;
+        }
+        Ok(())
+    }
+
+    /// Adds one object, or each item of a `List`.
+    pub fn add_value(&mut self, v: serde_json::Value) -> Result<(), String> {
+        let is_list = v
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .is_some_and(|k| k.ends_with("List"))
+            && v.get("items").is_some_and(|i| i.is_array());
+        if is_list {
+            if let serde_json::Value::Object(mut m) = v
+                && let Some(serde_json::Value::Array(items)) = m.remove("items")
+            {
+                for item in items {
+                    self.add_value(item)?;
+                }
+            }
+            return Ok(());
+        }
+        let obj: DynamicObject =
+            serde_json::from_value(v).map_err(|e| format!("not a Kubernetes object: {e}"))?;
+        let tm = obj
+            .types
+            .clone()
+            .ok_or_else(|| "an object has no apiVersion/kind".to_owned())?;
+        let name = obj
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| format!("a {} has no metadata.name", tm.kind))?;
+        let ns = obj.metadata.namespace.clone().unwrap_or_default();
+        self.by_type
+            .entry(TypeKey {
+                api_version: tm.api_version,
+                kind: tm.kind,
+            })
+            .or_default()
+            .insert((ns, name), Arc::new(obj));
+        Ok(())
+    }
+
+    /// How many objects are loaded.
+    pub fn len(&self) -> usize {
+        self.by_type.values().map(BTreeMap::len).sum()
+    }
+
+    /// Whether nothing is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl ClusterState for StaticState {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        if name.is_empty() {
+            return Err(LookupError::EmptyName);
+        }
+        Ok(self.by_type.get(ty).and_then(|objs| {
+            objs.get(&(namespace.unwrap_or_default().to_owned(), name.to_owned()))
+                .cloned()
+        }))
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        Ok(self
+            .by_type
+            .get(ty)
+            .map(|objs| {
+                objs.iter()
+                    .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+                    .map(|(_, o)| o.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+struct Watched {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    synced: Arc<AtomicBool>,
+}
+
+/// Reflector stores fed by watches: the `serve` backing of [`ClusterState`].
+pub struct WatchState {
+    by_type: HashMap<TypeKey, Watched>,
+}
+
+impl WatchState {
+    /// Starts one watch per resource on the runtime. Watch errors are retried with backoff
+    /// forever (kube-runtime's default backoff); the store keeps serving its last contents.
+    pub fn start(client: Client, resources: &[ApiResource]) -> Self {
+        let mut by_type = HashMap::new();
+        for ar in resources {
+            let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
+            let store = writer.as_reader();
+            let synced = Arc::new(AtomicBool::new(false));
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
+            let kind = ar.kind.clone();
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .applied_objects();
+            tokio::spawn(async move {
+                futures::pin_mut!(stream);
+                while let Some(ev) = stream.next().await {
+                    if let Err(e) = ev {
+                        tracing::warn!(kind = %kind, error = %e, "watch error; retrying");
+                    }
+                }
+            });
+            let (s, flag) = (store.clone(), synced.clone());
+            tokio::spawn(async move {
+                if s.wait_until_ready().await.is_ok() {
+                    flag.store(true, Ordering::Release);
+                }
+            });
+            by_type.insert(
+                TypeKey::of_resource(ar),
+                Watched {
+                    resource: ar.clone(),
+                    store,
+                    synced,
+                },
+            );
+        }
+        Self { by_type }
+    }
+
+    /// Whether every watch has finished its initial list.
+    pub fn synced(&self) -> bool {
+        self.by_type
+            .values()
+            .all(|w| w.synced.load(Ordering::Acquire))
+    }
+
+    fn watched(&self, ty: &TypeKey) -> Result<&Watched, LookupError> {
+        let w = self
+            .by_type
+            .get(ty)
+            .ok_or_else(|| LookupError::NotWatched(ty.to_string()))?;
+        if !w.synced.load(Ordering::Acquire) {
+            return Err(LookupError::NotSynced(ty.to_string()));
+        }
+        Ok(w)
+    }
+}
+
+impl ClusterState for WatchState {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        if name.is_empty() {
+            return Err(LookupError::EmptyName);
+        }
+        let w = self.watched(ty)?;
+        let mut key = ObjectRef::new_with(name, w.resource.clone());
+        if let Some(ns) = namespace {
+            key = key.within(ns);
+        }
+        Ok(w.store.get(&key))
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        let w = self.watched(ty)?;
+        Ok(match namespace {
+            None => w.store.state(),
+            Some(ns) => w
+                .store
+                .state_filter(|o| o.metadata.namespace.as_deref() == Some(ns)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> TypeKey {
+        TypeKey {
+            api_version: "example.com/v1".into(),
+            kind: "Thing".into(),
+        }
+    }
+
+    #[test]
+    fn loads_lists_yaml_and_json() {
+        let mut s = StaticState::default();
+        s.add_text(
+            r#"{"apiVersion":"v1","kind":"List","items":[
+                {"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"a","namespace":"ns"}}]}"#,
+        )
+        .unwrap();
+        s.add_text(
+            "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: b, namespace: ns}\n---\napiVersion: example.com/v1\nkind: Thing\nmetadata: {name: c}\n",
+        )
+        .unwrap();
+        assert_eq!(s.len(), 3);
+        assert!(s.get(&key(), Some("ns"), "a").unwrap().is_some());
+        assert!(s.get(&key(), Some("other"), "a").unwrap().is_none());
+        assert!(s.get(&key(), None, "c").unwrap().is_some());
+        assert_eq!(s.list(&key(), Some("ns")).unwrap().len(), 2);
+        assert_eq!(s.list(&key(), None).unwrap().len(), 3);
+        assert_eq!(s.get(&key(), Some("ns"), ""), Err(LookupError::EmptyName));
+    }
+
+    #[test]
+    fn rejects_objects_without_identity() {
+        let mut s = StaticState::default();
+        assert!(s.add_text(r#"{"kind":"Thing","metadata":{"name":"a"}}"#).is_err());
+        assert!(s.add_text(r#"{"apiVersion":"v1","kind":"Thing","metadata":{}}"#).is_err());
+        assert!(s.add_text("a: [unclosed").is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! Serving certificates: loaded from files and reloaded when they change, or made on the spot
+//! (`--self-signed`) for local use.
+//!
+//! The server resolves its certificate per handshake from a [`CertStore`], so a new certificate
+//! is served to new connections as soon as it is loaded, without a restart. Files are polled
+//! rather than watched with inotify: a Kubernetes secret volume updates by swapping a `..data`
+//! symlink, which inotify on the file paths misses, while re-reading two small files every few
+//! seconds is cheap and catches every kind of update.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+/// Why certificates could not be loaded or made.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The PEM holds no certificate or no usable key.
+    #[error("{0}")]
+    Pem(String),
+    /// The key type is not supported.
+    #[error("unsupported private key: {0}")]
+    Key(rustls::Error),
+    /// Certificate generation failed.
+    #[error("cannot generate a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// The TLS configuration could not be built.
+    #[error("TLS configuration: {0}")]
+    Config(rustls::Error),
+}
+
+/// Installs ring as the process-wide rustls crypto provider (the one provider of the workspace).
+/// Safe to call more than once.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The certificate currently served; swapped atomically on reload.
+#[derive(Debug, Default)]
+pub struct CertStore {
+    current: ArcSwapOption<CertifiedKey>,
+}
+
+impl CertStore {
+    /// An empty store: handshakes fail until a certificate is loaded.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Serves `key` from the next handshake on.
+    pub fn set(&self, key: CertifiedKey) {
+        self.current.store(Some(Arc::new(key)));
+    }
+
+    /// Whether a certificate is loaded (readiness depends on it).
+    pub fn loaded(&self) -> bool {
+        self.current.load().is_some()
+    }
+
+    /// The DER of the leaf certificate currently served.
+    pub fn current_leaf(&self) -> Option<CertificateDer<'static>> {
+        self.current.load().as_ref().and_then(|k| k.cert.first().cloned())
+    }
+}
+
+impl ResolvesServerCert for CertStore {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current.load_full()
+    }
+}
+
+/// A rustls server config: TLS 1.2 and 1.3 only, ALPN h2 and http/1.1, certificates from `store`.
+pub fn server_config(store: Arc<CertStore>) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(TlsError::Config)?
+        .with_no_client_auth()
+        .with_cert_resolver(store);
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Builds a served key from PEM certificate chain and PEM private key.
+pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, TlsError> {
+    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Pem(format!("bad certificate PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem("no certificate in the certificate file".into()));
+    }
+    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
+        .map_err(|e| TlsError::Pem(format!("bad key PEM: {e}")))?
+        .ok_or_else(|| TlsError::Pem("no private key in the key file".into()))?;
+    let signing = rustls::crypto::ring::sign::any_supported_type(&key).map_err(TlsError::Key)?;
+    Ok(CertifiedKey::new(certs, signing))
+}
+
+/// Certificate and key files, reloaded when their contents change.
+#[derive(Debug, Clone)]
+pub struct CertFiles {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+impl CertFiles {
+    fn read_both(&self) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+        Ok((read(&self.cert)?, read(&self.key)?))
+    }
+
+    /// Loads the files into `store` once; an error leaves the store as it was.
+    pub fn load_into(&self, store: &CertStore) -> Result<(), TlsError> {
+        let (c, k) = self.read_both()?;
+        store.set(certified_key(&c, &k)?);
+        Ok(())
+    }
+
+    /// Polls the files every `every` and loads them into `store` whenever their bytes change and
+    /// form a valid pair. A half-written or mismatched pair is logged and retried on the next tick,
+    /// while the previous certificate keeps being served.
+    pub fn spawn_reloader(self, store: Arc<CertStore>, every: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut last = self.read_both().ok();
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let now = match self.read_both() {
+                    Ok(v) => v,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read serving certificate; keeping the current one");
+                        continue;
+                    }
+                };
+                if last.as_ref() == Some(&now) {
+                    continue;
+                }
+                match certified_key(&now.0, &now.1) {
+                    Ok(k) => {
+                        store.set(k);
+                        tracing::info!(cert = %self.cert.display(), "serving certificate reloaded");
+                        last = Some(now);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "new serving certificate is not usable yet; keeping the current one")
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// A CA and a serving certificate signed by it, made in memory.
+pub struct SelfSigned {
+    /// The CA certificate, PEM: the `caBundle` of webhook configurations.
+    pub ca_pem: String,
+    /// The serving certificate chain, PEM.
+    pub cert_pem: String,
+    /// The serving key, PEM.
+    pub key_pem: String,
+}
+
+impl SelfSigned {
+    /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
+    pub fn generate(names: &[String]) -> Result<Self, TlsError> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+            KeyUsagePurpose, ExtendedKeyUsagePurpose,
+        };
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "admission-kit self-signed CA");
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
+        let mut leaf = CertificateParams::new(names.to_vec())?;
+        leaf.distinguished_name.push(
+            DnType::CommonName,
+            names.first().cloned().unwrap_or_else(|| "localhost".into()),
+        );
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let leaf_key = KeyPair::generate()?;
+        let cert = leaf.signed_by(&leaf_key, &ca)?;
+        Ok(Self {
+            ca_pem: ca.pem(),
+            cert_pem: cert.pem(),
+            key_pem: leaf_key.serialize_pem(),
+        })
+    }
+
+    /// The serving key for the store.
+    pub fn certified_key(&self) -> Result<CertifiedKey, TlsError> {
+        certified_key(self.cert_pem.as_bytes(), self.key_pem.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn self_signed_pair_loads() {
+        install_crypto_provider();
+        let s = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+        assert!(s.ca_pem.contains("BEGIN CERTIFICATE"));
+        let store = CertStore::new();
+        assert!(!store.loaded());
+        store.set(s.certified_key().unwrap());
+        assert!(store.loaded());
+        assert!(server_config(store).is_ok());
+    }
+
+    #[test]
+    fn bad_pem_is_a_clear_error() {
+        let e = certified_key(b"junk", b"junk").err().unwrap();
+        assert!(e.to_string().contains("no certificate"), "{e}");
+    }
+}
