@@ -1,1 +1,5 @@
-fn main(){}
+//! `registry-webhook`: `serve`, `review` and `crd`; the endpoint table is [`registry_webhook::app`].
+
+fn main() -> std::process::ExitCode {
+    admission_kit::cli::main(registry_webhook::app())
+}

@@ -51,10 +51,18 @@ struct ServeArgs {
     #[arg(long, env = "WEBHOOK_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
     metrics_listen: SocketAddr,
     /// PEM certificate chain served to the API server; reloaded when the file changes.
-    #[arg(long, env = "WEBHOOK_TLS_CERT_FILE", default_value = "/etc/webhook/certs/tls.crt")]
+    #[arg(
+        long,
+        env = "WEBHOOK_TLS_CERT_FILE",
+        default_value = "/etc/webhook/certs/tls.crt"
+    )]
     tls_cert_file: PathBuf,
     /// PEM private key of the certificate; reloaded with it.
-    #[arg(long, env = "WEBHOOK_TLS_KEY_FILE", default_value = "/etc/webhook/certs/tls.key")]
+    #[arg(
+        long,
+        env = "WEBHOOK_TLS_KEY_FILE",
+        default_value = "/etc/webhook/certs/tls.key"
+    )]
     tls_private_key_file: PathBuf,
     /// How often the certificate files are checked for changes (Go duration).
     #[arg(long, env = "WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "5s", value_parser = duration)]
@@ -63,7 +71,12 @@ struct ServeArgs {
     #[arg(long, env = "WEBHOOK_SELF_SIGNED")]
     self_signed: bool,
     /// Names the self-signed certificate is valid for (DNS names or IPs, comma-separated).
-    #[arg(long, env = "WEBHOOK_SELF_SIGNED_NAMES", value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
+    #[arg(
+        long,
+        env = "WEBHOOK_SELF_SIGNED_NAMES",
+        value_delimiter = ',',
+        default_value = "localhost,127.0.0.1,::1"
+    )]
     self_signed_names: Vec<String>,
     /// With --self-signed: write the CA certificate (the webhook's caBundle) to this file.
     #[arg(long, env = "WEBHOOK_CA_BUNDLE_OUT")]
@@ -114,7 +127,10 @@ pub fn main(app: App) -> ExitCode {
         Command::Review(a) => review(&app, a),
         Command::Crd => crd(&app),
         Command::Serve(a) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("{}: cannot start the runtime: {e}", app.name);
@@ -158,7 +174,11 @@ fn review(app: &App, a: ReviewArgs) -> ExitCode {
     };
     let Some(endpoint) = app.endpoint(&a.path) else {
         let known: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
-        return fail(format!("no endpoint {:?}; known: {}", a.path, known.join(", ")));
+        return fail(format!(
+            "no endpoint {:?}; known: {}",
+            a.path,
+            known.join(", ")
+        ));
     };
     let mut body = Vec::new();
     let read = match &a.file {

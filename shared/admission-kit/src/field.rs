@@ -220,7 +220,10 @@ impl FieldError {
     pub fn body(&self) -> String {
         let mut s = String::from(self.kind.as_str());
         match self.kind {
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::Internal | ErrorType::TooLong => {}
+            ErrorType::Required
+            | ErrorType::Forbidden
+            | ErrorType::Internal
+            | ErrorType::TooLong => {}
             _ => match &self.value {
                 BadValue::None => {}
                 BadValue::Int(i) => {
@@ -291,9 +294,18 @@ mod tests {
 
     #[test]
     fn paths_render_like_kubernetes() {
-        let p = Path::new("spec").child("backends").index(0).child("workers");
-        assert_eq!(p.index(1).child("type").as_str(), "spec.backends[0].workers[1].type");
-        assert_eq!(Path::new("metadata").child("labels").key("a/b").as_str(), "metadata.labels[a/b]");
+        let p = Path::new("spec")
+            .child("backends")
+            .index(0)
+            .child("workers");
+        assert_eq!(
+            p.index(1).child("type").as_str(),
+            "spec.backends[0].workers[1].type"
+        );
+        assert_eq!(
+            Path::new("metadata").child("labels").key("a/b").as_str(),
+            "metadata.labels[a/b]"
+        );
     }
 
     #[test]

@@ -308,7 +308,9 @@ fn format_go_duration(d: i64) -> String {
 
 /// Why a quantity did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}")]
+#[error(
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}"
+)]
 pub struct QuantityError(String);
 
 /// A Kubernetes `resource.Quantity` as the request wrote it: a JSON string (`"500m"`, `"1Gi"`) or
@@ -361,6 +363,20 @@ impl Quantity {
     /// The text as written.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Whether the request wrote it as a JSON number rather than a string.
+    pub fn is_number(&self) -> bool {
+        self.number
+    }
+
+    /// The value as a field error shows it: a number as its digits, text quoted.
+    pub fn bad_value(&self) -> crate::field::BadValue {
+        if self.number {
+            crate::field::BadValue::Raw(self.text.clone())
+        } else {
+            crate::field::BadValue::Str(self.text.clone())
+        }
     }
 
     /// The numeric content.
@@ -533,7 +549,17 @@ mod tests {
         assert_eq!(d("5.s"), 5 * SEC as i64);
         assert_eq!(d("0"), 0);
         assert_eq!(d("+0"), 0);
-        for bad in ["", "30", " 30s", "1d", "s", ".s", "1.2.3s", "9999999999999999999h", "-"] {
+        for bad in [
+            "",
+            "30",
+            " 30s",
+            "1d",
+            "s",
+            ".s",
+            "1.2.3s",
+            "9999999999999999999h",
+            "-",
+        ] {
             assert!(GoDuration::parse(bad).is_err(), "{bad:?} should fail");
         }
     }

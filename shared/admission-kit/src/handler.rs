@@ -11,8 +11,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use json_patch::{Patch, PatchOperation};
 use k8s_openapi::api::authentication::v1::UserInfo;
-use kube::api::DynamicObject;
 use kube::Resource;
+use kube::api::DynamicObject;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -124,7 +124,11 @@ pub fn invalid_status(kind: &str, name: &str, errors: &[FieldError]) -> Status {
     } else {
         format!("[{}]", list.join(", "))
     };
-    Status::failure(422, "Invalid", format!("{kind} {name:?} is invalid: {body}"))
+    Status::failure(
+        422,
+        "Invalid",
+        format!("{kind} {name:?} is invalid: {body}"),
+    )
 }
 
 /// Checks an object and returns its problems.
@@ -148,8 +152,12 @@ pub trait Mutator: Send + Sync + 'static {
     type Object: DeserializeOwned + Serialize + Clone + Send + Sync;
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
-    fn mutate(&self, req: &Request<Self::Object>, object: &mut Self::Object, ctx: &Context)
-    -> Verdict;
+    fn mutate(
+        &self,
+        req: &Request<Self::Object>,
+        object: &mut Self::Object,
+        ctx: &Context,
+    ) -> Verdict;
 
     /// Turns the errors into the denial's status.
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
@@ -215,7 +223,11 @@ pub trait Handler: Send + Sync {
 }
 
 /// Decodes a body and runs `handler` on it: the one code path of the server and of `review`.
-pub fn review_body(handler: &dyn Handler, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
+pub fn review_body(
+    handler: &dyn Handler,
+    body: &[u8],
+    ctx: &Context,
+) -> Result<Answer, ReviewError> {
     let review: ReviewIn =
         serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
     handler.review(review, ctx)
@@ -259,9 +271,7 @@ fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<Decoded<T>, ReviewErr
     };
     let raw_object = raw_object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
     let object = decode_raw("object", &raw_object)?;
-    let old_object = old
-        .map(|o| decode_raw("oldObject", &o))
-        .transpose()?;
+    let old_object = old.map(|o| decode_raw("oldObject", &o)).transpose()?;
     Ok(Decoded {
         api_version,
         req: Request {
@@ -369,13 +379,14 @@ pub fn typed_patch<T: Serialize>(
     before: &T,
     after: &T,
 ) -> Result<Option<Vec<u8>>, ReviewError> {
-    let enc = |t: &T| serde_json::to_value(t).map_err(|e| ReviewError::Object("object", e.to_string()));
+    let enc =
+        |t: &T| serde_json::to_value(t).map_err(|e| ReviewError::Object("object", e.to_string()));
     let edit = json_patch::diff(&enc(before)?, &enc(after)?);
     if edit.0.is_empty() {
         return Ok(None);
     }
-    let original: Value =
-        serde_json::from_str(raw.get()).map_err(|e| ReviewError::Object("object", e.to_string()))?;
+    let original: Value = serde_json::from_str(raw.get())
+        .map_err(|e| ReviewError::Object("object", e.to_string()))?;
     let mut patched = original.clone();
     replay(&mut patched, &edit);
     let patch = json_patch::diff(&original, &patched);

@@ -15,6 +15,7 @@
 pub mod app;
 pub mod cli;
 pub mod field;
+pub mod fixtures;
 pub mod go;
 pub mod handler;
 pub mod metrics;

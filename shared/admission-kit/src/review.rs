@@ -274,17 +274,32 @@ mod tests {
 
     #[test]
     fn answers_in_the_requests_version() {
-        assert_eq!(ReviewOut::new(V1BETA1, Response::default()).api_version, V1BETA1);
+        assert_eq!(
+            ReviewOut::new(V1BETA1, Response::default()).api_version,
+            V1BETA1
+        );
         assert_eq!(ReviewOut::new("", Response::default()).api_version, V1);
-        assert_eq!(ReviewOut::new("bogus/v9", Response::default()).api_version, V1);
+        assert_eq!(
+            ReviewOut::new("bogus/v9", Response::default()).api_version,
+            V1
+        );
     }
 
     #[test]
     fn claims_are_read_from_broken_bodies() {
-        assert_eq!(claimed_api_version(b"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"request\":7}"), V1BETA1);
-        assert_eq!(claimed_api_version(b"{\"apiVersion\":\"admission.k8s.io/v1beta1\", oops"), V1BETA1);
+        assert_eq!(
+            claimed_api_version(b"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"request\":7}"),
+            V1BETA1
+        );
+        assert_eq!(
+            claimed_api_version(b"{\"apiVersion\":\"admission.k8s.io/v1beta1\", oops"),
+            V1BETA1
+        );
         assert_eq!(claimed_api_version(b"not json"), V1);
-        assert_eq!(claimed_uid(b"{\"request\":{\"uid\":\"abc\",\"operation\":5}}"), "abc");
+        assert_eq!(
+            claimed_uid(b"{\"request\":{\"uid\":\"abc\",\"operation\":5}}"),
+            "abc"
+        );
         assert_eq!(claimed_uid(b"[]"), "");
     }
 
@@ -295,6 +310,9 @@ mod tests {
             allowed: true,
             ..Response::default()
         };
-        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"uid":"u","allowed":true}"#);
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"uid":"u","allowed":true}"#
+        );
     }
 }

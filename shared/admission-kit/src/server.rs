@@ -145,7 +145,12 @@ fn json(code: StatusCode, body: Vec<u8>) -> Response<Body> {
 
 /// An error answer on a webhook path: an AdmissionReview denying with the HTTP code, so the API
 /// server's log shows our message, in the apiVersion the body claimed (v1 when unknown).
-pub fn review_error(code: StatusCode, api_version: &str, uid: String, message: String) -> Response<Body> {
+pub fn review_error(
+    code: StatusCode,
+    api_version: &str,
+    uid: String,
+    message: String,
+) -> Response<Body> {
     let out = ReviewOut::new(
         api_version,
         ReviewResponse {
@@ -261,13 +266,18 @@ fn is_json(headers: &HeaderMap) -> Result<(), String> {
     if media.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
-        Err(format!("invalid Content-Type {s:?}, expected application/json"))
+        Err(format!(
+            "invalid Content-Type {s:?}, expected application/json"
+        ))
     }
 }
 
 impl<S, B> Service<Request<B>> for Limits<S>
 where
-    S: Service<Request<Bytes>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S: Service<Request<Bytes>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send,
     B: hyper::body::Body + Send + 'static,
     B::Data: Send,
@@ -298,7 +308,12 @@ where
                 return Ok(r);
             }
             if let Err(m) = is_json(req.headers()) {
-                return Ok(review_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, v1, String::new(), m));
+                return Ok(review_error(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    v1,
+                    String::new(),
+                    m,
+                ));
             }
             let too_large = || {
                 review_error(
@@ -317,7 +332,10 @@ where
                 return Ok(too_large());
             }
             let (parts, body) = req.into_parts();
-            let read = tokio::time::timeout(cfg.body_timeout, Limited::new(body, cfg.body_limit).collect());
+            let read = tokio::time::timeout(
+                cfg.body_timeout,
+                Limited::new(body, cfg.body_limit).collect(),
+            );
             let bytes = match read.await {
                 Err(_) => {
                     return Ok(review_error(
@@ -328,7 +346,9 @@ where
                     ));
                 }
                 Ok(Err(e)) => {
-                    if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some()
+                    {
                         return Ok(too_large());
                     }
                     return Ok(review_error(
@@ -428,7 +448,9 @@ where
                 let elapsed = start.elapsed();
                 gauge.dec();
                 let Ok(resp) = resp;
-                m.latency.with_label_values(&[path]).observe(elapsed.as_secs_f64());
+                m.latency
+                    .with_label_values(&[path])
+                    .observe(elapsed.as_secs_f64());
                 m.requests
                     .with_label_values(&[path, resp.status().as_str()])
                     .inc();
@@ -522,14 +544,26 @@ pub struct Router {
 
 impl Router {
     /// A router for every endpoint of `app`.
-    pub fn new(app: &App, ctx: Context, metrics: Metrics, readiness: Arc<Readiness>, opts: &ServeOptions) -> Self {
+    pub fn new(
+        app: &App,
+        ctx: Context,
+        metrics: Metrics,
+        readiness: Arc<Readiness>,
+        opts: &ServeOptions,
+    ) -> Self {
         let routes = app
             .endpoints
             .iter()
             .map(|e| {
                 (
                     e.path,
-                    EndpointStack::new(e.path, e.handler.clone(), ctx.clone(), metrics.clone(), opts),
+                    EndpointStack::new(
+                        e.path,
+                        e.handler.clone(),
+                        ctx.clone(),
+                        metrics.clone(),
+                        opts,
+                    ),
                 )
             })
             .collect();
@@ -551,7 +585,8 @@ impl Router {
             let Ok(r) = stack.svc.clone().oneshot(req).await;
             return r;
         }
-        health(path, &self.readiness).unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
+        health(path, &self.readiness)
+            .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
     }
 }
 
@@ -611,7 +646,9 @@ impl Server {
 
     /// The metrics port's address.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// Serves until `shutdown` resolves, then: readiness false, keep serving for the shutdown
@@ -691,18 +728,17 @@ impl Server {
         drop(self.listener);
         let grace = self.opts.shutdown_grace;
         tracing::info!("listener closed; closing idle connections and finishing in-flight reviews");
-        if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
             tracing::warn!(grace = ?grace, "in-flight reviews did not finish within the grace period");
         }
         tracing::info!("server stopped");
     }
 }
 
-async fn serve_metrics(
-    listener: TcpListener,
-    metrics: Metrics,
-    readiness: Arc<Readiness>,
-) {
+async fn serve_metrics(listener: TcpListener, metrics: Metrics, readiness: Arc<Readiness>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -717,7 +753,9 @@ async fn serve_metrics(
                     let mut r = text(StatusCode::OK, metrics.render());
                     r.headers_mut().insert(
                         header::CONTENT_TYPE,
-                        header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                        header::HeaderValue::from_static(
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        ),
                     );
                     r
                 } else {

@@ -390,8 +390,14 @@ mod tests {
     #[test]
     fn rejects_objects_without_identity() {
         let mut s = StaticState::default();
-        assert!(s.add_text(r#"{"kind":"Thing","metadata":{"name":"a"}}"#).is_err());
-        assert!(s.add_text(r#"{"apiVersion":"v1","kind":"Thing","metadata":{}}"#).is_err());
+        assert!(
+            s.add_text(r#"{"kind":"Thing","metadata":{"name":"a"}}"#)
+                .is_err()
+        );
+        assert!(
+            s.add_text(r#"{"apiVersion":"v1","kind":"Thing","metadata":{}}"#)
+                .is_err()
+        );
         assert!(s.add_text("a: [unclosed").is_err());
     }
 }

@@ -43,7 +43,11 @@ pub struct Telemetry {
 
 impl Telemetry {
     /// Installs the global subscriber. `RUST_LOG` filters (default `info`).
-    pub fn init(service: &'static str, format: LogFormat, target: LogTarget) -> Result<Self, TelemetryError> {
+    pub fn init(
+        service: &'static str,
+        format: LogFormat,
+        target: LogTarget,
+    ) -> Result<Self, TelemetryError> {
         let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
         let writer = move || -> Box<dyn std::io::Write> {
             match target {
@@ -60,8 +64,10 @@ impl Telemetry {
                 .boxed(),
             LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
         };
-        let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty())
-            || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some_and(|v| !v.is_empty());
+        let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .is_some_and(|v| !v.is_empty())
+            || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .is_some_and(|v| !v.is_empty());
         let (provider, otel) = if endpoint_set {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_tonic()

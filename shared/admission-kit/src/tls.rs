@@ -71,7 +71,10 @@ impl CertStore {
 
     /// The DER of the leaf certificate currently served.
     pub fn current_leaf(&self) -> Option<CertificateDer<'static>> {
-        self.current.load().as_ref().and_then(|k| k.cert.first().cloned())
+        self.current
+            .load()
+            .as_ref()
+            .and_then(|k| k.cert.first().cloned())
     }
 }
 
@@ -106,7 +109,9 @@ pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, Tl
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::Pem(format!("bad certificate PEM: {e}")))?;
     if certs.is_empty() {
-        return Err(TlsError::Pem("no certificate in the certificate file".into()));
+        return Err(TlsError::Pem(
+            "no certificate in the certificate file".into(),
+        ));
     }
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
         .map_err(|e| TlsError::Pem(format!("bad key PEM: {e}")))?
@@ -139,7 +144,11 @@ impl CertFiles {
     /// Polls the files every `every` and loads them into `store` whenever their bytes change and
     /// form a valid pair. A half-written or mismatched pair is logged and retried on the next tick,
     /// while the previous certificate keeps being served.
-    pub fn spawn_reloader(self, store: Arc<CertStore>, every: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_reloader(
+        self,
+        store: Arc<CertStore>,
+        every: Duration,
+    ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut last = self.read_both().ok();
             let mut tick = tokio::time::interval(every);
@@ -185,8 +194,8 @@ impl SelfSigned {
     /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
     pub fn generate(names: &[String]) -> Result<Self, TlsError> {
         use rcgen::{
-            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
-            KeyUsagePurpose, ExtendedKeyUsagePurpose,
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+            IsCa, KeyPair, KeyUsagePurpose,
         };
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

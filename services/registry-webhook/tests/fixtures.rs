@@ -1,0 +1,25 @@
+//! Every registry case in ../shared/fixtures/reviews/registry and examples/registry, through the
+//! handler in-process and through `registry-webhook review`.
+
+use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use std::path::Path;
+
+#[test]
+fn registry_fixtures_pass_in_process() {
+    let app = registry_webhook::app();
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "registry", |c| check_in_process(&app, c)) {
+        Ok(n) => assert!(n >= 85, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn registry_fixtures_pass_through_the_review_command() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_registry-webhook"));
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "registry", |c| check_with_binary(bin, c)) {
+        Ok(n) => assert!(n >= 85, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
