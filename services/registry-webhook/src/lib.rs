@@ -8,6 +8,7 @@ pub mod policy;
 pub mod types;
 
 use admission_kit::{App, FailurePolicy, FieldError, Status, Target};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
 use types::{AutoscalingPolicy, AutoscalingPolicyBinding, Model};
@@ -51,7 +52,17 @@ pub fn app() -> App {
         binding::BindingValidator,
     )
     .watch::<AutoscalingPolicy>()
-    .crd(Model::crd())
-    .crd(AutoscalingPolicy::crd())
-    .crd(AutoscalingPolicyBinding::crd())
+    .crd(crd::<Model>())
+    .crd(crd::<AutoscalingPolicy>())
+    .crd(crd::<AutoscalingPolicyBinding>())
+}
+
+/// The CRD of a kind, with `listKind` spelled out as upstream's (kube-derive leaves it to the
+/// API server's default, which is the same value).
+pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
+    let mut c = K::crd();
+    if c.spec.names.list_kind.is_none() {
+        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
+    }
+    c
 }

@@ -42,6 +42,7 @@ fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     group = "registry.volcano.sh",
     version = "v1alpha1",
     kind = "Model",
+    doc = "A model served by one or more inference backends (Kthena registry).",
     plural = "models",
     namespaced,
     status = "ModelStatus"
@@ -243,6 +244,7 @@ pub struct BackendStatus {
     group = "registry.volcano.sh",
     version = "v1alpha1",
     kind = "AutoscalingPolicy",
+    doc = "How a model or backend scales on its metrics (Kthena registry).",
     plural = "autoscalingpolicies",
     namespaced,
     status = "EmptyStatus"
@@ -371,6 +373,7 @@ impl PanicPolicy {
     group = "registry.volcano.sh",
     version = "v1alpha1",
     kind = "AutoscalingPolicyBinding",
+    doc = "Binds an AutoscalingPolicy to scaling targets (Kthena registry).",
     plural = "autoscalingpolicybindings",
     namespaced,
     status = "EmptyStatus"

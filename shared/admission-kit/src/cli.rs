@@ -96,6 +96,11 @@ struct ServeArgs {
     /// After the listener closes, how long in-flight reviews may still take.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_GRACE", default_value = "25s", value_parser = duration)]
     shutdown_grace: Duration,
+    /// Read cluster state from these files (JSON/YAML objects or Lists) instead of watching the
+    /// Kubernetes API: for running without a cluster. Without it, services whose rules read
+    /// cluster state need KUBECONFIG or an in-cluster service account.
+    #[arg(long, num_args = 1..)]
+    state: Vec<PathBuf>,
 }
 
 /// Flags of `review`.
@@ -153,16 +158,37 @@ fn crd(app: &App) -> ExitCode {
         eprintln!("{} serves no custom resources", app.name);
         return ExitCode::from(2);
     }
+    let mut out = String::new();
     for c in &app.crds {
         match serde_yaml_ng::to_string(c) {
-            Ok(y) => print!("---\n{y}"),
+            Ok(y) => {
+                out.push_str("---\n");
+                out.push_str(&y);
+            }
             Err(e) => {
                 eprintln!("cannot render CRD: {e}");
                 return ExitCode::FAILURE;
             }
         }
     }
-    ExitCode::SUCCESS
+    emit(&out)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn emit(text: &str) -> ExitCode {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cannot write the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Decides one review offline. Exit 0 with the answer on stdout; exit 2 with a message on stderr
@@ -198,10 +224,7 @@ fn review(app: &App, a: ReviewArgs) -> ExitCode {
     };
     match review_body(endpoint.handler.as_ref(), &body, &Context::new(state)) {
         Ok(answer) => match serde_json::to_string_pretty(&answer.review) {
-            Ok(s) => {
-                println!("{s}");
-                ExitCode::SUCCESS
-            }
+            Ok(s) => emit(&(s + "\n")),
             Err(e) => fail(format!("cannot encode the answer: {e}")),
         },
         Err(e) => fail(e.to_string()),
@@ -252,12 +275,22 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
         }
         files.spawn_reloader(certs.clone(), a.cert_reload_interval);
     }
-    let (ctx, synced): (Context, Box<dyn Fn() -> bool + Send + Sync>) = if app.watches.is_empty() {
+    let (ctx, synced): (Context, Box<dyn Fn() -> bool + Send + Sync>) = if !a.state.is_empty() {
+        let state = StaticState::from_files(&a.state)?;
+        tracing::info!(
+            objects = state.len(),
+            "cluster state read from files; not watching the API"
+        );
+        (Context::new(Arc::new(state)), Box::new(|| true))
+    } else if app.watches.is_empty() {
         (Context::default(), Box::new(|| true))
     } else {
-        let client = kube::Client::try_default()
-            .await
-            .map_err(|e| format!("cannot reach the Kubernetes API for watches: {e}"))?;
+        let client = kube::Client::try_default().await.map_err(|e| {
+            format!(
+                "the rules read cluster state, which needs the Kubernetes API (set KUBECONFIG, run in a cluster, \
+                 or pass --state FILE to serve from files): {e}"
+            )
+        })?;
         let state = Arc::new(WatchState::start(client, &app.watches));
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))

@@ -486,8 +486,8 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
             allowed = d.allowed,
             patched = d.patched,
             dry_run = d.dry_run,
-            rules = ?d.denied_by,
-            applied = ?d.applied,
+            rules = %d.denied_by.join(","),
+            applied = %d.applied.join(","),
             latency_us,
             "decision"
         );

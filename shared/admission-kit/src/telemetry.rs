@@ -60,6 +60,7 @@ impl Telemetry {
                 .json()
                 .flatten_event(true)
                 .with_current_span(false)
+                .with_span_list(false)
                 .with_writer(writer)
                 .boxed(),
             LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),

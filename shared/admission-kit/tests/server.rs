@@ -1,0 +1,702 @@
+//! The HTTPS server end to end on loopback: TLS, both review versions, HTTP/1.1 and HTTP/2,
+//! every kind of bad input, certificate rotation on disk, metrics, readiness and graceful
+//! shutdown.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use admission_kit::handler::{Context, Mutator, Request, Validator, Verdict};
+use admission_kit::metrics::Metrics;
+use admission_kit::server::{ServeOptions, Server};
+use admission_kit::tls::{CertFiles, CertStore, SelfSigned, install_crypto_provider};
+use admission_kit::{App, FailurePolicy, FieldError, Path as FPath, Target};
+use bytes::Bytes;
+use http::{Request as HttpRequest, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Thing {
+    #[serde(default)]
+    spec: ThingSpec,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ThingSpec {
+    #[serde(default)]
+    n: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    defaulted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sleep_ms: Option<u64>,
+}
+
+struct NonNegative;
+impl Validator for NonNegative {
+    type Object = Thing;
+    fn validate(&self, req: &Request<Thing>, _: &Context) -> Verdict {
+        if let Some(ms) = req.object.spec.sleep_ms {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        let mut v = Verdict::default();
+        if req.object.spec.n < 0 {
+            v.errors.push(FieldError::invalid(
+                "T-01",
+                FPath::new("spec").child("n"),
+                req.object.spec.n,
+                "must be >= 0",
+            ));
+        }
+        v.warnings.push("checked".into());
+        v
+    }
+}
+
+struct Defaulter;
+impl Mutator for Defaulter {
+    type Object = Thing;
+    fn mutate(&self, _: &Request<Thing>, obj: &mut Thing, _: &Context) -> Verdict {
+        obj.spec.defaulted = Some(true);
+        Verdict::default()
+    }
+}
+
+fn app() -> App {
+    let target = Target {
+        group: "example.com".into(),
+        version: "v1".into(),
+        resource: "things".into(),
+        operations: &[],
+    };
+    App::new("test-webhook", "test")
+        .validate(
+            "/validate",
+            target.clone(),
+            FailurePolicy::Fail,
+            NonNegative,
+        )
+        .mutate("/mutate", target, FailurePolicy::Ignore, Defaulter)
+}
+
+struct Running {
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    ca: CertificateDer<'static>,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+fn opts() -> ServeOptions {
+    ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
+        body_limit: 64 * 1024,
+        handshake_timeout: Duration::from_secs(2),
+        header_timeout: Duration::from_millis(500),
+        body_timeout: Duration::from_millis(500),
+        shutdown_delay: Duration::from_millis(0),
+        shutdown_grace: Duration::from_secs(10),
+    }
+}
+
+fn ca_der(pem: &str) -> CertificateDer<'static> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap()
+}
+
+async fn start_with(
+    certs: Arc<CertStore>,
+    ca: CertificateDer<'static>,
+    o: ServeOptions,
+) -> Running {
+    let server = Server::bind(
+        &app(),
+        Context::default(),
+        certs,
+        || true,
+        Metrics::new().unwrap(),
+        o,
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    let metrics = server.metrics_addr().unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.run(async {
+        let _ = rx.await;
+    }));
+    Running {
+        addr,
+        metrics,
+        ca,
+        stop: Some(tx),
+        done,
+    }
+}
+
+async fn start() -> Running {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    start_with(certs, ca_der(&ss.ca_pem), opts()).await
+}
+
+async fn tls(addr: SocketAddr, ca: &CertificateDer<'static>, alpn: &[u8]) -> TlsStream<TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let mut cfg = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn h1(r: &Running) -> (Sender, tokio::task::JoinHandle<()>) {
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"http/1.1").await);
+    let (send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+    let j = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (send, j)
+}
+
+fn post(path: &str, ct: &str, body: Vec<u8>) -> HttpRequest<Full<Bytes>> {
+    HttpRequest::post(path)
+        .header("host", "localhost")
+        .header("content-type", ct)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
+}
+
+async fn send(s: &mut Sender, req: HttpRequest<Full<Bytes>>) -> (StatusCode, Value) {
+    let resp = s.send_request(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, v)
+}
+
+fn review(version: &str, n: i64) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": version, "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "kind": {"group": "example.com", "version": "v1", "kind": "Thing"},
+                    "resource": {"group": "example.com", "version": "v1", "resource": "things"},
+                    "name": "t", "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "me"},
+                    "object": {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"},
+                               "spec": {"n": n, "unknown": {"kept": true}}}}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn answers_v1_and_v1beta1_over_http1() {
+    let r = start().await;
+    let (mut s, _) = h1(&r).await;
+    for v in ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] {
+        let (code, out) = send(&mut s, post("/validate", "application/json", review(v, 1))).await;
+        assert_eq!(code, StatusCode::OK);
+        assert_eq!(out["apiVersion"], v);
+        assert_eq!(out["kind"], "AdmissionReview");
+        assert_eq!(out["response"]["uid"], "u-1");
+        assert_eq!(out["response"]["allowed"], true);
+        assert_eq!(out["response"]["warnings"], json!(["checked"]));
+        let (_, out) = send(
+            &mut s,
+            post(
+                "/validate",
+                "application/json; charset=utf-8",
+                review(v, -2),
+            ),
+        )
+        .await;
+        assert_eq!(out["response"]["allowed"], false);
+        assert_eq!(out["response"]["status"]["code"], 422);
+        let msg = out["response"]["status"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains("spec.n: Invalid value: -2: must be >= 0"),
+            "{msg}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn mutation_patch_is_base64_and_keeps_unknown_fields() {
+    use base64::Engine as _;
+    let r = start().await;
+    let (mut s, _) = h1(&r).await;
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/mutate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(out["response"]["patchType"], "JSONPatch");
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(out["response"]["patch"].as_str().unwrap())
+        .unwrap();
+    let patch: Value = serde_json::from_slice(&patch).unwrap();
+    assert_eq!(
+        patch,
+        json!([{"op": "add", "path": "/spec/defaulted", "value": true}])
+    );
+}
+
+#[tokio::test]
+async fn answers_over_http2() {
+    let r = start().await;
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
+    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let resp = send2
+        .send_request(post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 3),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    let body: Value =
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["response"]["allowed"], true);
+}
+
+#[tokio::test]
+async fn bad_inputs_get_clear_errors() {
+    let r = start().await;
+    let (mut s, _) = h1(&r).await;
+    // 405: wrong method.
+    let get = HttpRequest::get("/validate")
+        .header("host", "x")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let (code, out) = send(&mut s, get).await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("use POST")
+    );
+    // 415: wrong or missing content type.
+    let (code, out) = send(
+        &mut s,
+        post("/validate", "text/plain", review("admission.k8s.io/v1", 1)),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expected application/json")
+    );
+    // 413: body over the limit (64 KiB here).
+    let (code, out) = send(
+        &mut s,
+        post("/validate", "application/json", vec![b' '; 65 * 1024]),
+    )
+    .await;
+    assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 65536 bytes")
+    );
+    // The unread body makes the server close that connection; go on with a new one.
+    let (mut s, _) = h1(&r).await;
+    // 400: not JSON, answered in the version it claims.
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            b"{\"apiVersion\":\"admission.k8s.io/v1beta1\", nope".to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot decode the AdmissionReview")
+    );
+    // 400: wrongly shaped (no request; object of the wrong type; missing object).
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            b"{\"apiVersion\":\"admission.k8s.io/v1\"}".to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no request")
+    );
+    let bad_obj = json!({"apiVersion": "admission.k8s.io/v1", "request": {"uid": "u-9", "operation": "CREATE", "object": {"spec": {"n": "x"}}}});
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            serde_json::to_vec(&bad_obj).unwrap(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(out["response"]["uid"], "u-9");
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot decode object")
+    );
+    let no_obj = json!({"apiVersion": "admission.k8s.io/v1", "request": {"uid": "u", "operation": "UPDATE"}});
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            serde_json::to_vec(&no_obj).unwrap(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert!(
+        out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("carries no object")
+    );
+    // 404: unknown path.
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/nope",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    assert_eq!(out, Value::String("404 page not found".into()));
+    // The connection survived all of it.
+    let (code, _) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn slow_or_silent_clients_are_cut_off() {
+    let r = start().await;
+    // Headers never finished: the server closes the connection after the header timeout.
+    let mut t = tls(r.addr, &r.ca, b"http/1.1").await;
+    t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(&mut t, &mut buf),
+    )
+    .await;
+    assert!(
+        read.is_ok(),
+        "connection with unfinished headers was not closed"
+    );
+    // Body announced but never sent: 408 after the body timeout.
+    let mut t = tls(r.addr, &r.ca, b"http/1.1").await;
+    t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{").await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read(&mut t, &mut buf),
+    )
+    .await
+    .expect("no answer to a stalled body")
+    .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+    // A client that never completes the TLS handshake does not keep a task forever, and other
+    // clients are served meanwhile.
+    let _idle = TcpStream::connect(r.addr).await.unwrap();
+    let (mut s, _) = h1(&r).await;
+    let (code, _) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> (StatusCode, String) {
+    let io = TokioIo::new(TcpStream::connect(addr).await.unwrap());
+    let (mut s, conn) = hyper::client::conn::http1::handshake::<_, Full<Bytes>>(io)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let resp = s
+        .send_request(
+            HttpRequest::get(path)
+                .header("host", "x")
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let code = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn metrics_count_decisions_and_rules() {
+    let r = start().await;
+    let (mut s, _) = h1(&r).await;
+    send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", -1),
+        ),
+    )
+    .await;
+    send(
+        &mut s,
+        post("/validate", "text/plain", review("admission.k8s.io/v1", -1)),
+    )
+    .await;
+    let (code, text) = http_get(r.metrics, "/metrics").await;
+    assert_eq!(code, StatusCode::OK);
+    for line in [
+        "controller_runtime_webhook_requests_total{code=\"200\",webhook=\"/validate\"} 2",
+        "controller_runtime_webhook_requests_total{code=\"415\",webhook=\"/validate\"} 1",
+        "admission_webhook_decisions_total{decision=\"allowed\",operation=\"CREATE\",webhook=\"/validate\"} 1",
+        "admission_webhook_decisions_total{decision=\"denied\",operation=\"CREATE\",webhook=\"/validate\"} 1",
+        "admission_webhook_denials_total{rule=\"T-01\",webhook=\"/validate\"} 1",
+        "controller_runtime_webhook_requests_in_flight{webhook=\"/validate\"} 0",
+        "controller_runtime_webhook_latency_seconds_count{webhook=\"/validate\"} 3",
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+    assert_eq!(
+        http_get(r.metrics, "/healthz").await,
+        (StatusCode::OK, "ok".into())
+    );
+    assert_eq!(
+        http_get(r.metrics, "/readyz").await,
+        (StatusCode::OK, "ok".into())
+    );
+}
+
+#[tokio::test]
+async fn not_ready_without_a_certificate() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let r = start_with(CertStore::new(), ca_der(&ss.ca_pem), opts()).await;
+    let (code, why) = http_get(r.metrics, "/readyz").await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(why.contains("certificate"));
+}
+
+fn write_pair(dir: &Path, gen_name: &str, ss: &SelfSigned) {
+    // The layout of a Kubernetes secret volume: files behind a `..data` symlink that is swapped.
+    let gen_dir = dir.join(gen_name);
+    std::fs::create_dir_all(&gen_dir).unwrap();
+    std::fs::write(gen_dir.join("tls.crt"), &ss.cert_pem).unwrap();
+    std::fs::write(gen_dir.join("tls.key"), &ss.key_pem).unwrap();
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(gen_name, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+    for f in ["tls.crt", "tls.key"] {
+        let link = dir.join(f);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(format!("..data/{f}"), &link).unwrap();
+        }
+    }
+}
+
+async fn served_leaf(r: &Running, ca: &CertificateDer<'static>) -> Option<CertificateDer<'static>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).ok()?;
+    let cfg = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(r.addr).await.ok()?;
+    let t = TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .ok()?;
+    t.get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first().cloned())
+}
+
+#[tokio::test]
+async fn certificate_swapped_on_disk_is_served_without_restart() {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let a = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let b = SelfSigned::generate(&["localhost".into()]).unwrap();
+    write_pair(dir.path(), "..gen_a", &a);
+    let files = CertFiles {
+        cert: dir.path().join("tls.crt"),
+        key: dir.path().join("tls.key"),
+    };
+    let certs = CertStore::new();
+    files.load_into(&certs).unwrap();
+    files
+        .clone()
+        .spawn_reloader(certs.clone(), Duration::from_millis(50));
+    let r = start_with(certs.clone(), ca_der(&a.ca_pem), opts()).await;
+    let leaf_a = rustls_pemfile::certs(&mut a.cert_pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap();
+    let leaf_b = rustls_pemfile::certs(&mut b.cert_pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(served_leaf(&r, &ca_der(&a.ca_pem)).await, Some(leaf_a));
+    // An old connection stays usable across the swap.
+    let (mut old, _) = h1(&r).await;
+    write_pair(dir.path(), "..gen_b", &b);
+    let mut swapped = false;
+    for _ in 0..200 {
+        if served_leaf(&r, &ca_der(&b.ca_pem)).await.as_ref() == Some(&leaf_b) {
+            swapped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(swapped, "new certificate never served");
+    let (code, _) = send(
+        &mut old,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    // A broken write keeps the current certificate.
+    std::fs::write(dir.path().join("..gen_b/tls.crt"), "garbage").unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(served_leaf(&r, &ca_der(&b.ca_pem)).await, Some(leaf_b));
+}
+
+#[tokio::test]
+async fn shutdown_finishes_in_flight_reviews_and_closes_idle_connections() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let mut o = opts();
+    o.shutdown_delay = Duration::from_millis(300);
+    let mut r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    // An idle keep-alive connection and one with a review in flight.
+    let (mut idle, idle_conn) = h1(&r).await;
+    send(
+        &mut idle,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ),
+    )
+    .await;
+    let (mut busy, _) = h1(&r).await;
+    let mut slow = serde_json::from_slice::<Value>(&review("admission.k8s.io/v1", 1)).unwrap();
+    slow["request"]["object"]["spec"]["sleep_ms"] = json!(800);
+    let in_flight = tokio::spawn(async move {
+        send(
+            &mut busy,
+            post(
+                "/validate",
+                "application/json",
+                serde_json::to_vec(&slow).unwrap(),
+            ),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = r.stop.take().unwrap().send(());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (code, why) = http_get(r.metrics, "/readyz").await;
+    assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(why, "shutting down");
+    let (code, out) = in_flight.await.unwrap();
+    assert_eq!(code, StatusCode::OK, "in-flight review lost");
+    assert_eq!(out["response"]["allowed"], true);
+    tokio::time::timeout(Duration::from_secs(20), &mut r.done)
+        .await
+        .expect("server did not stop")
+        .unwrap();
+    // The idle connection was closed by the server rather than left for reuse.
+    tokio::time::timeout(Duration::from_secs(5), idle_conn)
+        .await
+        .expect("idle keep-alive connection still open")
+        .unwrap();
+    assert!(
+        TcpStream::connect(r.addr).await.is_err(),
+        "listener still open"
+    );
+}
