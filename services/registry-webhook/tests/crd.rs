@@ -130,3 +130,72 @@ fn autoscaling_policy_binding_crd_matches_upstream() {
         "registry.volcano.sh_autoscalingpolicybindings.yaml",
     );
 }
+
+#[test]
+fn packaged_crds_are_the_generated_ones() {
+    let app = registry_webhook::app();
+    let mut want = String::new();
+    for c in &app.crds {
+        want.push_str("---\n");
+        want.push_str(&serde_yaml_ng::to_string(c).unwrap());
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../kustomize/registry-webhook/crds.yaml"
+    );
+    let have = std::fs::read_to_string(path).unwrap();
+    assert!(
+        have == want,
+        "kustomize/registry-webhook/crds.yaml is stale: regenerate with `cargo run -p registry-webhook -- crd > kustomize/registry-webhook/crds.yaml`"
+    );
+}
+
+#[test]
+fn packaged_webhook_configurations_match_the_endpoint_table() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/registry-webhook/webhooks.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let app = registry_webhook::app();
+    let mut registered = 0;
+    for doc in &docs {
+        let kind = doc["kind"].as_str().unwrap();
+        for hook in doc["webhooks"].as_array().unwrap() {
+            let path = hook["clientConfig"]["service"]["path"].as_str().unwrap();
+            let ep = app
+                .endpoint(path)
+                .unwrap_or_else(|| panic!("{path} is registered but not served"));
+            let want_kind = match ep.kind {
+                admission_kit::WebhookKind::Validating => "ValidatingWebhookConfiguration",
+                admission_kit::WebhookKind::Mutating => "MutatingWebhookConfiguration",
+            };
+            assert_eq!(kind, want_kind, "{path}");
+            assert_eq!(
+                hook["failurePolicy"].as_str(),
+                Some(ep.failure_policy.as_str()),
+                "{path}"
+            );
+            let rule = &hook["rules"][0];
+            assert_eq!(
+                rule["resources"][0].as_str(),
+                Some(ep.target.resource.as_str()),
+                "{path}"
+            );
+            assert_eq!(
+                rule["apiGroups"][0].as_str(),
+                Some(ep.target.group.as_str()),
+                "{path}"
+            );
+            registered += 1;
+        }
+    }
+    assert_eq!(
+        registered,
+        app.endpoints.len(),
+        "every endpoint is registered once"
+    );
+}

@@ -149,7 +149,8 @@ pub trait Validator: Send + Sync + 'static {
 pub trait Mutator: Send + Sync + 'static {
     /// The object type the review's object decodes into. Its serialisation must be stable: a
     /// decoded and re-encoded object must equal itself, so only real edits show in the diff.
-    type Object: DeserializeOwned + Serialize + Clone + Send + Sync;
+    /// `PartialEq` lets the kit skip all patch work when the mutator changed nothing.
+    type Object: DeserializeOwned + Serialize + Clone + PartialEq + Send + Sync;
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
     fn mutate(
@@ -352,7 +353,11 @@ impl<M: Mutator> Handler for Mutating<M> {
                 decision,
             });
         }
-        let patch = typed_patch(&d.raw_object, &d.req.object, &edited)?;
+        let patch = if edited == d.req.object {
+            None
+        } else {
+            typed_patch(&d.raw_object, &d.req.object, &edited)?
+        };
         let decision = decision_of(&d.req, &verdict, patch.is_some());
         let mut response = response_of(&d.req.uid, verdict, None);
         if let Some(p) = patch {
@@ -370,10 +375,11 @@ impl<M: Mutator> Handler for Mutating<M> {
 /// applied, or `None` when nothing changed.
 ///
 /// The diff is taken between the typed object before and after the edit, so it holds only what
-/// the mutator changed; it is then replayed onto the raw JSON (creating parents that the raw
-/// object lacks but the typed one serialised) and the final patch is the diff of the raw object
-/// against that, so it always applies to what the API server holds and never removes a field
-/// our types do not know.
+/// the mutator changed. When it applies to the raw JSON as it stands (the usual case) it is the
+/// patch; otherwise it is replayed onto the raw JSON creating the parents that the raw object
+/// lacks but the typed one serialised, and the patch is the diff of the raw object against that.
+/// Either way it applies to what the API server holds and never removes a field our types do
+/// not know.
 pub fn typed_patch<T: Serialize>(
     raw: &RawValue,
     before: &T,
@@ -385,11 +391,17 @@ pub fn typed_patch<T: Serialize>(
     if edit.0.is_empty() {
         return Ok(None);
     }
-    let original: Value = serde_json::from_str(raw.get())
+    let mut doc: Value = serde_json::from_str(raw.get())
         .map_err(|e| ReviewError::Object("object", e.to_string()))?;
-    let mut patched = original.clone();
-    replay(&mut patched, &edit);
-    let patch = json_patch::diff(&original, &patched);
+    // Usually the typed edit applies to the raw object as it stands; json_patch::patch is atomic,
+    // so on failure `doc` is untouched and the lenient replay + re-diff below takes over.
+    let patch = if json_patch::patch(&mut doc, &edit.0).is_ok() {
+        edit
+    } else {
+        let mut patched = doc.clone();
+        replay(&mut patched, &edit);
+        json_patch::diff(&doc, &patched)
+    };
     if patch.0.is_empty() {
         return Ok(None);
     }

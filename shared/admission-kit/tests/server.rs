@@ -25,13 +25,13 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Thing {
     #[serde(default)]
     spec: ThingSpec,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct ThingSpec {
     #[serde(default)]
     n: i64,
