@@ -700,3 +700,35 @@ async fn shutdown_finishes_in_flight_reviews_and_closes_idle_connections() {
         "listener still open"
     );
 }
+
+#[tokio::test]
+async fn chunked_body_over_the_limit_is_refused() {
+    let r = start().await;
+    let mut t = tls(r.addr, &r.ca, b"http/1.1").await;
+    t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+        .await
+        .unwrap();
+    let chunk = vec![b' '; 8192];
+    for _ in 0..10 {
+        // The server may answer and close before all of it is sent.
+        if t.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .await
+            .is_err()
+            || t.write_all(&chunk).await.is_err()
+            || t.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = t.write_all(b"0\r\n\r\n").await;
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read(&mut t, &mut buf),
+    )
+    .await
+    .expect("no answer")
+    .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+}
