@@ -63,7 +63,8 @@ impl std::fmt::Display for TypeKey {
 
 /// Read access to the cluster objects rules depend on.
 pub trait ClusterState: Send + Sync {
-    /// One object by namespace (None for cluster-scoped) and name.
+    /// One object by namespace (None for cluster-scoped) and name. Rules go through
+    /// [`crate::handler::Context::get`], which refuses an empty name as the API client does.
     fn get(
         &self,
         ty: &TypeKey,
@@ -224,9 +225,6 @@ impl ClusterState for StaticState {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        if name.is_empty() {
-            return Err(LookupError::EmptyName);
-        }
         Ok(self.by_type.get(ty).and_then(|objs| {
             objs.get(&(namespace.unwrap_or_default().to_owned(), name.to_owned()))
                 .cloned()
@@ -329,9 +327,6 @@ impl ClusterState for WatchState {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        if name.is_empty() {
-            return Err(LookupError::EmptyName);
-        }
         let w = self.watched(ty)?;
         let mut key = ObjectRef::new_with(name, w.resource.clone());
         if let Some(ns) = namespace {
@@ -384,7 +379,6 @@ mod tests {
         assert!(s.get(&key(), None, "c").unwrap().is_some());
         assert_eq!(s.list(&key(), Some("ns")).unwrap().len(), 2);
         assert_eq!(s.list(&key(), None).unwrap().len(), 3);
-        assert_eq!(s.get(&key(), Some("ns"), ""), Err(LookupError::EmptyName));
     }
 
     #[test]
