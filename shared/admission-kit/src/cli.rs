@@ -32,6 +32,9 @@ enum Command {
     Review(ReviewArgs),
     /// Print the CustomResourceDefinitions of the kinds this service serves, as YAML.
     Crd,
+    /// Print the endpoint table (paths, kinds, failure policies, targets) as JSON, for tools that
+    /// register the webhooks.
+    Endpoints,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -131,6 +134,15 @@ pub fn main(app: App) -> ExitCode {
     match cli.command {
         Command::Review(a) => review(&app, a),
         Command::Crd => crd(&app),
+        Command::Endpoints => {
+            match serde_json::to_string_pretty(&crate::registration::EndpointInfo::of(&app)) {
+                Ok(s) => emit(&(s + "\n")),
+                Err(e) => {
+                    eprintln!("cannot encode the endpoints: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve(a) => {
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

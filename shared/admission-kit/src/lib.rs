@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod go;
 pub mod handler;
 pub mod metrics;
+pub mod registration;
 pub mod review;
 pub mod server;
 pub mod state;

@@ -1,0 +1,230 @@
+//! Helpers for end-to-end tests through the real API server: a namespace per test on the shared
+//! control plane, webhook services served in-process on free loopback ports, and their webhook
+//! configurations registered for that namespace only, so tests run in parallel without
+//! affecting each other.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use admission_kit::handler::Context;
+use admission_kit::metrics::Metrics;
+use admission_kit::registration::{EndpointInfo, Registration, configurations, only_namespace};
+use admission_kit::server::{ServeOptions, Server};
+use admission_kit::state::WatchState;
+use admission_kit::tls::{CertStore, SelfSigned, install_crypto_provider};
+use admission_kit::{App, FailurePolicy};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use tokio::sync::oneshot;
+
+/// One test's view of the shared control plane.
+pub struct Env {
+    /// Admin client.
+    pub client: kube::Client,
+    /// This test's namespace.
+    pub ns: String,
+}
+
+/// Panics with the reason (naming the command that builds the tools when they are missing).
+fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{what}: {e}"),
+    }
+}
+
+impl Env {
+    /// Connects to the shared control plane (starting it on first use) and creates a fresh
+    /// namespace named after the test.
+    pub async fn new(test: &str) -> Self {
+        install_crypto_provider();
+        let shared = must(testenv::shared(), "control plane");
+        let client = must(testenv::client_for(&shared.kubeconfig).await, "kube client");
+        let ns = format!(
+            "{test}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or_default()
+        );
+        let namespace: Namespace = must(
+            serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})),
+            "namespace",
+        );
+        must(
+            Api::<Namespace>::all(client.clone())
+                .create(&PostParams::default(), &namespace)
+                .await,
+            "create namespace",
+        );
+        Self { client, ns }
+    }
+
+    /// Installs (server-side apply, idempotent) the CRDs of `app` and waits until established.
+    pub async fn install_crds(&self, app: &App) {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for crd in &app.crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            must(
+                api.patch(
+                    &name,
+                    &PatchParams::apply("e2e").force(),
+                    &Patch::Apply(crd),
+                )
+                .await,
+                "apply CRD",
+            );
+            eventually(Duration::from_secs(30), || async {
+                let c = api.get(&name).await.map_err(|e| e.to_string())?;
+                let ok = c
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                if ok {
+                    Ok(())
+                } else {
+                    Err("not established".to_owned())
+                }
+            })
+            .await;
+        }
+    }
+
+    /// Registers `app`'s endpoints served by `hook` for this namespace only.
+    pub async fn register(
+        &self,
+        name: &str,
+        app: &App,
+        hook: &Webhook,
+        policy: Option<FailurePolicy>,
+        timeout_seconds: i32,
+    ) {
+        let reg = Registration {
+            name: format!("{name}-{}", self.ns),
+            base_url: format!("https://{}", hook.addr),
+            ca_bundle: hook.ca_pem.clone().into_bytes(),
+            timeout_seconds,
+            namespace_selector: only_namespace(&self.ns),
+            failure_policy: policy,
+        };
+        let (m, v) = configurations(&reg, &EndpointInfo::of(app));
+        let pp = PatchParams::apply("e2e").force();
+        if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+            must(
+                Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+                    .patch(&reg.name, &pp, &Patch::Apply(&m))
+                    .await,
+                "register mutating webhooks",
+            );
+        }
+        if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+            must(
+                Api::<ValidatingWebhookConfiguration>::all(self.client.clone())
+                    .patch(&reg.name, &pp, &Patch::Apply(&v))
+                    .await,
+                "register validating webhooks",
+            );
+        }
+    }
+}
+
+/// A webhook service running in-process, as `serve` runs it: self-signed TLS on a free loopback
+/// port, cluster state from watches of the test's API server.
+pub struct Webhook {
+    /// Listening address.
+    pub addr: std::net::SocketAddr,
+    /// CA bundle for the webhook configuration.
+    pub ca_pem: String,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Webhook {
+    /// Serves `app`; returns once its watch caches have synced.
+    pub async fn start(app: &App, client: &kube::Client) -> Self {
+        install_crypto_provider();
+        let ss = must(
+            SelfSigned::generate(&["127.0.0.1".into(), "localhost".into()]),
+            "certificate",
+        );
+        let certs = CertStore::new();
+        certs.set(must(ss.certified_key(), "certificate"));
+        let state = Arc::new(WatchState::start(client.clone(), &app.watches));
+        let synced = state.clone();
+        let opts = ServeOptions {
+            listen: "127.0.0.1:0"
+                .parse()
+                .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+            metrics_listen: None,
+            shutdown_delay: Duration::ZERO,
+            shutdown_grace: Duration::from_secs(5),
+            ..ServeOptions::default()
+        };
+        let server = must(
+            Server::bind(
+                app,
+                Context::new(state.clone()),
+                certs,
+                move || synced.synced(),
+                must(Metrics::new(), "metrics"),
+                opts,
+            )
+            .await,
+            "bind",
+        );
+        let addr = server
+            .local_addr()
+            .unwrap_or_else(|| panic!("no local address"));
+        eventually(Duration::from_secs(30), || async {
+            if state.synced() {
+                Ok(())
+            } else {
+                Err("watch caches not synced".to_owned())
+            }
+        })
+        .await;
+        let (tx, rx) = oneshot::channel::<()>();
+        let done = tokio::spawn(server.run(async {
+            let _ = rx.await;
+        }));
+        Self {
+            addr,
+            ca_pem: ss.ca_pem,
+            stop: Some(tx),
+            done: Some(done),
+        }
+    }
+
+    /// Stops the server (graceful shutdown) and waits until the port is closed.
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(d) = self.done.take() {
+            let _ = d.await;
+        }
+    }
+}
+
+/// Retries `f` until it succeeds or `limit` passes (then panics with the last error).
+pub async fn eventually<T, F, Fut>(limit: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if Instant::now() > deadline => panic!("gave up after {limit:?}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}

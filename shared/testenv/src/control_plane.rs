@@ -1,0 +1,327 @@
+//! etcd + kube-apiserver on free loopback ports, started the way controller-runtime's envtest
+//! does: secure serving with our own CA, an admin client certificate (group `system:masters`),
+//! service-account keys, RBAC, and the admission plugins that need controllers disabled.
+//!
+//! Teardown: [`ControlPlane`] kills both processes and removes its directory on drop (also when a
+//! test panics). The children also get `PR_SET_PDEATHSIG`, so they die with the process that
+//! started them even when it is killed, and directories of dead owners are swept on the next
+//! start.
+
+use std::fs;
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+
+use crate::tools::Binaries;
+
+/// Why the control plane could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Files or processes.
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    /// Certificates.
+    #[error("certificates: {0}")]
+    Cert(#[from] rcgen::Error),
+    /// A process exited or never became ready.
+    #[error("{0}")]
+    NotReady(String),
+    /// The kube client could not be built.
+    #[error("kube client: {0}")]
+    Client(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
+    let what = what.into();
+    move |e| StartError::Io(what, e)
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> Result<u16, StartError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(io("bind 127.0.0.1:0"))?;
+    l.local_addr().map(|a| a.port()).map_err(io("local_addr"))
+}
+
+fn root_dir() -> PathBuf {
+    std::env::temp_dir().join("admission-testenv")
+}
+
+/// Removes directories left by processes that no longer exist.
+fn sweep_stale() {
+    let Ok(rd) = fs::read_dir(root_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, StartError> {
+    let out = fs::File::create(log).map_err(io(log.display().to_string()))?;
+    let err = out.try_clone().map_err(io("log"))?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: prctl is async-signal-safe; no allocation between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().map_err(io(format!("{:?}", cmd.get_program())))
+}
+
+fn tail(path: &Path) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = fs::File::open(path) {
+        let _ = f.read_to_string(&mut s);
+    }
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(25)..].join("\n")
+}
+
+/// A running etcd + kube-apiserver.
+pub struct ControlPlane {
+    dir: PathBuf,
+    etcd: Option<Child>,
+    apiserver: Option<Child>,
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// A kubeconfig with admin (`system:masters`) credentials.
+    pub kubeconfig: PathBuf,
+}
+
+struct Pki {
+    ca_pem: String,
+    serving_cert: String,
+    serving_key: String,
+    admin_cert: String,
+    admin_key: String,
+    sa_key: String,
+    sa_pub: String,
+}
+
+fn pki() -> Result<Pki, StartError> {
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "testenv CA");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::CrlSign,
+    ];
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
+
+    let mut serving = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])?;
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let serving_key = KeyPair::generate()?;
+    let serving_cert = serving.signed_by(&serving_key, &ca)?;
+
+    let mut admin = CertificateParams::new(Vec::<String>::new())?;
+    admin.distinguished_name.push(DnType::CommonName, "admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let admin_key = KeyPair::generate()?;
+    let admin_cert = admin.signed_by(&admin_key, &ca)?;
+
+    let sa = KeyPair::generate()?;
+    Ok(Pki {
+        ca_pem: ca.pem(),
+        serving_cert: serving_cert.pem(),
+        serving_key: serving_key.serialize_pem(),
+        admin_cert: admin_cert.pem(),
+        admin_key: admin_key.serialize_pem(),
+        sa_key: sa.serialize_pem(),
+        sa_pub: sa.public_key_pem(),
+    })
+}
+
+fn kubeconfig(server: &str, p: &Pki) -> String {
+    let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: admin\ncurrent-context: testenv\n",
+        b(&p.ca_pem),
+        b(&p.admin_cert),
+        b(&p.admin_key)
+    )
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until the API server is ready (at most 90 s).
+    pub async fn start(bins: &Binaries) -> Result<Self, StartError> {
+        sweep_stale();
+        let dir = root_dir().join(format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        ));
+        fs::create_dir_all(&dir).map_err(io(dir.display().to_string()))?;
+        let mut cp = Self {
+            dir: dir.clone(),
+            etcd: None,
+            apiserver: None,
+            server: String::new(),
+            kubeconfig: dir.join("kubeconfig"),
+        };
+        let p = pki()?;
+        let write = |name: &str, body: &str| -> Result<PathBuf, StartError> {
+            let path = dir.join(name);
+            fs::write(&path, body).map_err(io(path.display().to_string()))?;
+            Ok(path)
+        };
+        let ca = write("ca.crt", &p.ca_pem)?;
+        let tls_crt = write("apiserver.crt", &p.serving_cert)?;
+        let tls_key = write("apiserver.key", &p.serving_key)?;
+        let sa_key = write("sa.key", &p.sa_key)?;
+        let sa_pub = write("sa.pub", &p.sa_pub)?;
+
+        let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+        let client_url = format!("http://127.0.0.1:{client_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        cp.etcd = Some(spawn(
+            Command::new(&bins.etcd)
+                .arg(format!("--data-dir={}", dir.join("etcd").display()))
+                .arg(format!("--listen-client-urls={client_url}"))
+                .arg(format!("--advertise-client-urls={client_url}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster=default={peer_url}"))
+                .arg("--unsafe-no-fsync=true")
+                .arg("--log-level=warn"),
+            &dir.join("etcd.log"),
+        )?);
+        cp.server = format!("https://127.0.0.1:{api_port}");
+        cp.apiserver = Some(spawn(
+            Command::new(&bins.kube_apiserver)
+                .arg(format!("--etcd-servers={client_url}"))
+                .arg(format!("--cert-dir={}", dir.join("certs").display()))
+                .arg(format!("--tls-cert-file={}", tls_crt.display()))
+                .arg(format!("--tls-private-key-file={}", tls_key.display()))
+                .arg(format!("--client-ca-file={}", ca.display()))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--advertise-address=127.0.0.1")
+                .arg(format!("--secure-port={api_port}"))
+                .arg("--service-cluster-ip-range=10.0.0.0/24")
+                .arg("--allow-privileged=true")
+                .arg("--authorization-mode=RBAC")
+                // Needs the token controller, which does not run here (as envtest).
+                .arg("--disable-admission-plugins=ServiceAccount")
+                .arg(format!("--service-account-issuer={}", cp.server))
+                .arg(format!("--service-account-key-file={}", sa_pub.display()))
+                .arg(format!(
+                    "--service-account-signing-key-file={}",
+                    sa_key.display()
+                ))
+                .arg("--v=1"),
+            &dir.join("kube-apiserver.log"),
+        )?);
+        fs::write(&cp.kubeconfig, kubeconfig(&cp.server, &p)).map_err(io("kubeconfig"))?;
+        cp.wait_ready().await?;
+        Ok(cp)
+    }
+
+    async fn wait_ready(&mut self) -> Result<(), StartError> {
+        let client = self.client().await?;
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            for (name, child, log) in [
+                ("etcd", &mut self.etcd, "etcd.log"),
+                ("kube-apiserver", &mut self.apiserver, "kube-apiserver.log"),
+            ] {
+                if let Some(c) = child
+                    && let Ok(Some(status)) = c.try_wait()
+                {
+                    return Err(StartError::NotReady(format!(
+                        "{name} exited ({status}):\n{}",
+                        tail(&self.dir.join(log))
+                    )));
+                }
+            }
+            let req = http::Request::get("/readyz").body(Vec::new());
+            if let Ok(req) = req
+                && let Ok(body) = client.request_text(req).await
+                && body.trim() == "ok"
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(StartError::NotReady(format!(
+                    "kube-apiserver not ready after 90 s:\n{}",
+                    tail(&self.dir.join("kube-apiserver.log"))
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A kube client with admin credentials.
+    pub async fn client(&self) -> Result<kube::Client, StartError> {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)
+            .map_err(|e| StartError::Client(e.to_string()))?;
+        let cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| StartError::Client(e.to_string()))?;
+        kube::Client::try_from(cfg).map_err(|e| StartError::Client(e.to_string()))
+    }
+
+    /// The directory holding certificates, kubeconfig, data and logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Process ids of etcd and kube-apiserver.
+    pub fn pids(&self) -> Vec<u32> {
+        [&self.etcd, &self.apiserver]
+            .into_iter()
+            .flatten()
+            .map(Child::id)
+            .collect()
+    }
+
+    /// Stops both processes and removes the directory. Idempotent.
+    pub fn stop(&mut self) {
+        for child in [self.apiserver.take(), self.etcd.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut child = child;
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

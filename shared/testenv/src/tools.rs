@@ -1,0 +1,193 @@
+//! The control plane's binaries (kube-apiserver, etcd, kustomize), built with the machine's Go
+//! from the Go module proxy and cached outside the repository, keyed by version.
+//!
+//! The wrapper modules in `shared/xtask/go/<tool>` pin every version (go.mod + go.sum); nothing
+//! is downloaded as a prebuilt binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Kubernetes release of kube-apiserver (k8s-openapi's `v1_34` feature matches it).
+pub const KUBERNETES_VERSION: &str = "v1.34.4";
+/// etcd release Kubernetes v1.34 is built and tested with.
+pub const ETCD_VERSION: &str = "v3.6.4";
+/// kustomize release (the newest whose go.mod the machine's Go accepts).
+pub const KUSTOMIZE_VERSION: &str = "v5.8.1";
+
+/// One tool: its name, pinned version and how to build it.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    /// Binary name.
+    pub name: &'static str,
+    /// Pinned version.
+    pub version: &'static str,
+    /// Package to build inside the wrapper module.
+    pub package: &'static str,
+    /// Extra linker flags (version stamping).
+    pub ldflags: &'static str,
+}
+
+/// Every tool the project runs.
+pub const TOOLS: [Tool; 3] = [
+    Tool {
+        name: "etcd",
+        version: ETCD_VERSION,
+        package: ".",
+        ldflags: "",
+    },
+    Tool {
+        name: "kube-apiserver",
+        version: KUBERNETES_VERSION,
+        package: "k8s.io/kubernetes/cmd/kube-apiserver",
+        // Without these the server reports v0.0.0-master to clients.
+        ldflags: "-X k8s.io/component-base/version.gitVersion=v1.34.4 \
+                  -X k8s.io/component-base/version.gitMajor=1 \
+                  -X k8s.io/component-base/version.gitMinor=34 \
+                  -X k8s.io/component-base/version.gitTreeState=clean",
+    },
+    Tool {
+        name: "kustomize",
+        version: KUSTOMIZE_VERSION,
+        package: "sigs.k8s.io/kustomize/kustomize/v5",
+        ldflags: "",
+    },
+];
+
+/// The command that builds the tools, named in every "missing" message.
+pub const BUILD_COMMAND: &str = "cargo xtask tools";
+
+/// Why the tools are not available.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    /// A binary is not in the cache.
+    #[error(
+        "{0} is not built (looked for {1}); run `{BUILD_COMMAND}` first (it builds kube-apiserver, etcd and kustomize with Go, once)"
+    )]
+    Missing(&'static str, PathBuf),
+    /// Go is not installed.
+    #[error(
+        "building {0} needs Go (1.24 or newer) on PATH, and it was not found: install Go from your distribution or go.dev, then run `{BUILD_COMMAND}` again"
+    )]
+    NoGo(&'static str),
+    /// The Go build failed.
+    #[error("building {tool} {version} failed (exit {code:?}); see the output above")]
+    Build {
+        /// The tool.
+        tool: &'static str,
+        /// Its version.
+        version: &'static str,
+        /// Go's exit code.
+        code: Option<i32>,
+    },
+    /// Filesystem trouble.
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+}
+
+/// Paths of the three binaries.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    /// kube-apiserver.
+    pub kube_apiserver: PathBuf,
+    /// etcd.
+    pub etcd: PathBuf,
+    /// kustomize.
+    pub kustomize: PathBuf,
+}
+
+/// Where built tools are cached: `$ADMISSION_TOOLS_DIR`, else `$XDG_CACHE_HOME/admission-webhooks/tools`,
+/// else `~/.cache/admission-webhooks/tools`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ADMISSION_TOOLS_DIR") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("admission-webhooks").join("tools")
+}
+
+/// Where one tool's binary lives in the cache.
+pub fn binary_path(tool: &Tool) -> PathBuf {
+    cache_dir()
+        .join(format!("{}-{}", tool.name, tool.version))
+        .join(tool.name)
+}
+
+fn find(name: &str) -> Result<PathBuf, ToolsError> {
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| ToolsError::Io(name.to_owned(), std::io::ErrorKind::NotFound.into()))?;
+    let p = binary_path(tool);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(ToolsError::Missing(tool.name, p))
+    }
+}
+
+/// The cached binaries; an error naming [`BUILD_COMMAND`] when one is missing.
+pub fn locate() -> Result<Binaries, ToolsError> {
+    Ok(Binaries {
+        kube_apiserver: find("kube-apiserver")?,
+        etcd: find("etcd")?,
+        kustomize: find("kustomize")?,
+    })
+}
+
+/// Builds every missing tool from the wrapper modules under `go_root`
+/// (`shared/xtask/go`), then returns their paths.
+pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
+    for tool in &TOOLS {
+        let out = binary_path(tool);
+        if out.is_file() {
+            continue;
+        }
+        build(tool, &go_root.join(tool.name), &out)?;
+    }
+    locate()
+}
+
+fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
+    let go_ok = Command::new("go")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !go_ok {
+        return Err(ToolsError::NoGo(tool.name));
+    }
+    let dir = out.parent().unwrap_or(out);
+    std::fs::create_dir_all(dir).map_err(|e| ToolsError::Io(dir.display().to_string(), e))?;
+    // Build to a temporary name and rename: an interrupted build never counts as built.
+    let tmp = dir.join(format!(".{}.partial", tool.name));
+    eprintln!(
+        "building {} {} with Go from the module proxy (first time only; cached in {})",
+        tool.name,
+        tool.version,
+        dir.display()
+    );
+    let status = Command::new("go")
+        .current_dir(module)
+        .args(["build", "-trimpath"])
+        .arg(format!("-ldflags=-s -w {}", tool.ldflags))
+        .arg("-o")
+        .arg(&tmp)
+        .arg(tool.package)
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOTOOLCHAIN", "local")
+        .env("CGO_ENABLED", "0")
+        .status()
+        .map_err(|e| ToolsError::Io("go build".into(), e))?;
+    if !status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ToolsError::Build {
+            tool: tool.name,
+            version: tool.version,
+            code: status.code(),
+        });
+    }
+    std::fs::rename(&tmp, out).map_err(|e| ToolsError::Io(out.display().to_string(), e))
+}

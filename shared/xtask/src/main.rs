@@ -1,0 +1,442 @@
+//! `cargo xtask`: the project's two set-up commands and the tool build.
+//!
+//! - `cargo xtask up`: a real control plane, every webhook service, their webhook
+//!   configurations and the sample objects; runs until Ctrl-C.
+//! - `cargo xtask test`: builds the control-plane binaries if needed, then fmt check, clippy and
+//!   every test (unit, fixture, server, end-to-end through the real API server).
+//! - `cargo xtask tools`: builds kube-apiserver, etcd and kustomize with Go (cached by version).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use admission_kit::registration::{
+    EndpointInfo, Registration, all_namespaces_except, configurations,
+};
+use anyhow::{Context as _, Result, bail};
+use clap::{Parser, Subcommand};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Project commands: up, test, tools.")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start etcd + kube-apiserver, every webhook service and its webhooks, apply the samples,
+    /// and run until Ctrl-C.
+    Up,
+    /// Build the tools if needed, then run fmt check, clippy and every test.
+    Test,
+    /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
+    Tools,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn tools() -> Result<testenv::Binaries> {
+    let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+    Ok(bins)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Tools => tools().map(|b| {
+            println!("kube-apiserver: {}", b.kube_apiserver.display());
+            println!("etcd:           {}", b.etcd.display());
+            println!("kustomize:      {}", b.kustomize.display());
+        }),
+        Cmd::Test => test(),
+        Cmd::Up => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("runtime")
+            .and_then(|rt| rt.block_on(up())),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(mut c: Command, what: &str) -> Result<()> {
+    eprintln!("==> {what}");
+    let status = c.status().with_context(|| what.to_owned())?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The README's test command.
+fn test() -> Result<()> {
+    let started = Instant::now();
+    tools()?;
+    eprintln!("tools ready after {:.0?}", started.elapsed());
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    run(fmt, "cargo fmt --all -- --check")?;
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(
+        clippy,
+        "cargo clippy --workspace --all-targets -- -D warnings",
+    )?;
+    eprintln!("==> cargo test --workspace");
+    let mut t = cargo();
+    t.args(["test", "--workspace"]).stdout(Stdio::piped());
+    let mut child = t.spawn().context("cargo test")?;
+    let mut out = String::new();
+    if let Some(mut so) = child.stdout.take() {
+        use std::io::{BufRead, BufReader, Write};
+        let mut r = BufReader::new(&mut so);
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap_or(0) > 0 {
+            print!("{line}");
+            let _ = std::io::stdout().flush();
+            out.push_str(&line);
+            line.clear();
+        }
+    }
+    let status = child.wait()?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for l in out.lines().filter(|l| l.starts_with("test result:")) {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        for w in words.windows(2) {
+            match w[1].trim_end_matches(';') {
+                "passed" => passed += w[0].parse::<u64>().unwrap_or(0),
+                "failed" => failed += w[0].parse::<u64>().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    eprintln!("all checks took {:.0?}", started.elapsed());
+    // One closing line over every test binary (cargo's own last line is a doc-test summary).
+    println!("{passed} passed, {failed} failed");
+    if !status.success() {
+        bail!("cargo test failed ({status})");
+    }
+    Ok(())
+}
+
+fn services() -> Result<Vec<String>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(root().join("services"))? {
+        let e = e?;
+        if e.path().join("Cargo.toml").is_file() {
+            v.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+struct Running {
+    name: String,
+    child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut buf = vec![0u8; 64];
+    let n = s.read(&mut buf).await.ok()?;
+    String::from_utf8_lossy(&buf[..n])
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn apply_crds(client: &kube::Client, yaml: &str) -> Result<usize> {
+    use serde::Deserialize;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let crd = CustomResourceDefinition::deserialize(doc)?;
+        let name = crd.metadata.name.clone().context("CRD without a name")?;
+        api.patch(
+            &name,
+            &PatchParams::apply("xtask").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
+        names.push(name);
+    }
+    for name in &names {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let c = api.get(name).await?;
+            let established = c
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("CRD {name} not established after 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(names.len())
+}
+
+async fn register(
+    client: &kube::Client,
+    reg: &Registration,
+    endpoints: &[EndpointInfo],
+) -> Result<()> {
+    let (m, v) = configurations(reg, endpoints);
+    let pp = PatchParams::apply("xtask").force();
+    if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<MutatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&m))
+            .await?;
+    }
+    if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&v))
+            .await?;
+    }
+    Ok(())
+}
+
+fn samples(svc: &str) -> Result<Vec<(String, DynamicObject)>> {
+    use serde::Deserialize;
+    let dir = root().join("services").join(svc).join("examples/samples");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect(),
+        Err(_) => return Ok(Vec::new()),
+    };
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f)?;
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let obj = DynamicObject::deserialize(doc).with_context(|| f.display().to_string())?;
+            out.push((
+                f.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                obj,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Creates one sample; `Err(reason)` when the API server refuses it.
+async fn create(
+    client: &kube::Client,
+    obj: &DynamicObject,
+) -> Result<std::result::Result<(), String>> {
+    let tm = obj
+        .types
+        .clone()
+        .context("sample without apiVersion/kind")?;
+    let (group, version) = tm
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", tm.api_version.as_str()));
+    let gvk = GroupVersionKind::gvk(group, version, &tm.kind);
+    let (ar, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let ns = obj
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    match api.create(&PostParams::default(), obj).await {
+        Ok(_) => Ok(Ok(())),
+        Err(kube::Error::Api(e)) => Ok(Err(e.message)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn up() -> Result<()> {
+    let bins = tools()?;
+    let svcs = services()?;
+    let mut build = cargo();
+    build.arg("build");
+    for s in &svcs {
+        build.args(["-p", s]);
+    }
+    run(build, "cargo build (webhook services)")?;
+    let mut cp = testenv::ControlPlane::start(&bins).await?;
+    let client = cp.client().await?;
+    let dir = cp.dir().to_path_buf();
+    eprintln!(
+        "control plane up at {} (etcd + kube-apiserver {})",
+        cp.server,
+        testenv::tools::KUBERNETES_VERSION
+    );
+    let mut running = Vec::new();
+    for svc in &svcs {
+        let bin = root().join("target/debug").join(svc);
+        let crd = Command::new(&bin).arg("crd").output()?;
+        if crd.status.success() {
+            let n = apply_crds(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
+            eprintln!("{svc}: {n} CRDs installed");
+        }
+        let (port, mport) = (testenv::free_port()?, testenv::free_port()?);
+        let ca = dir.join(format!("{svc}-ca.pem"));
+        let log = dir.join(format!("{svc}.log"));
+        let logf = std::fs::File::create(&log)?;
+        let child = Command::new(&bin)
+            .args([
+                "serve",
+                "--self-signed",
+                "--log-format",
+                "text",
+                "--shutdown-delay",
+                "0s",
+            ])
+            .arg("--ca-bundle-out")
+            .arg(&ca)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{mport}"))
+            .env("KUBECONFIG", &cp.kubeconfig)
+            .stdout(logf.try_clone()?)
+            .stderr(logf)
+            .spawn()?;
+        running.push(Running {
+            name: svc.clone(),
+            child,
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while http_status(&format!("127.0.0.1:{mport}"), "/readyz").await != Some(200) {
+            if Instant::now() > deadline {
+                bail!("{svc} not ready after 60 s; see {}", log.display());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let endpoints: Vec<EndpointInfo> =
+            serde_json::from_slice(&Command::new(&bin).arg("endpoints").output()?.stdout)?;
+        let reg = Registration {
+            name: svc.clone(),
+            base_url: format!("https://127.0.0.1:{port}"),
+            ca_bundle: std::fs::read(&ca)?,
+            timeout_seconds: 10,
+            namespace_selector: all_namespaces_except(&["kube-system"]),
+            failure_policy: None,
+        };
+        register(&client, &reg, &endpoints).await?;
+        eprintln!(
+            "{svc}: serving https://127.0.0.1:{port} (metrics http://127.0.0.1:{mport}/metrics, log {}), {} webhooks registered",
+            log.display(),
+            endpoints.len()
+        );
+    }
+    // The API server picks up new webhook configurations asynchronously.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for svc in &svcs {
+        for (file, obj) in samples(svc)? {
+            let name = format!(
+                "{}/{}",
+                obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("?"),
+                obj.metadata.name.as_deref().unwrap_or("?")
+            );
+            let expect_refusal = file.contains("refused");
+            // A refusal that depends on the watch cache (a just-created object) may need a moment.
+            let mut result = create(&client, &obj).await?;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while result.is_err() && !expect_refusal && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                result = create(&client, &obj).await?;
+            }
+            match result {
+                Ok(()) => println!("  admitted  {name}  ({file})"),
+                Err(reason) => println!(
+                    "  refused   {name}  ({file})\n            {}",
+                    reason.replace('\n', "\n            ")
+                ),
+            }
+        }
+    }
+    println!(
+        "\nThe control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
+        cp.kubeconfig.display()
+    );
+    shutdown_signal().await;
+    eprintln!("stopping {} services and the control plane", running.len());
+    for r in &running {
+        eprintln!("  {}", r.name);
+    }
+    drop(running);
+    cp.stop();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
