@@ -6,7 +6,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Resource;
 use kube::api::ApiResource;
 
-use crate::handler::{Handler, Mutating, Mutator, Validating, Validator};
+use crate::gates::{FeatureGates, GateError};
+use crate::handler::{AdmitAll, Handler, Mutating, Mutator, Validating, Validator};
 use crate::review::Operation;
 
 /// Whether an endpoint validates or mutates.
@@ -81,6 +82,8 @@ pub struct Endpoint {
     pub failure_policy: FailurePolicy,
     /// What the API server sends here.
     pub target: Target,
+    /// The feature gate that switches this endpoint's rules on; when off it admits everything.
+    pub gate: Option<&'static str>,
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -96,6 +99,18 @@ pub struct App {
     pub watches: Vec<ApiResource>,
     /// CRDs of the kinds this service serves, printed by the `crd` command.
     pub crds: Vec<CustomResourceDefinition>,
+    /// The service's feature gates and their defaults.
+    pub gates: FeatureGates,
+}
+
+/// An app with its feature gates applied.
+pub struct Prepared {
+    /// Endpoints whose gate is off answer with [`AdmitAll`].
+    pub app: App,
+    /// The gates in force.
+    pub gates: std::sync::Arc<FeatureGates>,
+    /// `(path, gate)` of every endpoint switched off.
+    pub disabled: Vec<(&'static str, &'static str)>,
 }
 
 impl App {
@@ -107,7 +122,46 @@ impl App {
             endpoints: Vec::new(),
             watches: Vec::new(),
             crds: Vec::new(),
+            gates: FeatureGates::default(),
         }
+    }
+
+    /// Declares the service's feature gates with their defaults.
+    pub fn feature_gates(mut self, defaults: &[(&'static str, bool)]) -> Self {
+        self.gates = FeatureGates::new(defaults);
+        self
+    }
+
+    /// Makes the endpoint added last depend on feature gate `name`.
+    pub fn gate(mut self, name: &'static str) -> Self {
+        if let Some(e) = self.endpoints.last_mut() {
+            e.gate = Some(name);
+        }
+        self
+    }
+
+    /// Applies `--feature-gates` overrides (if any) to the defaults and switches off the
+    /// endpoints whose gate is off.
+    pub fn prepare(&self, overrides: Option<&str>) -> Result<Prepared, GateError> {
+        let mut gates = self.gates.clone();
+        if let Some(o) = overrides {
+            gates.apply(o)?;
+        }
+        let mut app = self.clone();
+        let mut disabled = Vec::new();
+        for e in &mut app.endpoints {
+            if let Some(g) = e.gate
+                && !gates.enabled(g)
+            {
+                e.handler = std::sync::Arc::new(AdmitAll);
+                disabled.push((e.path, g));
+            }
+        }
+        Ok(Prepared {
+            app,
+            gates: std::sync::Arc::new(gates),
+            disabled,
+        })
     }
 
     /// Adds a validating endpoint.
@@ -124,6 +178,7 @@ impl App {
             handler: Arc::new(Validating(v)),
             failure_policy,
             target,
+            gate: None,
         });
         self
     }
@@ -142,6 +197,7 @@ impl App {
             handler: Arc::new(Mutating(m)),
             failure_policy,
             target,
+            gate: None,
         });
         self
     }

@@ -99,6 +99,9 @@ struct ServeArgs {
     /// After the listener closes, how long in-flight reviews may still take.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_GRACE", default_value = "25s", value_parser = duration)]
     shutdown_grace: Duration,
+    /// Feature gates, e.g. `Name=false,Other=true` (see `--help` of the service for its gates).
+    #[arg(long, env = "WEBHOOK_FEATURE_GATES")]
+    feature_gates: Option<String>,
     /// Read cluster state from these files (JSON/YAML objects or Lists) instead of watching the
     /// Kubernetes API: for running without a cluster. Without it, services whose rules read
     /// cluster state need KUBECONFIG or an in-cluster service account.
@@ -115,18 +118,36 @@ struct ReviewArgs {
     /// Cluster state the rules may read: JSON or YAML objects, multi-document YAML, or Lists.
     #[arg(long, num_args = 1..)]
     state: Vec<PathBuf>,
+    /// Feature gates, e.g. `Name=false,Other=true`.
+    #[arg(long, env = "WEBHOOK_FEATURE_GATES")]
+    feature_gates: Option<String>,
     /// The AdmissionReview JSON (v1 or v1beta1); standard input when absent or `-`.
     file: Option<PathBuf>,
 }
 
 /// Runs the binary: parses the command line and dispatches. Returns the process exit code.
 pub fn main(app: App) -> ExitCode {
-    let paths: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
+    let paths: Vec<String> = app
+        .endpoints
+        .iter()
+        .map(|e| match e.gate {
+            Some(g) => format!("{} (gate {g})", e.path),
+            None => e.path.to_owned(),
+        })
+        .collect();
+    let mut help = format!("Endpoints:\n  {}", paths.join("\n  "));
+    if !app.gates.is_empty() {
+        let gates: Vec<String> = app.gates.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        help.push_str(&format!(
+            "\n\nFeature gates (defaults):\n  {}",
+            gates.join("\n  ")
+        ));
+    }
     let cmd = Cli::command()
         .name(app.name)
         .bin_name(app.name)
         .about(app.about)
-        .after_help(format!("Endpoints:\n  {}", paths.join("\n  ")));
+        .after_help(help);
     let cli = match Cli::from_arg_matches(&cmd.get_matches()) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -210,7 +231,11 @@ fn review(app: &App, a: ReviewArgs) -> ExitCode {
         eprintln!("{}: {msg}", app.name);
         ExitCode::from(2)
     };
-    let Some(endpoint) = app.endpoint(&a.path) else {
+    let prepared = match app.prepare(a.feature_gates.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    let Some(endpoint) = prepared.app.endpoint(&a.path) else {
         let known: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
         return fail(format!(
             "no endpoint {:?}; known: {}",
@@ -234,7 +259,8 @@ fn review(app: &App, a: ReviewArgs) -> ExitCode {
             Err(e) => return fail(e.to_string()),
         }
     };
-    match review_body(endpoint.handler.as_ref(), &body, &Context::new(state)) {
+    let ctx = Context::new(state).with_gates(prepared.gates.clone());
+    match review_body(endpoint.handler.as_ref(), &body, &ctx) {
         Ok(answer) => match serde_json::to_string_pretty(&answer.review) {
             Ok(s) => emit(&(s + "\n")),
             Err(e) => fail(format!("cannot encode the answer: {e}")),
@@ -268,6 +294,15 @@ async fn shutdown_signal() {
 async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     install_crypto_provider();
     let telemetry = Telemetry::init(app.name, a.log_format, LogTarget::Stdout)?;
+    let prepared = app.prepare(a.feature_gates.as_deref())?;
+    for (path, gate) in &prepared.disabled {
+        tracing::warn!(
+            webhook = path,
+            gate = gate,
+            "feature gate off: this webhook admits everything"
+        );
+    }
+    let app = prepared.app;
     let certs = CertStore::new();
     if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
@@ -295,7 +330,7 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
         );
         (Context::new(Arc::new(state)), Box::new(|| true))
     } else if app.watches.is_empty() {
-        (Context::default(), Box::new(|| true))
+        (Context::new(Arc::new(EmptyState)), Box::new(|| true))
     } else {
         let client = kube::Client::try_default().await.map_err(|e| {
             format!(
@@ -307,9 +342,14 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))
     };
+    let ctx = ctx.with_gates(prepared.gates.clone());
     let metrics = Metrics::new()?;
     for e in &app.endpoints {
-        metrics.enabled.with_label_values(&[e.path]).set(1);
+        let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);
+        metrics
+            .enabled
+            .with_label_values(&[e.path])
+            .set(i64::from(on));
     }
     let opts = ServeOptions {
         listen: a.listen,

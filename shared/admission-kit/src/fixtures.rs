@@ -95,10 +95,12 @@ fn state_of(case: &Case) -> Result<StaticState, String> {
 
 /// Runs a case through the app's handler in-process and checks it.
 pub fn check_in_process(app: &App, case: &Case) -> Result<(), String> {
-    let ep = app
+    let prepared = app.prepare(None).map_err(|e| e.to_string())?;
+    let ep = prepared
+        .app
         .endpoint(&case.path)
         .ok_or_else(|| format!("no endpoint {}", case.path))?;
-    let ctx = Context::new(Arc::new(state_of(case)?));
+    let ctx = Context::new(Arc::new(state_of(case)?)).with_gates(prepared.gates.clone());
     let body = serde_json::to_vec(&case.review).map_err(|e| e.to_string())?;
     let answer =
         review_body(ep.handler.as_ref(), &body, &ctx).map_err(|e| format!("review error: {e}"))?;

@@ -323,6 +323,17 @@ pub struct Quantity {
     parsed: ParsedQuantity,
 }
 
+/// How a quantity prints, decided by the suffix it was written with (as `resource.Format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantityFormat {
+    /// No suffix or a decimal SI suffix (`m`, `k`, `M`…).
+    DecimalSI,
+    /// A binary suffix (`Ki`, `Mi`…).
+    BinarySI,
+    /// An exponent (`1e3`).
+    DecimalExponent,
+}
+
 /// The numeric content of a quantity: `±digits × 10^exp10 × 2^exp2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedQuantity {
@@ -334,6 +345,8 @@ pub struct ParsedQuantity {
     pub exp10: i32,
     /// Power of two applied (binary suffixes Ki..Ei).
     pub exp2: u32,
+    /// The format the value prints in.
+    pub format: QuantityFormat,
 }
 
 impl ParsedQuantity {
@@ -347,6 +360,121 @@ impl ParsedQuantity {
         let m: f64 = self.digits.parse().unwrap_or(0.0);
         let v = m * 10f64.powi(self.exp10) * 2f64.powi(self.exp2 as i32);
         if self.negative { -v } else { v }
+    }
+
+    /// The value exactly as `mantissa × 10^exp` (binary factors multiplied out), or `None` when it
+    /// does not fit 128 bits.
+    fn decimal(&self) -> Option<(i128, i32)> {
+        if self.digits.is_empty() {
+            return Some((0, 0));
+        }
+        let mut m: i128 = self.digits.parse().ok()?;
+        for _ in 0..self.exp2 {
+            m = m.checked_mul(2)?;
+        }
+        Some((if self.negative { -m } else { m }, self.exp10))
+    }
+
+    /// Go's `Quantity.MilliValue()`: the value × 1000, rounded up; `None` beyond 64 bits.
+    pub fn milli_value(&self) -> Option<i64> {
+        let (m, e) = self.decimal()?;
+        let e = e + 3;
+        let v = if e >= 0 {
+            m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)?
+        } else {
+            let d = 10i128.checked_pow(u32::try_from(-e).ok()?)?;
+            let q = m.div_euclid(d);
+            if m.rem_euclid(d) != 0 { q + 1 } else { q }
+        };
+        i64::try_from(v).ok()
+    }
+
+    /// A value of `milli` thousandths, printed in `format` (Go's `NewMilliQuantity`).
+    pub fn from_milli(milli: i64, format: QuantityFormat) -> Self {
+        let digits = milli.unsigned_abs().to_string();
+        let zero = milli == 0;
+        let mut q = Self {
+            negative: milli < 0,
+            digits: if zero { String::new() } else { digits },
+            exp10: -3,
+            exp2: 0,
+            format,
+        };
+        if zero {
+            q.exp10 = 0;
+        }
+        q
+    }
+
+    /// Kubernetes' canonical text (`resource.Quantity.String()`): `1024Mi` → `1Gi`,
+    /// `1000` → `1k`, `0.5` → `500m`, `12000m` → `12`, zero → `0`. Falls back to the decimal
+    /// form when a binary form would lose precision.
+    pub fn canonical(&self) -> String {
+        let Some((m, e)) = self.decimal() else {
+            return self.fallback_text();
+        };
+        if m == 0 {
+            return "0".to_owned();
+        }
+        let mut format = self.format;
+        if format == QuantityFormat::BinarySI {
+            match integer_value(m, e) {
+                Some(v) if !(-1024 < v && v < 1024) => {
+                    let (mut mant, mut pow) = (v, 0usize);
+                    while pow < 6 && mant % 1024 == 0 {
+                        mant /= 1024;
+                        pow += 1;
+                    }
+                    const BIN: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+                    return format!("{mant}{}", BIN[pow]);
+                }
+                _ => format = QuantityFormat::DecimalSI,
+            }
+        }
+        let (mut mant, mut exp) = (m, e);
+        while mant % 10 == 0 {
+            mant /= 10;
+            exp += 1;
+        }
+        let r = exp.rem_euclid(3);
+        for _ in 0..r {
+            mant *= 10;
+        }
+        exp -= r;
+        let suffix = match (format, exp) {
+            (_, 0) => String::new(),
+            (QuantityFormat::DecimalExponent, e) => format!("e{e}"),
+            (_, -9) => "n".into(),
+            (_, -6) => "u".into(),
+            (_, -3) => "m".into(),
+            (_, 3) => "k".into(),
+            (_, 6) => "M".into(),
+            (_, 9) => "G".into(),
+            (_, 12) => "T".into(),
+            (_, 15) => "P".into(),
+            (_, 18) => "E".into(),
+            (_, e) => format!("e{e}"),
+        };
+        format!("{mant}{suffix}")
+    }
+
+    fn fallback_text(&self) -> String {
+        format!(
+            "{}{}e{}",
+            if self.negative { "-" } else { "" },
+            self.digits,
+            self.exp10
+        )
+    }
+}
+
+/// `m × 10^e` as an integer when it is one.
+fn integer_value(m: i128, e: i32) -> Option<i128> {
+    if e >= 0 {
+        m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)
+    } else {
+        let d = 10i128.checked_pow(u32::try_from(-e).ok()?)?;
+        (m % d == 0).then(|| m / d)
     }
 }
 
@@ -396,6 +524,7 @@ impl Default for Quantity {
                 digits: String::new(),
                 exp10: 0,
                 exp2: 0,
+                format: QuantityFormat::DecimalSI,
             },
         }
     }
@@ -482,6 +611,11 @@ fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
         return Err(err());
     }
     let suffix = &text[i..];
+    let format = match suffix {
+        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => QuantityFormat::BinarySI,
+        s if s.starts_with(['e', 'E']) => QuantityFormat::DecimalExponent,
+        _ => QuantityFormat::DecimalSI,
+    };
     let (mut exp10, exp2): (i32, u32) = match suffix {
         "" => (0, 0),
         "Ki" => (0, 10),
@@ -525,6 +659,7 @@ fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
         digits,
         exp10: if zero { 0 } else { exp10 },
         exp2: if zero { 0 } else { exp2 },
+        format,
     })
 }
 
@@ -604,6 +739,52 @@ mod tests {
         for bad in ["", "abc", "1x", "1..2", "--1", "1e", "1K", "."] {
             assert!(parse_quantity(bad).is_err(), "{bad:?} should fail");
         }
+    }
+
+    #[test]
+    fn canonical_text_as_kubernetes_prints_it() {
+        let c = |s: &str| parse_quantity(s).unwrap().canonical();
+        for (input, want) in [
+            ("1024Mi", "1Gi"),
+            ("23040Mi", "23040Mi"),
+            ("1000", "1k"),
+            ("1500", "1500"),
+            ("0.5", "500m"),
+            ("1.5", "1500m"),
+            ("12000m", "12"),
+            ("4Gi", "4Gi"),
+            ("0", "0"),
+            ("0Gi", "0"),
+            ("1e3", "1e3"),
+            ("1.5Ki", "1536"),
+            ("512Ki", "512Ki"),
+            ("100Mi", "100Mi"),
+            ("1000Ki", "1000Ki"),
+            ("-1500m", "-1500m"),
+            ("8", "8"),
+            ("16Gi", "16Gi"),
+            ("0.1", "100m"),
+            ("2000k", "2M"),
+        ] {
+            assert_eq!(c(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn milli_values_and_milli_quantities() {
+        let p = |s: &str| parse_quantity(s).unwrap();
+        assert_eq!(p("8").milli_value(), Some(8000));
+        assert_eq!(p("16Gi").milli_value(), Some(17_179_869_184_000));
+        assert_eq!(p("0.0001").milli_value(), Some(1), "rounded up");
+        let amp = |s: &str, r: f64| {
+            let q = p(s);
+            ParsedQuantity::from_milli((q.milli_value().unwrap() as f64 * r) as i64, q.format)
+                .canonical()
+        };
+        assert_eq!(amp("8", 1.5), "12");
+        assert_eq!(amp("7", 1.5), "10500m");
+        assert_eq!(amp("16Gi", 1.5), "24Gi");
+        assert_eq!(amp("15Gi", 1.5), "23040Mi");
     }
 
     #[test]

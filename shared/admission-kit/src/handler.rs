@@ -19,13 +19,15 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::field::{ErrorList, FieldError};
+use crate::gates::FeatureGates;
 use crate::review::{Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status};
 use crate::state::{ClusterState, EmptyState, LookupError, TypeKey};
 
-/// What rules may read besides the request: cluster state.
+/// What rules may read besides the request: cluster state and feature gates.
 #[derive(Clone)]
 pub struct Context {
     state: Arc<dyn ClusterState>,
+    gates: Arc<FeatureGates>,
 }
 
 impl Default for Context {
@@ -35,9 +37,23 @@ impl Default for Context {
 }
 
 impl Context {
-    /// A context reading `state`.
+    /// A context reading `state`, with no feature gates.
     pub fn new(state: Arc<dyn ClusterState>) -> Self {
-        Self { state }
+        Self {
+            state,
+            gates: Arc::new(FeatureGates::default()),
+        }
+    }
+
+    /// The same context with these feature gates.
+    pub fn with_gates(mut self, gates: Arc<FeatureGates>) -> Self {
+        self.gates = gates;
+        self
+    }
+
+    /// The feature gates in force.
+    pub fn gates(&self) -> &FeatureGates {
+        &self.gates
     }
 
     /// Looks up one object of kind `K`.
@@ -105,6 +121,32 @@ pub struct Verdict {
     pub audit_annotations: BTreeMap<String, String>,
     /// Ids of rules that acted without an error (mutations applied), for the decision log.
     pub applied: Vec<&'static str>,
+    /// A refusal with exactly this status, for upstreams whose denials are not field-error
+    /// lists (controller-runtime's `Errored(code, err)` / `Denied(reason)`): the rule id and the
+    /// status sent. Takes precedence over `errors` for the status text.
+    pub refusal: Option<(&'static str, Status)>,
+}
+
+impl Verdict {
+    /// A refusal with status `code` and `message` only (controller-runtime's `Errored`).
+    pub fn errored(rule: &'static str, code: u16, message: impl Into<String>) -> Self {
+        Self {
+            refusal: Some((
+                rule,
+                Status {
+                    code: Some(code),
+                    message: message.into(),
+                    ..Status::default()
+                },
+            )),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the review is admitted.
+    pub fn allowed(&self) -> bool {
+        self.errors.is_empty() && self.refusal.is_none()
+    }
 }
 
 impl From<ErrorList> for Verdict {
@@ -299,9 +341,14 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
         namespace: req.namespace.clone().unwrap_or_default(),
         name: req.name.clone(),
         operation: req.operation.as_str(),
-        allowed: verdict.errors.is_empty(),
+        allowed: verdict.allowed(),
         patched,
-        denied_by: verdict.errors.iter().map(|e| e.rule).collect(),
+        denied_by: verdict
+            .refusal
+            .iter()
+            .map(|(r, _)| *r)
+            .chain(verdict.errors.iter().map(|e| e.rule))
+            .collect(),
         applied: verdict.applied.clone(),
         dry_run: req.dry_run,
     }
@@ -310,12 +357,42 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
 fn response_of(uid: &str, verdict: Verdict, status: Option<Status>) -> Response {
     Response {
         uid: uid.to_owned(),
-        allowed: verdict.errors.is_empty(),
-        status,
+        allowed: verdict.allowed(),
+        status: verdict.refusal.map(|(_, s)| s).or(status),
         patch: None,
         patch_type: None,
         warnings: verdict.warnings,
         audit_annotations: verdict.audit_annotations,
+    }
+}
+
+/// Admits every review: what an endpoint whose feature gate is off runs.
+pub struct AdmitAll;
+
+impl Handler for AdmitAll {
+    fn review(&self, review: ReviewIn, _: &Context) -> Result<Answer, ReviewError> {
+        let api_version = review.api_version.unwrap_or_default();
+        let r = review.request.ok_or(ReviewError::NoRequest)?;
+        let decision = Decision {
+            uid: r.uid.clone(),
+            kind: r.kind.kind.clone(),
+            namespace: r.namespace.clone().unwrap_or_default(),
+            name: r.name.clone().unwrap_or_default(),
+            operation: r.operation.as_str(),
+            allowed: true,
+            dry_run: r.dry_run.unwrap_or(false),
+            applied: vec!["gate-off"],
+            ..Decision::default()
+        };
+        let response = Response {
+            uid: r.uid,
+            allowed: true,
+            ..Response::default()
+        };
+        Ok(Answer {
+            review: ReviewOut::new(&api_version, response),
+            decision,
+        })
     }
 }
 
@@ -328,6 +405,7 @@ impl<V: Validator> Handler for Validating<V> {
         let verdict = self.0.validate(&d.req, ctx);
         let decision = decision_of(&d.req, &verdict, false);
         let status = (!verdict.errors.is_empty()).then(|| self.0.denial(&d.req, &verdict.errors));
+        // A refusal's own status wins over the field-error denial (see `Verdict::refusal`).
         let response = response_of(&d.req.uid, verdict, status);
         Ok(Answer {
             review: ReviewOut::new(&d.api_version, response),
@@ -344,10 +422,11 @@ impl<M: Mutator> Handler for Mutating<M> {
         let d = decode::<M::Object>(review)?;
         let mut edited = d.req.object.clone();
         let verdict = self.0.mutate(&d.req, &mut edited, ctx);
-        if !verdict.errors.is_empty() {
+        if !verdict.allowed() {
             let decision = decision_of(&d.req, &verdict, false);
-            let status = self.0.denial(&d.req, &verdict.errors);
-            let response = response_of(&d.req.uid, verdict, Some(status));
+            let status =
+                (!verdict.errors.is_empty()).then(|| self.0.denial(&d.req, &verdict.errors));
+            let response = response_of(&d.req.uid, verdict, status);
             return Ok(Answer {
                 review: ReviewOut::new(&d.api_version, response),
                 decision,

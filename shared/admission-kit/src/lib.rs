@@ -16,6 +16,7 @@ pub mod app;
 pub mod cli;
 pub mod field;
 pub mod fixtures;
+pub mod gates;
 pub mod go;
 pub mod handler;
 pub mod metrics;
