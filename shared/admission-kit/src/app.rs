@@ -84,6 +84,17 @@ pub struct Endpoint {
     pub target: Target,
     /// The feature gate that switches this endpoint's rules on; when off it admits everything.
     pub gate: Option<&'static str>,
+    /// Only objects with one of these values of this label are sent (`objectSelector`).
+    pub object_selector: Option<(&'static str, &'static [&'static str])>,
+}
+
+/// A kind the rules read, and which part of it to watch.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    /// The kind.
+    pub resource: ApiResource,
+    /// Watch one object only: the service options naming its namespace and name.
+    pub only: Option<(&'static str, &'static str)>,
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -96,11 +107,24 @@ pub struct App {
     /// The endpoints.
     pub endpoints: Vec<Endpoint>,
     /// Kinds watched into the cluster state.
-    pub watches: Vec<ApiResource>,
+    pub watches: Vec<WatchSpec>,
     /// CRDs of the kinds this service serves, printed by the `crd` command.
     pub crds: Vec<CustomResourceDefinition>,
     /// The service's feature gates and their defaults.
     pub gates: FeatureGates,
+    /// Service-specific command-line options (`--name value`) of `serve` and `review`.
+    pub options: Vec<AppOption>,
+}
+
+/// A service-specific option, read by rules through [`crate::Context::option`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppOption {
+    /// Long flag name, without dashes.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub help: &'static str,
+    /// Value when not given.
+    pub default: &'static str,
 }
 
 /// An app with its feature gates applied.
@@ -123,7 +147,19 @@ impl App {
             watches: Vec::new(),
             crds: Vec::new(),
             gates: FeatureGates::default(),
+            options: Vec::new(),
         }
+    }
+
+    /// Declares a service-specific option of `serve` and `review`.
+    pub fn option(mut self, name: &'static str, help: &'static str, default: &'static str) -> Self {
+        self.options.push(AppOption { name, help, default });
+        self
+    }
+
+    /// Every option at its default value.
+    pub fn default_options(&self) -> std::collections::BTreeMap<&'static str, String> {
+        self.options.iter().map(|o| (o.name, o.default.to_owned())).collect()
     }
 
     /// Declares the service's feature gates with their defaults.
@@ -179,6 +215,7 @@ impl App {
             failure_policy,
             target,
             gate: None,
+            object_selector: None,
         });
         self
     }
@@ -198,13 +235,39 @@ impl App {
             failure_policy,
             target,
             gate: None,
+            object_selector: None,
         });
         self
     }
 
     /// Declares that rules read objects of kind `K` from the cluster state.
     pub fn watch<K: Resource<DynamicType = ()>>(mut self) -> Self {
-        self.watches.push(ApiResource::erase::<K>(&()));
+        self.watches.push(WatchSpec {
+            resource: ApiResource::erase::<K>(&()),
+            only: None,
+        });
+        self
+    }
+
+    /// Declares that rules read one object of kind `K`, whose namespace and name are the values of
+    /// the service options `namespace_option` and `name_option`: only it is watched.
+    pub fn watch_one<K: Resource<DynamicType = ()>>(
+        mut self,
+        namespace_option: &'static str,
+        name_option: &'static str,
+    ) -> Self {
+        self.watches.push(WatchSpec {
+            resource: ApiResource::erase::<K>(&()),
+            only: Some((namespace_option, name_option)),
+        });
+        self
+    }
+
+    /// Restricts the endpoint added last to objects whose label `key` has one of `values`.
+    pub fn object_selector(mut self, key: &'static str, values: &'static [&'static str]) -> Self {
+        if let Some(e) = self.endpoints.last_mut() {
+            e.object_selector = Some((key, values));
+        }
         self
     }
 

@@ -143,17 +143,38 @@ pub fn main(app: App) -> ExitCode {
             gates.join("\n  ")
         ));
     }
-    let cmd = Cli::command()
+    let mut cmd = Cli::command()
         .name(app.name)
         .bin_name(app.name)
         .about(app.about)
         .after_help(help);
-    let cli = match Cli::from_arg_matches(&cmd.get_matches()) {
+    for sub in ["serve", "review"] {
+        for o in &app.options {
+            cmd = cmd.mut_subcommand(sub, |c| {
+                c.arg(
+                    clap::Arg::new(o.name)
+                        .long(o.name)
+                        .help(o.help)
+                        .default_value(o.default),
+                )
+            });
+        }
+    }
+    let matches = cmd.get_matches();
+    let mut options = app.default_options();
+    if let Some((_, sub)) = matches.subcommand() {
+        for o in &app.options {
+            if let Ok(Some(v)) = sub.try_get_one::<String>(o.name) {
+                options.insert(o.name, v.clone());
+            }
+        }
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
     match cli.command {
-        Command::Review(a) => review(&app, a),
+        Command::Review(a) => review(&app, a, options),
         Command::Crd => crd(&app),
         Command::Endpoints => {
             match serde_json::to_string_pretty(&crate::registration::EndpointInfo::of(&app)) {
@@ -175,7 +196,7 @@ pub fn main(app: App) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match rt.block_on(serve(app.clone(), a)) {
+            match rt.block_on(serve(app.clone(), a, options)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{}: {e}", app.name);
@@ -226,7 +247,7 @@ fn emit(text: &str) -> ExitCode {
 
 /// Decides one review offline. Exit 0 with the answer on stdout; exit 2 with a message on stderr
 /// when the input cannot be decided.
-fn review(app: &App, a: ReviewArgs) -> ExitCode {
+fn review(app: &App, a: ReviewArgs, options: std::collections::BTreeMap<&'static str, String>) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("{}: {msg}", app.name);
         ExitCode::from(2)
@@ -259,7 +280,9 @@ fn review(app: &App, a: ReviewArgs) -> ExitCode {
             Err(e) => return fail(e.to_string()),
         }
     };
-    let ctx = Context::new(state).with_gates(prepared.gates.clone());
+    let ctx = Context::new(state)
+        .with_gates(prepared.gates.clone())
+        .with_options(options);
     match review_body(endpoint.handler.as_ref(), &body, &ctx) {
         Ok(answer) => match serde_json::to_string_pretty(&answer.review) {
             Ok(s) => emit(&(s + "\n")),
@@ -291,7 +314,11 @@ async fn shutdown_signal() {
     }
 }
 
-async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(
+    app: App,
+    a: ServeArgs,
+    options: std::collections::BTreeMap<&'static str, String>,
+) -> Result<(), Box<dyn std::error::Error>> {
     install_crypto_provider();
     let telemetry = Telemetry::init(app.name, a.log_format, LogTarget::Stdout)?;
     let prepared = app.prepare(a.feature_gates.as_deref())?;
@@ -338,11 +365,11 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
                  or pass --state FILE to serve from files): {e}"
             )
         })?;
-        let state = Arc::new(WatchState::start(client, &app.watches));
+        let state = Arc::new(WatchState::start(client, &app.watches, &options));
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))
     };
-    let ctx = ctx.with_gates(prepared.gates.clone());
+    let ctx = ctx.with_gates(prepared.gates.clone()).with_options(options);
     let metrics = Metrics::new()?;
     for e in &app.endpoints {
         let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);

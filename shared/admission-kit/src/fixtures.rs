@@ -100,7 +100,9 @@ pub fn check_in_process(app: &App, case: &Case) -> Result<(), String> {
         .app
         .endpoint(&case.path)
         .ok_or_else(|| format!("no endpoint {}", case.path))?;
-    let ctx = Context::new(Arc::new(state_of(case)?)).with_gates(prepared.gates.clone());
+    let ctx = Context::new(Arc::new(state_of(case)?))
+        .with_gates(prepared.gates.clone())
+        .with_options(app.default_options());
     let body = serde_json::to_vec(&case.review).map_err(|e| e.to_string())?;
     let answer =
         review_body(ep.handler.as_ref(), &body, &ctx).map_err(|e| format!("review error: {e}"))?;

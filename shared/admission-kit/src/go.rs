@@ -810,3 +810,57 @@ mod tests {
         assert_eq!((s.n, s.v.len()), (0, 0));
     }
 }
+
+/// The text Go's `encoding/json` gives when `input` is not valid JSON, for upstream messages
+/// that embed it (`invalid character 'g' looking for beginning of value`,
+/// `unexpected end of JSON input`).
+pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
+    if e.is_eof() || input.trim().is_empty() {
+        return "unexpected end of JSON input".to_owned();
+    }
+    let line = input.lines().nth(e.line().saturating_sub(1)).unwrap_or_default();
+    let c = line.chars().nth(e.column().saturating_sub(1)).unwrap_or(' ');
+    let quoted = match c {
+        '\'' => "'\\''".to_owned(),
+        '"' => "'\"'".to_owned(),
+        c => {
+            let q = crate::field::go_quote(&c.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    };
+    let msg = e.to_string();
+    let context = if msg.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if msg.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if msg.starts_with("expected `:`") {
+        "after object key"
+    } else if msg.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if msg.starts_with("trailing characters") {
+        "after top-level value"
+    } else {
+        "looking for beginning of value"
+    };
+    format!("invalid character {quoted} {context}")
+}
+
+#[cfg(test)]
+mod json_error_tests {
+    use super::go_json_syntax_error;
+
+    fn err(s: &str) -> String {
+        let e = serde_json::from_str::<serde_json::Value>(s).err().unwrap();
+        go_json_syntax_error(&e, s)
+    }
+
+    #[test]
+    fn go_texts() {
+        assert_eq!(err("garbage"), "invalid character 'g' looking for beginning of value");
+        assert_eq!(err(""), "unexpected end of JSON input");
+        assert_eq!(err("{\"a\": 1"), "unexpected end of JSON input");
+        assert_eq!(err("{\"a\": 1 \"b\": 2}"), "invalid character '\"' after object key:value pair");
+        assert_eq!(err("[1 2]"), "invalid character '2' after array element");
+        assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
+    }
+}

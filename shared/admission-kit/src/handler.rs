@@ -28,6 +28,7 @@ use crate::state::{ClusterState, EmptyState, LookupError, TypeKey};
 pub struct Context {
     state: Arc<dyn ClusterState>,
     gates: Arc<FeatureGates>,
+    options: Arc<std::collections::BTreeMap<&'static str, String>>,
 }
 
 impl Default for Context {
@@ -42,7 +43,19 @@ impl Context {
         Self {
             state,
             gates: Arc::new(FeatureGates::default()),
+            options: Arc::default(),
         }
+    }
+
+    /// The same context with these service options.
+    pub fn with_options(mut self, options: std::collections::BTreeMap<&'static str, String>) -> Self {
+        self.options = Arc::new(options);
+        self
+    }
+
+    /// A service option's value (`""` when the service declares no such option).
+    pub fn option(&self, name: &str) -> &str {
+        self.options.get(name).map(String::as_str).unwrap_or_default()
     }
 
     /// The same context with these feature gates.

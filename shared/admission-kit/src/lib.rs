@@ -22,6 +22,7 @@ pub mod handler;
 pub mod metrics;
 pub mod registration;
 pub mod review;
+pub mod selector;
 pub mod server;
 pub mod state;
 pub mod telemetry;

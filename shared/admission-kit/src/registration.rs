@@ -34,6 +34,9 @@ pub struct EndpointInfo {
     pub resource: String,
     /// Operations.
     pub operations: Vec<String>,
+    /// `objectSelector`: label key and the values it may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_selector: Option<(String, Vec<String>)>,
 }
 
 impl EndpointInfo {
@@ -57,6 +60,9 @@ impl EndpointInfo {
                     .iter()
                     .map(|o| o.as_str().to_owned())
                     .collect(),
+                object_selector: e
+                    .object_selector
+                    .map(|(k, v)| (k.to_owned(), v.iter().map(|s| (*s).to_owned()).collect())),
             })
             .collect()
     }
@@ -140,6 +146,16 @@ pub fn configurations(
         )
     };
     let versions = Some(vec!["v1".to_owned(), "v1beta1".to_owned()]);
+    let object_selector = |e: &EndpointInfo| {
+        e.object_selector.as_ref().map(|(k, v)| LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: k.clone(),
+                operator: "In".into(),
+                values: Some(v.clone()),
+            }]),
+            ..LabelSelector::default()
+        })
+    };
     let mutating = endpoints
         .iter()
         .filter(|e| e.kind == "Mutating")
@@ -152,6 +168,7 @@ pub fn configurations(
             timeout_seconds: Some(reg.timeout_seconds),
             namespace_selector: Some(reg.namespace_selector.clone()),
             reinvocation_policy: Some("IfNeeded".into()),
+            object_selector: object_selector(e),
             rules: rules(e),
             ..MutatingWebhook::default()
         })
@@ -167,6 +184,7 @@ pub fn configurations(
             side_effects: "None".into(),
             timeout_seconds: Some(reg.timeout_seconds),
             namespace_selector: Some(reg.namespace_selector.clone()),
+            object_selector: object_selector(e),
             rules: rules(e),
             ..ValidatingWebhook::default()
         })

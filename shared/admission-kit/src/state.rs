@@ -15,6 +15,8 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
+use crate::app::WatchSpec;
+
 /// Why a lookup could not answer. Rules that need the answer deny (fail closed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
@@ -263,15 +265,27 @@ pub struct WatchState {
 impl WatchState {
     /// Starts one watch per resource on the runtime. Watch errors are retried with backoff
     /// forever (kube-runtime's default backoff); the store keeps serving its last contents.
-    pub fn start(client: Client, resources: &[ApiResource]) -> Self {
+    /// `options` resolves [`WatchSpec::only`] to a namespace and name.
+    pub fn start(client: Client, specs: &[WatchSpec], options: &std::collections::BTreeMap<&'static str, String>) -> Self {
         let mut by_type = HashMap::new();
-        for ar in resources {
+        for spec in specs {
+            let ar = &spec.resource;
             let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
             let store = writer.as_reader();
             let synced = Arc::new(AtomicBool::new(false));
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
+            let (api, config): (Api<DynamicObject>, watcher::Config) = match spec.only {
+                Some((ns_opt, name_opt)) => {
+                    let ns = options.get(ns_opt).map(String::as_str).unwrap_or_default();
+                    let name = options.get(name_opt).map(String::as_str).unwrap_or_default();
+                    (
+                        Api::namespaced_with(client.clone(), ns, ar),
+                        watcher::Config::default().fields(&format!("metadata.name={name}")),
+                    )
+                }
+                None => (Api::all_with(client.clone(), ar), watcher::Config::default()),
+            };
             let kind = ar.kind.clone();
-            let stream = watcher(api, watcher::Config::default())
+            let stream = watcher(api, config)
                 .default_backoff()
                 .reflect(writer)
                 .applied_objects();

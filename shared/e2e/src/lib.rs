@@ -156,7 +156,7 @@ impl Webhook {
         );
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
-        let state = Arc::new(WatchState::start(client.clone(), &app.watches));
+        let state = Arc::new(WatchState::start(client.clone(), &app.watches, &app.default_options()));
         let synced = state.clone();
         let opts = ServeOptions {
             listen: "127.0.0.1:0"

@@ -1,0 +1,63 @@
+//! `/validate-node`: a Node's new labels must not put it under two node strategies of one SLO
+//! config key (spec §2, NV-0..NV-4).
+
+use std::collections::BTreeMap;
+
+use admission_kit::{Context, Operation, Request, Validator, Verdict};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+
+use crate::slo::{self, KEYS};
+
+/// The SLO ConfigMap's data, when it exists in the cluster state.
+pub fn slo_config_data(ctx: &Context) -> Option<BTreeMap<String, String>> {
+    let ns = ctx.option("config-namespace");
+    let name = ctx.option("slo-config-name");
+    let obj = ctx.get::<ConfigMap>(Some(ns), name).ok().flatten()?;
+    Some(
+        obj.data
+            .get("data")
+            .and_then(|d| serde_json::from_value(d.clone()).ok())
+            .unwrap_or_default(),
+    )
+}
+
+/// `/validate-node`.
+pub struct NodeValidator;
+
+impl Validator for NodeValidator {
+    type Object = Node;
+
+    fn validate(&self, req: &Request<Node>, ctx: &Context) -> Verdict {
+        // NV-0, NV-1
+        if req.resource.resource != "nodes"
+            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+            || req.operation != Operation::Update
+        {
+            return Verdict::default();
+        }
+        let labels = req.object.metadata.labels.clone().unwrap_or_default();
+        // NV-2
+        let old_labels = req.old_object.as_ref().and_then(|o| o.metadata.labels.clone()).unwrap_or_default();
+        if labels == old_labels {
+            return Verdict::default();
+        }
+        // NV-3: no SLO ConfigMap (or no cache answer; this webhook is Ignore upstream) → allow.
+        let Some(data) = slo_config_data(ctx) else {
+            return Verdict::default();
+        };
+        let cm = format!("{}/{}", ctx.option("config-namespace"), ctx.option("slo-config-name"));
+        // NV-4
+        for key in &KEYS {
+            let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else { continue };
+            let Ok(parsed) = slo::parse(key, text, &data, &cm) else { continue };
+            if parsed.strategies.len() < 2 {
+                continue;
+            }
+            if let Some(names) = slo::conflicts(&parsed.strategies, &labels) {
+                let node = req.object.metadata.name.clone().unwrap_or_default();
+                return Verdict::errored("NV-4", 400, slo::node_conflict(key, &names, &node));
+            }
+        }
+        Verdict::default()
+    }
+}

@@ -1,0 +1,25 @@
+//! Every node-config case in ../shared/fixtures/reviews/node-config and examples/node-config,
+//! through the handler in-process and through `node-config-webhook review`.
+
+use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use std::path::Path;
+
+#[test]
+fn node_config_fixtures_pass_in_process() {
+    let app = node_config_webhook::app();
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "node-config", |c| check_in_process(&app, c)) {
+        Ok(n) => assert!(n >= 58, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn node_config_fixtures_pass_through_the_review_command() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_node-config-webhook"));
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "node-config", |c| check_with_binary(bin, c)) {
+        Ok(n) => assert!(n >= 58, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
