@@ -25,7 +25,13 @@ fn keys_to_examine<'a>(
 }
 
 /// CM-2..CM-6 for one key.
-fn check_key(key: &Key, text: &str, data: &BTreeMap<String, String>, cm: &str, ctx: &Context) -> Result<Parsed, (&'static str, String)> {
+fn check_key(
+    key: &Key,
+    text: &str,
+    data: &BTreeMap<String, String>,
+    cm: &str,
+    ctx: &Context,
+) -> Result<Parsed, (&'static str, String)> {
     let parsed = slo::parse(key, text, data, cm).map_err(|e| ("CM-2", e))?;
     slo::check_ranges(key, &parsed).map_err(|e| ("CM-3", e))?;
     if key.name == "resource-qos-config" {
@@ -43,13 +49,26 @@ impl Validator for SloConfigMapValidator {
 
     fn validate(&self, req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
         // CM-0
-        if req.resource.resource != "configmaps" || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty()) {
+        if req.resource.resource != "configmaps"
+            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+        {
             return Verdict::default();
         }
-        let (ns, name) = (ctx.option("config-namespace"), ctx.option("slo-config-name"));
+        let (ns, name) = (
+            ctx.option("config-namespace"),
+            ctx.option("slo-config-name"),
+        );
         let meta = &req.object.metadata;
-        let obj_ns = meta.namespace.as_deref().or(req.namespace.as_deref()).unwrap_or_default();
-        let obj_name = meta.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(req.name.as_str());
+        let obj_ns = meta
+            .namespace
+            .as_deref()
+            .or(req.namespace.as_deref())
+            .unwrap_or_default();
+        let obj_name = meta
+            .name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(req.name.as_str());
         if obj_ns != ns || obj_name != name || req.operation == Operation::Delete {
             return Verdict::default();
         }
@@ -76,7 +95,11 @@ impl Validator for SloConfigMapValidator {
                     let labels = node.metadata.labels.clone().unwrap_or_default();
                     if let Some(names) = slo::conflicts(&p.strategies, &labels) {
                         let node_name = node.metadata.name.clone().unwrap_or_default();
-                        return Verdict::errored("CM-7", 400, slo::node_conflict(key, &names, &node_name));
+                        return Verdict::errored(
+                            "CM-7",
+                            400,
+                            slo::node_conflict(key, &names, &node_name),
+                        );
                     }
                 }
             }
@@ -90,15 +113,29 @@ mod tests {
     use super::*;
 
     fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     #[test]
     fn cm_1_examines_non_empty_changed_keys_in_order() {
-        let new = data(&[("cpu-burst-config", "{}"), ("colocation-config", "x"), ("system-config", ""), ("other", "y")]);
+        let new = data(&[
+            ("cpu-burst-config", "{}"),
+            ("colocation-config", "x"),
+            ("system-config", ""),
+            ("other", "y"),
+        ]);
         let names = |v: Vec<(&Key, &str)>| v.iter().map(|(k, _)| k.name).collect::<Vec<_>>();
-        assert_eq!(names(keys_to_examine(Operation::Create, &new, None)), ["colocation-config", "cpu-burst-config"]);
+        assert_eq!(
+            names(keys_to_examine(Operation::Create, &new, None)),
+            ["colocation-config", "cpu-burst-config"]
+        );
         let old = data(&[("colocation-config", "x")]);
-        assert_eq!(names(keys_to_examine(Operation::Update, &new, Some(&old))), ["cpu-burst-config"]);
+        assert_eq!(
+            names(keys_to_examine(Operation::Update, &new, Some(&old))),
+            ["cpu-burst-config"]
+        );
     }
 }

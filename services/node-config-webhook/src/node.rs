@@ -37,7 +37,11 @@ impl Validator for NodeValidator {
         }
         let labels = req.object.metadata.labels.clone().unwrap_or_default();
         // NV-2
-        let old_labels = req.old_object.as_ref().and_then(|o| o.metadata.labels.clone()).unwrap_or_default();
+        let old_labels = req
+            .old_object
+            .as_ref()
+            .and_then(|o| o.metadata.labels.clone())
+            .unwrap_or_default();
         if labels == old_labels {
             return Verdict::default();
         }
@@ -45,11 +49,19 @@ impl Validator for NodeValidator {
         let Some(data) = slo_config_data(ctx) else {
             return Verdict::default();
         };
-        let cm = format!("{}/{}", ctx.option("config-namespace"), ctx.option("slo-config-name"));
+        let cm = format!(
+            "{}/{}",
+            ctx.option("config-namespace"),
+            ctx.option("slo-config-name")
+        );
         // NV-4
         for key in &KEYS {
-            let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else { continue };
-            let Ok(parsed) = slo::parse(key, text, &data, &cm) else { continue };
+            let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else {
+                continue;
+            };
+            let Ok(parsed) = slo::parse(key, text, &data, &cm) else {
+                continue;
+            };
             if parsed.strategies.len() < 2 {
                 continue;
             }

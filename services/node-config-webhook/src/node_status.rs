@@ -19,14 +19,19 @@ fn parsed(q: &Quantity) -> Option<ParsedQuantity> {
 
 /// Whether the cpu/memory entries differ between two allocatable lists (added, removed, or a
 /// different amount; other resources ignored).
-fn cpu_memory_changed(old: Option<&BTreeMap<String, Quantity>>, new: &BTreeMap<String, Quantity>) -> bool {
+fn cpu_memory_changed(
+    old: Option<&BTreeMap<String, Quantity>>,
+    new: &BTreeMap<String, Quantity>,
+) -> bool {
     AMPLIFIED.iter().any(|r| {
         let a = old.and_then(|o| o.get(*r)).map(parsed);
         let b = new.get(*r).map(parsed);
         match (a, b) {
             (None, None) => false,
             (Some(a), Some(b)) => match (a, b) {
-                (Some(a), Some(b)) => a.to_f64() != b.to_f64() || a.milli_value() != b.milli_value(),
+                (Some(a), Some(b)) => {
+                    a.to_f64() != b.to_f64() || a.milli_value() != b.milli_value()
+                }
                 _ => true,
             },
             _ => true,
@@ -36,7 +41,8 @@ fn cpu_memory_changed(old: Option<&BTreeMap<String, Quantity>>, new: &BTreeMap<S
 
 /// Decodes the raw-allocatable annotation as Go decodes a `ResourceList`.
 fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
     let mut out = BTreeMap::new();
     match v {
         serde_json::Value::Null => {}
@@ -46,7 +52,12 @@ fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
                 out.insert(k, q.value().clone());
             }
         }
-        other => return Err(format!("json: cannot unmarshal {} into Go value of type v1.ResourceList", kind(&other))),
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type v1.ResourceList",
+                kind(&other)
+            ));
+        }
     }
     Ok(out)
 }
@@ -63,7 +74,8 @@ fn kind(v: &serde_json::Value) -> &'static str {
 
 /// Decodes the ratio annotation as Go decodes `map[ResourceName]float64`.
 fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
     let mut out = BTreeMap::new();
     match v {
         serde_json::Value::Null => {}
@@ -74,7 +86,12 @@ fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
                         out.insert(k, f);
                     }
                     None if v.is_null() => {}
-                    None => return Err(format!("json: cannot unmarshal {} into Go value of type float64", kind(&v))),
+                    None => {
+                        return Err(format!(
+                            "json: cannot unmarshal {} into Go value of type float64",
+                            kind(&v)
+                        ));
+                    }
                 }
             }
         }
@@ -90,23 +107,36 @@ fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
 
 /// NS-3 (raw values, writing the annotation when they come from the new allocatable), NS-4
 /// (ratios) and NS-5 (amplification). `Err((rule, text))` is a failure answered with 500.
-fn amplify(node: &mut Node, old: Option<&Node>, ratio_text: &str) -> Result<Vec<&'static str>, (&'static str, String)> {
+fn amplify(
+    node: &mut Node,
+    old: Option<&Node>,
+    ratio_text: &str,
+) -> Result<Vec<&'static str>, (&'static str, String)> {
     let mut applied = Vec::new();
     let Some(alloc) = node.status.as_ref().and_then(|s| s.allocatable.clone()) else {
         return Ok(applied); // NS-2
     };
     let annotations = node.metadata.annotations.get_or_insert_with(BTreeMap::new);
-    let old_alloc = old.and_then(|o| o.status.as_ref()).and_then(|s| s.allocatable.as_ref());
+    let old_alloc = old
+        .and_then(|o| o.status.as_ref())
+        .and_then(|s| s.allocatable.as_ref());
     let raw: BTreeMap<String, ParsedQuantity> = match annotations.get(RAW_ANNOTATION) {
-        Some(text) if !cpu_memory_changed(old_alloc, &alloc) => decode_raw(text)
-            .map_err(|e| ("NS-3", format!("failed to unmarshal node raw allocatable: {e}")))?,
+        Some(text) if !cpu_memory_changed(old_alloc, &alloc) => decode_raw(text).map_err(|e| {
+            (
+                "NS-3",
+                format!("failed to unmarshal node raw allocatable: {e}"),
+            )
+        })?,
         _ => {
             let raw: BTreeMap<String, ParsedQuantity> = AMPLIFIED
                 .iter()
                 .filter_map(|r| alloc.get(*r).and_then(parsed).map(|q| ((*r).to_owned(), q)))
                 .collect();
             if !raw.is_empty() {
-                let canonical: BTreeMap<&str, String> = raw.iter().map(|(k, q)| (k.as_str(), q.canonical())).collect();
+                let canonical: BTreeMap<&str, String> = raw
+                    .iter()
+                    .map(|(k, q)| (k.as_str(), q.canonical()))
+                    .collect();
                 let text = serde_json::to_string(&canonical).unwrap_or_default();
                 annotations.insert(RAW_ANNOTATION.to_owned(), text);
                 applied.push("NS-3");
@@ -114,18 +144,27 @@ fn amplify(node: &mut Node, old: Option<&Node>, ratio_text: &str) -> Result<Vec<
             raw
         }
     };
-    let ratios = decode_ratios(ratio_text)
-        .map_err(|e| ("NS-4", format!("failed to unmarshal node resource amplification ratio: {e}")))?;
+    let ratios = decode_ratios(ratio_text).map_err(|e| {
+        (
+            "NS-4",
+            format!("failed to unmarshal node resource amplification ratio: {e}"),
+        )
+    })?;
     let Some(status_alloc) = node.status.as_mut().and_then(|s| s.allocatable.as_mut()) else {
         return Ok(applied);
     };
     for res in AMPLIFIED {
-        let (Some(ratio), Some(q)) = (ratios.get(res), raw.get(res)) else { continue };
+        let (Some(ratio), Some(q)) = (ratios.get(res), raw.get(res)) else {
+            continue;
+        };
         if *ratio <= 1.0 {
             continue;
         }
-        let Some(milli) = q.milli_value() else { continue };
-        let amplified = ParsedQuantity::from_milli((milli as f64 * ratio) as i64, q.format).canonical();
+        let Some(milli) = q.milli_value() else {
+            continue;
+        };
+        let amplified =
+            ParsedQuantity::from_milli((milli as f64 * ratio) as i64, q.format).canonical();
         status_alloc.insert(res.to_owned(), Quantity(amplified));
         applied.push("NS-5");
     }
@@ -182,19 +221,29 @@ mod tests {
     use serde_json::json;
 
     fn node(annotations: serde_json::Value, alloc: serde_json::Value) -> Node {
-        serde_json::from_value(json!({"metadata": {"name": "n", "annotations": annotations},
-                                      "status": {"allocatable": alloc, "capacity": alloc}}))
+        serde_json::from_value(
+            json!({"metadata": {"name": "n", "annotations": annotations},
+                                      "status": {"allocatable": alloc, "capacity": alloc}}),
+        )
         .unwrap()
     }
 
     fn run(old: &Node, new: &Node) -> (Result<Vec<&'static str>, (&'static str, String)>, Node) {
         let mut n = new.clone();
-        let ratio = n.metadata.annotations.as_ref().and_then(|a| a.get(RATIO_ANNOTATION)).cloned().unwrap_or_default();
+        let ratio = n
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RATIO_ANNOTATION))
+            .cloned()
+            .unwrap_or_default();
         (amplify(&mut n, Some(old), &ratio), n)
     }
 
     fn alloc(n: &Node, r: &str) -> String {
-        n.status.as_ref().unwrap().allocatable.as_ref().unwrap()[r].0.clone()
+        n.status.as_ref().unwrap().allocatable.as_ref().unwrap()[r]
+            .0
+            .clone()
     }
 
     #[test]
@@ -204,50 +253,96 @@ mod tests {
         let new = node(json!({RATIO_ANNOTATION: "{\"cpu\":1.5}"}), a);
         let (r, n) = run(&old, &new);
         assert_eq!(r.unwrap(), ["NS-3", "NS-5"]);
-        assert_eq!(n.metadata.annotations.as_ref().unwrap()[RAW_ANNOTATION], "{\"cpu\":\"8\",\"memory\":\"16Gi\"}");
+        assert_eq!(
+            n.metadata.annotations.as_ref().unwrap()[RAW_ANNOTATION],
+            "{\"cpu\":\"8\",\"memory\":\"16Gi\"}"
+        );
         assert_eq!(alloc(&n, "cpu"), "12");
         assert_eq!(alloc(&n, "memory"), "16Gi");
-        assert_eq!(n.status.as_ref().unwrap().capacity.as_ref().unwrap()["cpu"].0, "8", "capacity untouched");
+        assert_eq!(
+            n.status.as_ref().unwrap().capacity.as_ref().unwrap()["cpu"].0,
+            "8",
+            "capacity untouched"
+        );
     }
 
     #[test]
     fn ns_3_reuses_the_annotation_while_values_are_unchanged() {
         let amplified = json!({"cpu": "12", "memory": "24Gi"});
         let ann = json!({RATIO_ANNOTATION: "{\"cpu\":1.5,\"memory\":1.5}", RAW_ANNOTATION: "{\"cpu\":\"8\",\"memory\":\"16Gi\"}"});
-        let (r, n) = run(&node(ann.clone(), amplified.clone()), &node(ann.clone(), amplified));
+        let (r, n) = run(
+            &node(ann.clone(), amplified.clone()),
+            &node(ann.clone(), amplified),
+        );
         assert_eq!(r.unwrap(), ["NS-5", "NS-5"]);
-        assert_eq!((alloc(&n, "cpu"), alloc(&n, "memory")), ("12".into(), "24Gi".into()));
+        assert_eq!(
+            (alloc(&n, "cpu"), alloc(&n, "memory")),
+            ("12".into(), "24Gi".into())
+        );
         // The kubelet reports the real values again: raw refreshed, amplified again.
-        let (r, n) = run(&node(ann.clone(), json!({"cpu": "12", "memory": "24Gi"})), &node(ann, json!({"cpu": "10", "memory": "16Gi"})));
+        let (r, n) = run(
+            &node(ann.clone(), json!({"cpu": "12", "memory": "24Gi"})),
+            &node(ann, json!({"cpu": "10", "memory": "16Gi"})),
+        );
         assert_eq!(r.unwrap(), ["NS-3", "NS-5", "NS-5"]);
-        assert_eq!((alloc(&n, "cpu"), alloc(&n, "memory")), ("15".into(), "24Gi".into()));
+        assert_eq!(
+            (alloc(&n, "cpu"), alloc(&n, "memory")),
+            ("15".into(), "24Gi".into())
+        );
     }
 
     #[test]
     fn ns_4_bad_ratio_and_ns_3_bad_raw_fail() {
         let a = json!({"cpu": "8"});
-        let (r, _) = run(&node(json!({}), a.clone()), &node(json!({RATIO_ANNOTATION: "{bad"}), a.clone()));
-        assert!(r.unwrap_err().1.starts_with("failed to unmarshal node resource amplification ratio: invalid character"));
-        let (r, _) = run(&node(json!({}), a.clone()), &node(json!({RATIO_ANNOTATION: "{\"cpu\":\"x\"}"}), a.clone()));
+        let (r, _) = run(
+            &node(json!({}), a.clone()),
+            &node(json!({RATIO_ANNOTATION: "{bad"}), a.clone()),
+        );
+        assert!(r.unwrap_err().1.starts_with(
+            "failed to unmarshal node resource amplification ratio: invalid character"
+        ));
+        let (r, _) = run(
+            &node(json!({}), a.clone()),
+            &node(json!({RATIO_ANNOTATION: "{\"cpu\":\"x\"}"}), a.clone()),
+        );
         assert_eq!(r.unwrap_err().0, "NS-4");
         let ann = json!({RATIO_ANNOTATION: "{\"cpu\":2}", RAW_ANNOTATION: "nope"});
         let (r, _) = run(&node(ann.clone(), a.clone()), &node(ann, a));
-        assert!(r.unwrap_err().1.starts_with("failed to unmarshal node raw allocatable"));
+        assert!(
+            r.unwrap_err()
+                .1
+                .starts_with("failed to unmarshal node raw allocatable")
+        );
     }
 
     #[test]
     fn ns_5_ratio_at_most_one_or_other_resources_change_nothing() {
         let a = json!({"cpu": "7", "memory": "15Gi"});
-        let (r, n) = run(&node(json!({}), a.clone()), &node(json!({RATIO_ANNOTATION: "{\"cpu\":1,\"eni\":3}"}), a.clone()));
+        let (r, n) = run(
+            &node(json!({}), a.clone()),
+            &node(
+                json!({RATIO_ANNOTATION: "{\"cpu\":1,\"eni\":3}"}),
+                a.clone(),
+            ),
+        );
         assert_eq!(r.unwrap(), ["NS-3"]);
         assert_eq!(alloc(&n, "cpu"), "7");
-        let (_, n) = run(&node(json!({}), a.clone()), &node(json!({RATIO_ANNOTATION: "{\"cpu\":1.5,\"memory\":1.5}"}), a));
-        assert_eq!((alloc(&n, "cpu"), alloc(&n, "memory")), ("10500m".into(), "23040Mi".into()));
+        let (_, n) = run(
+            &node(json!({}), a.clone()),
+            &node(json!({RATIO_ANNOTATION: "{\"cpu\":1.5,\"memory\":1.5}"}), a),
+        );
+        assert_eq!(
+            (alloc(&n, "cpu"), alloc(&n, "memory")),
+            ("10500m".into(), "23040Mi".into())
+        );
     }
 
     #[test]
     fn ns_2_no_allocatable_no_change() {
-        let mut n: Node = serde_json::from_value(json!({"metadata": {"annotations": {RATIO_ANNOTATION: "{\"cpu\":2}"}}})).unwrap();
+        let mut n: Node = serde_json::from_value(
+            json!({"metadata": {"annotations": {RATIO_ANNOTATION: "{\"cpu\":2}"}}}),
+        )
+        .unwrap();
         let before = n.clone();
         assert!(amplify(&mut n, None, "{\"cpu\":2}").unwrap().is_empty());
         assert_eq!(n, before);

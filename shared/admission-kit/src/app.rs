@@ -153,13 +153,20 @@ impl App {
 
     /// Declares a service-specific option of `serve` and `review`.
     pub fn option(mut self, name: &'static str, help: &'static str, default: &'static str) -> Self {
-        self.options.push(AppOption { name, help, default });
+        self.options.push(AppOption {
+            name,
+            help,
+            default,
+        });
         self
     }
 
     /// Every option at its default value.
     pub fn default_options(&self) -> std::collections::BTreeMap<&'static str, String> {
-        self.options.iter().map(|o| (o.name, o.default.to_owned())).collect()
+        self.options
+            .iter()
+            .map(|o| (o.name, o.default.to_owned()))
+            .collect()
     }
 
     /// Declares the service's feature gates with their defaults.

@@ -247,7 +247,11 @@ fn emit(text: &str) -> ExitCode {
 
 /// Decides one review offline. Exit 0 with the answer on stdout; exit 2 with a message on stderr
 /// when the input cannot be decided.
-fn review(app: &App, a: ReviewArgs, options: std::collections::BTreeMap<&'static str, String>) -> ExitCode {
+fn review(
+    app: &App,
+    a: ReviewArgs,
+    options: std::collections::BTreeMap<&'static str, String>,
+) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("{}: {msg}", app.name);
         ExitCode::from(2)

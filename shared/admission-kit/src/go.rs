@@ -818,8 +818,14 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
     if e.is_eof() || input.trim().is_empty() {
         return "unexpected end of JSON input".to_owned();
     }
-    let line = input.lines().nth(e.line().saturating_sub(1)).unwrap_or_default();
-    let c = line.chars().nth(e.column().saturating_sub(1)).unwrap_or(' ');
+    let line = input
+        .lines()
+        .nth(e.line().saturating_sub(1))
+        .unwrap_or_default();
+    let c = line
+        .chars()
+        .nth(e.column().saturating_sub(1))
+        .unwrap_or(' ');
     let quoted = match c {
         '\'' => "'\\''".to_owned(),
         '"' => "'\"'".to_owned(),
@@ -856,10 +862,16 @@ mod json_error_tests {
 
     #[test]
     fn go_texts() {
-        assert_eq!(err("garbage"), "invalid character 'g' looking for beginning of value");
+        assert_eq!(
+            err("garbage"),
+            "invalid character 'g' looking for beginning of value"
+        );
         assert_eq!(err(""), "unexpected end of JSON input");
         assert_eq!(err("{\"a\": 1"), "unexpected end of JSON input");
-        assert_eq!(err("{\"a\": 1 \"b\": 2}"), "invalid character '\"' after object key:value pair");
+        assert_eq!(
+            err("{\"a\": 1 \"b\": 2}"),
+            "invalid character '\"' after object key:value pair"
+        );
         assert_eq!(err("[1 2]"), "invalid character '2' after array element");
         assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
     }

@@ -48,14 +48,20 @@ impl Context {
     }
 
     /// The same context with these service options.
-    pub fn with_options(mut self, options: std::collections::BTreeMap<&'static str, String>) -> Self {
+    pub fn with_options(
+        mut self,
+        options: std::collections::BTreeMap<&'static str, String>,
+    ) -> Self {
         self.options = Arc::new(options);
         self
     }
 
     /// A service option's value (`""` when the service declares no such option).
     pub fn option(&self, name: &str) -> &str {
-        self.options.get(name).map(String::as_str).unwrap_or_default()
+        self.options
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_default()
     }
 
     /// The same context with these feature gates.

@@ -83,6 +83,9 @@ pub struct Registration {
     pub namespace_selector: LabelSelector,
     /// Overrides every endpoint's failure policy (tests of the API server's behaviour).
     pub failure_policy: Option<FailurePolicy>,
+    /// Labels every object must also carry to be sent (added to each `objectSelector`; lets
+    /// parallel tests share a cluster for cluster-scoped kinds).
+    pub object_labels: BTreeMap<String, String>,
 }
 
 /// A selector of every namespace except those named.
@@ -147,13 +150,17 @@ pub fn configurations(
     };
     let versions = Some(vec!["v1".to_owned(), "v1beta1".to_owned()]);
     let object_selector = |e: &EndpointInfo| {
-        e.object_selector.as_ref().map(|(k, v)| LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
+        let exprs = e.object_selector.as_ref().map(|(k, v)| {
+            vec![LabelSelectorRequirement {
                 key: k.clone(),
                 operator: "In".into(),
                 values: Some(v.clone()),
-            }]),
-            ..LabelSelector::default()
+            }]
+        });
+        let labels = (!reg.object_labels.is_empty()).then(|| reg.object_labels.clone());
+        (exprs.is_some() || labels.is_some()).then_some(LabelSelector {
+            match_expressions: exprs,
+            match_labels: labels,
         })
     };
     let mutating = endpoints

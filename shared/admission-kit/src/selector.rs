@@ -42,7 +42,11 @@ impl Selector {
                 "NotIn" => Op::NotIn,
                 "Exists" => Op::Exists,
                 "DoesNotExist" => Op::DoesNotExist,
-                other => return Err(SelectorError(format!("{other:?} is not a valid label selector operator"))),
+                other => {
+                    return Err(SelectorError(format!(
+                        "{other:?} is not a valid label selector operator"
+                    )));
+                }
             };
             match op {
                 Op::In | Op::NotIn if values.is_empty() => {
@@ -90,7 +94,10 @@ mod tests {
     }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
     }
 
     #[test]
@@ -104,12 +111,18 @@ mod tests {
         assert!(!s.matches(&labels(&[("a", "1"), ("b", "x"), ("c", "")])));
         let n = sel(serde_json::json!({"matchExpressions": [{"key": "b", "operator": "NotIn", "values": ["x"]}]})).unwrap();
         assert!(n.matches(&labels(&[])));
-        assert!(sel(serde_json::json!({})).unwrap().matches(&labels(&[("any", "thing")])));
+        assert!(
+            sel(serde_json::json!({}))
+                .unwrap()
+                .matches(&labels(&[("any", "thing")]))
+        );
     }
 
     #[test]
     fn invalid_selectors_are_refused() {
-        assert!(sel(serde_json::json!({"matchExpressions": [{"key": "b", "operator": "In"}]})).is_err());
+        assert!(
+            sel(serde_json::json!({"matchExpressions": [{"key": "b", "operator": "In"}]})).is_err()
+        );
         assert!(sel(serde_json::json!({"matchExpressions": [{"key": "b", "operator": "Exists", "values": ["x"]}]})).is_err());
         assert!(sel(serde_json::json!({"matchExpressions": [{"key": "b", "operator": "Near", "values": ["x"]}]})).is_err());
     }

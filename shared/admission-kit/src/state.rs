@@ -266,7 +266,11 @@ impl WatchState {
     /// Starts one watch per resource on the runtime. Watch errors are retried with backoff
     /// forever (kube-runtime's default backoff); the store keeps serving its last contents.
     /// `options` resolves [`WatchSpec::only`] to a namespace and name.
-    pub fn start(client: Client, specs: &[WatchSpec], options: &std::collections::BTreeMap<&'static str, String>) -> Self {
+    pub fn start(
+        client: Client,
+        specs: &[WatchSpec],
+        options: &std::collections::BTreeMap<&'static str, String>,
+    ) -> Self {
         let mut by_type = HashMap::new();
         for spec in specs {
             let ar = &spec.resource;
@@ -276,13 +280,19 @@ impl WatchState {
             let (api, config): (Api<DynamicObject>, watcher::Config) = match spec.only {
                 Some((ns_opt, name_opt)) => {
                     let ns = options.get(ns_opt).map(String::as_str).unwrap_or_default();
-                    let name = options.get(name_opt).map(String::as_str).unwrap_or_default();
+                    let name = options
+                        .get(name_opt)
+                        .map(String::as_str)
+                        .unwrap_or_default();
                     (
                         Api::namespaced_with(client.clone(), ns, ar),
                         watcher::Config::default().fields(&format!("metadata.name={name}")),
                     )
                 }
-                None => (Api::all_with(client.clone(), ar), watcher::Config::default()),
+                None => (
+                    Api::all_with(client.clone(), ar),
+                    watcher::Config::default(),
+                ),
             };
             let kind = ar.kind.clone();
             let stream = watcher(api, config)

@@ -39,6 +39,12 @@ fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
 }
 
 impl Env {
+    /// The label that marks this test's cluster-scoped objects (and only those reach its
+    /// webhooks): `e2e.admission.local/test=<namespace>`.
+    pub fn label(&self) -> (&'static str, String) {
+        ("e2e.admission.local/test", self.ns.clone())
+    }
+
     /// Connects to the shared control plane (starting it on first use) and creates a fresh
     /// namespace named after the test.
     pub async fn new(test: &str) -> Self {
@@ -106,13 +112,52 @@ impl Env {
         policy: Option<FailurePolicy>,
         timeout_seconds: i32,
     ) {
+        self.register_with(name, app, hook, policy, timeout_seconds, false)
+            .await
+    }
+
+    /// As [`Env::register`], and objects (cluster-scoped ones included) are sent only when they
+    /// carry [`Env::label`]: for kinds like Node that namespaces cannot separate.
+    pub async fn register_labelled(
+        &self,
+        name: &str,
+        app: &App,
+        hook: &Webhook,
+        policy: Option<FailurePolicy>,
+    ) {
+        self.register_with(name, app, hook, policy, 10, true).await
+    }
+
+    async fn register_with(
+        &self,
+        name: &str,
+        app: &App,
+        hook: &Webhook,
+        policy: Option<FailurePolicy>,
+        timeout_seconds: i32,
+        labelled: bool,
+    ) {
         let reg = Registration {
             name: format!("{name}-{}", self.ns),
             base_url: format!("https://{}", hook.addr),
             ca_bundle: hook.ca_pem.clone().into_bytes(),
             timeout_seconds,
-            namespace_selector: only_namespace(&self.ns),
+            // Cluster-scoped kinds ignore namespace selectors; labelled registrations select by
+            // object label instead, in any namespace.
+            namespace_selector: if labelled {
+                Default::default()
+            } else {
+                only_namespace(&self.ns)
+            },
             failure_policy: policy,
+            object_labels: if labelled {
+                [self.label()]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect()
+            } else {
+                Default::default()
+            },
         };
         let (m, v) = configurations(&reg, &EndpointInfo::of(app));
         let pp = PatchParams::apply("e2e").force();
@@ -156,7 +201,11 @@ impl Webhook {
         );
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
-        let state = Arc::new(WatchState::start(client.clone(), &app.watches, &app.default_options()));
+        let state = Arc::new(WatchState::start(
+            client.clone(),
+            &app.watches,
+            &app.default_options(),
+        ));
         let synced = state.clone();
         let opts = ServeOptions {
             listen: "127.0.0.1:0"
@@ -170,7 +219,9 @@ impl Webhook {
         let server = must(
             Server::bind(
                 app,
-                Context::new(state.clone()),
+                Context::new(state.clone())
+                    .with_gates(Arc::new(app.gates.clone()))
+                    .with_options(app.default_options()),
                 certs,
                 move || synced.synced(),
                 must(Metrics::new(), "metrics"),

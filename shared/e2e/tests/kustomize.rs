@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use admission_kit::registration::EndpointInfo;
 use e2e::Env;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -78,6 +79,78 @@ async fn overlays_render_and_pass_server_dry_run() {
         ] {
             assert!(kinds.iter().any(|x| x == k), "{name}: overlay has no {k}");
         }
+        registered_as_served(&name, &text);
     }
     assert!(checked > 0, "no object checked");
+}
+
+fn app_of(service: &str) -> admission_kit::App {
+    match service {
+        "registry-webhook" => registry_webhook::app(),
+        "node-config-webhook" => node_config_webhook::app(),
+        other => panic!("{other}: add it to app_of in this test"),
+    }
+}
+
+/// Every endpoint is registered once, at its path, in the right configuration kind, with its
+/// failure policy, target and object selector.
+fn registered_as_served(service: &str, rendered: &str) {
+    let served = EndpointInfo::of(&app_of(service));
+    let mut registered = 0;
+    for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
+        let v = serde_json::Value::deserialize(doc).unwrap();
+        let kind = v["kind"].as_str().unwrap_or_default();
+        if !kind.ends_with("WebhookConfiguration") {
+            continue;
+        }
+        for hook in v["webhooks"].as_array().unwrap() {
+            let path = hook["clientConfig"]["service"]["path"].as_str().unwrap();
+            let ep = served
+                .iter()
+                .find(|e| e.path == path)
+                .unwrap_or_else(|| panic!("{service}: {path} is registered but not served"));
+            assert_eq!(
+                kind,
+                format!("{}WebhookConfiguration", ep.kind),
+                "{service} {path}"
+            );
+            assert_eq!(
+                hook["failurePolicy"].as_str(),
+                Some(ep.failure_policy.as_str()),
+                "{service} {path}"
+            );
+            assert_eq!(
+                hook["rules"][0]["resources"][0].as_str(),
+                Some(ep.resource.as_str()),
+                "{service} {path}"
+            );
+            assert_eq!(
+                hook["rules"][0]["apiGroups"][0].as_str(),
+                Some(ep.group.as_str()),
+                "{service} {path}"
+            );
+            let ops: Vec<&str> = hook["rules"][0]["operations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|o| o.as_str())
+                .collect();
+            assert_eq!(ops, ep.operations, "{service} {path}");
+            if let Some((key, values)) = &ep.object_selector {
+                let expr = &hook["objectSelector"]["matchExpressions"][0];
+                assert_eq!(expr["key"].as_str(), Some(key.as_str()), "{service} {path}");
+                assert_eq!(
+                    expr["values"],
+                    serde_json::json!(values),
+                    "{service} {path}"
+                );
+            }
+            registered += 1;
+        }
+    }
+    assert_eq!(
+        registered,
+        served.len(),
+        "{service}: every endpoint is registered once"
+    );
 }

@@ -296,13 +296,18 @@ async fn create(
         .rsplit_once('/')
         .unwrap_or(("", tm.api_version.as_str()));
     let gvk = GroupVersionKind::gvk(group, version, &tm.kind);
-    let (ar, _) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let ns = obj
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: Api<DynamicObject> = match caps.scope {
+        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
+        kube::discovery::Scope::Namespaced => {
+            let ns = obj
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
+            Api::namespaced_with(client.clone(), &ns, &ar)
+        }
+    };
     match api.create(&PostParams::default(), obj).await {
         Ok(_) => Ok(Ok(())),
         Err(kube::Error::Api(e)) => Ok(Err(e.message)),
@@ -378,6 +383,7 @@ async fn up() -> Result<()> {
             timeout_seconds: 10,
             namespace_selector: all_namespaces_except(&["kube-system"]),
             failure_policy: None,
+            object_labels: Default::default(),
         };
         register(&client, &reg, &endpoints).await?;
         eprintln!(

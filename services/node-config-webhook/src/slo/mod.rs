@@ -30,11 +30,41 @@ pub struct Key {
 
 /// The examined keys, in upstream's order (CM-1).
 pub const KEYS: [Key; 5] = [
-    Key { name: "colocation-config", kind: "colocation", root: "ColocationCfg", schema: schema::COLOCATION, strategies: "nodeConfigs" },
-    Key { name: "resource-threshold-config", kind: "resourceThreshold", root: "ResourceThresholdCfg", schema: schema::THRESHOLD, strategies: "nodeStrategies" },
-    Key { name: "resource-qos-config", kind: "ResourceQOS", root: "ResourceQOSCfg", schema: schema::QOS, strategies: "nodeStrategies" },
-    Key { name: "system-config", kind: "System", root: "SystemCfg", schema: schema::SYSTEM, strategies: "nodeStrategies" },
-    Key { name: "cpu-burst-config", kind: "CpuBurst", root: "CPUBurstCfg", schema: schema::CPU_BURST, strategies: "nodeStrategies" },
+    Key {
+        name: "colocation-config",
+        kind: "colocation",
+        root: "ColocationCfg",
+        schema: schema::COLOCATION,
+        strategies: "nodeConfigs",
+    },
+    Key {
+        name: "resource-threshold-config",
+        kind: "resourceThreshold",
+        root: "ResourceThresholdCfg",
+        schema: schema::THRESHOLD,
+        strategies: "nodeStrategies",
+    },
+    Key {
+        name: "resource-qos-config",
+        kind: "ResourceQOS",
+        root: "ResourceQOSCfg",
+        schema: schema::QOS,
+        strategies: "nodeStrategies",
+    },
+    Key {
+        name: "system-config",
+        kind: "System",
+        root: "SystemCfg",
+        schema: schema::SYSTEM,
+        strategies: "nodeStrategies",
+    },
+    Key {
+        name: "cpu-burst-config",
+        kind: "CpuBurst",
+        root: "CPUBurstCfg",
+        schema: schema::CPU_BURST,
+        strategies: "nodeStrategies",
+    },
 ];
 
 /// The key `system-config`, which `resource-qos-config` also decodes.
@@ -106,18 +136,26 @@ fn type_error(obj: &Map<String, Value>, fields: &[F], root: &str, path: &str) ->
         if v.is_null() {
             continue;
         }
-        let field = if path.is_empty() { f.json.to_owned() } else { format!("{path}.{}", f.json) };
-        let bad = || Some(format!("json: cannot unmarshal {} into Go struct field {root}.{field} of type {}", json_kind(v), go_type(f.ty)));
+        let field = if path.is_empty() {
+            f.json.to_owned()
+        } else {
+            format!("{path}.{}", f.json)
+        };
+        let bad = || {
+            Some(format!(
+                "json: cannot unmarshal {} into Go struct field {root}.{field} of type {}",
+                json_kind(v),
+                go_type(f.ty)
+            ))
+        };
         match f.ty {
             Ty::Int if !(v.is_i64() || v.is_u64()) => return bad(),
             Ty::Float if !v.is_number() => return bad(),
             Ty::Bool if !v.is_boolean() => return bad(),
             Ty::Str if !v.is_string() => return bad(),
             Ty::IntOrStr if !(v.is_i64() || v.is_u64() || v.is_string()) => return bad(),
-            Ty::Selector => {
-                if serde_json::from_value::<LabelSelector>(v.clone()).is_err() {
-                    return bad();
-                }
+            Ty::Selector if serde_json::from_value::<LabelSelector>(v.clone()).is_err() => {
+                return bad();
             }
             Ty::Obj(sub) => match v {
                 Value::Object(m) => {
@@ -150,14 +188,22 @@ fn type_error(obj: &Map<String, Value>, fields: &[F], root: &str, path: &str) ->
 }
 
 /// CM-2: decodes a key's value and checks its node strategies' selectors.
-pub fn parse(key: &Key, text: &str, data: &BTreeMap<String, String>, cm: &str) -> Result<Parsed, String> {
+pub fn parse(
+    key: &Key,
+    text: &str,
+    data: &BTreeMap<String, String>,
+    cm: &str,
+) -> Result<Parsed, String> {
     let fail = |kind: &str, err: String| {
         wrapped(
             "ParseConfigFail",
-            &Value::String(format!("Failed to parse {kind} config in configmap {cm}, err: {err}")),
+            &Value::String(format!(
+                "Failed to parse {kind} config in configmap {cm}, err: {err}"
+            )),
         )
     };
-    let value: Value = serde_json::from_str(text).map_err(|e| fail(key.kind, go_json_syntax_error(&e, text)))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| fail(key.kind, go_json_syntax_error(&e, text)))?;
     match &value {
         Value::Object(m) => {
             if let Some(e) = type_error(m, key.schema, key.root, "") {
@@ -168,14 +214,22 @@ pub fn parse(key: &Key, text: &str, data: &BTreeMap<String, String>, cm: &str) -
         other => {
             return Err(fail(
                 key.kind,
-                format!("json: cannot unmarshal {} into Go value of type configuration.{}", json_kind(other), key.root),
+                format!(
+                    "json: cannot unmarshal {} into Go value of type configuration.{}",
+                    json_kind(other),
+                    key.root
+                ),
             ));
         }
     }
     if key.name == "resource-qos-config" {
         // Upstream decodes system-config too; an absent or empty one fails (quirk kept).
-        let sys = data.get(SYSTEM_KEY.name).map(String::as_str).unwrap_or_default();
-        let sys_value: Value = serde_json::from_str(sys).map_err(|e| fail(SYSTEM_KEY.kind, go_json_syntax_error(&e, sys)))?;
+        let sys = data
+            .get(SYSTEM_KEY.name)
+            .map(String::as_str)
+            .unwrap_or_default();
+        let sys_value: Value = serde_json::from_str(sys)
+            .map_err(|e| fail(SYSTEM_KEY.kind, go_json_syntax_error(&e, sys)))?;
         if let Value::Object(m) = &sys_value
             && let Some(e) = type_error(m, SYSTEM_KEY.schema, SYSTEM_KEY.root, "")
         {
@@ -183,15 +237,27 @@ pub fn parse(key: &Key, text: &str, data: &BTreeMap<String, String>, cm: &str) -
         }
     }
     let mut strategies = Vec::new();
-    for item in value.get(key.strategies).and_then(Value::as_array).into_iter().flatten() {
-        let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    for item in value
+        .get(key.strategies)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = item
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let raw: LabelSelector = item
             .get("nodeSelector")
             .filter(|v| !v.is_null())
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default();
         let has_terms = raw.match_labels.as_ref().is_some_and(|m| !m.is_empty())
-            || raw.match_expressions.as_ref().is_some_and(|e| !e.is_empty());
+            || raw
+                .match_expressions
+                .as_ref()
+                .is_some_and(|e| !e.is_empty());
         if !has_terms {
             return Err(wrapped(
                 "ConfigParamInvalid",
@@ -204,10 +270,16 @@ pub fn parse(key: &Key, text: &str, data: &BTreeMap<String, String>, cm: &str) -
         let selector = Selector::new(&raw).map_err(|e| {
             wrapped(
                 "ConfigParamInvalid",
-                &Value::String(format!("failed to parse node selector of nodeConfig {name}: {e}")),
+                &Value::String(format!(
+                    "failed to parse node selector of nodeConfig {name}: {e}"
+                )),
             )
         })?;
-        strategies.push(Strategy { name, selector, raw });
+        strategies.push(Strategy {
+            name,
+            selector,
+            raw,
+        });
     }
     Ok(Parsed { value, strategies })
 }
@@ -221,7 +293,7 @@ fn fmt_num(n: f64) -> String {
     let digits = i.unsigned_abs().to_string();
     let mut out = String::new();
     for (idx, c) in digits.chars().enumerate() {
-        if idx > 0 && (digits.len() - idx) % 3 == 0 {
+        if idx > 0 && (digits.len() - idx).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -229,7 +301,12 @@ fn fmt_num(n: f64) -> String {
     if i < 0 { format!("-{out}") } else { out }
 }
 
-fn range_errors(obj: &Map<String, Value>, fields: &[F], ns: &str, out: &mut BTreeMap<String, String>) {
+fn range_errors(
+    obj: &Map<String, Value>,
+    fields: &[F],
+    ns: &str,
+    out: &mut BTreeMap<String, String>,
+) {
     for f in fields {
         match f.ty {
             Ty::Inline(sub) => range_errors(obj, sub, &format!("{ns}.{}", f.go), out),
@@ -239,19 +316,33 @@ fn range_errors(obj: &Map<String, Value>, fields: &[F], ns: &str, out: &mut BTre
                 }
             }
             Ty::ObjArr(sub) => {
-                for (i, item) in obj.get(f.json).and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for (i, item) in obj
+                    .get(f.json)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
                     if let Value::Object(m) = item {
                         range_errors(m, sub, &format!("{ns}.{}[{i}]", f.go), out);
                     }
                 }
             }
             _ => {
-                let Some(v) = obj.get(f.json).and_then(Value::as_f64) else { continue };
+                let Some(v) = obj.get(f.json).and_then(Value::as_f64) else {
+                    continue;
+                };
                 let other = |json: &str| obj.get(json).and_then(Value::as_f64);
                 let failure = f.checks.iter().find_map(|c| match *c {
-                    Check::Min(n) if v < n => Some(format!("{} must be {} or greater", f.go, fmt_num(n))),
-                    Check::Max(n) if v > n => Some(format!("{} must be {} or less", f.go, fmt_num(n))),
-                    Check::Gt(n) if v <= n => Some(format!("{} must be greater than {}", f.go, fmt_num(n))),
+                    Check::Min(n) if v < n => {
+                        Some(format!("{} must be {} or greater", f.go, fmt_num(n)))
+                    }
+                    Check::Max(n) if v > n => {
+                        Some(format!("{} must be {} or less", f.go, fmt_num(n)))
+                    }
+                    Check::Gt(n) if v <= n => {
+                        Some(format!("{} must be greater than {}", f.go, fmt_num(n)))
+                    }
                     Check::GtField(json, go) if other(json).is_none_or(|o| v <= o) => {
                         Some(format!("{} must be greater than {go}", f.go))
                     }
@@ -270,13 +361,18 @@ fn range_errors(obj: &Map<String, Value>, fields: &[F], ns: &str, out: &mut BTre
 
 /// CM-3: every field outside its limits, reported together.
 pub fn check_ranges(key: &Key, parsed: &Parsed) -> Result<(), String> {
-    let Value::Object(m) = &parsed.value else { return Ok(()) };
+    let Value::Object(m) = &parsed.value else {
+        return Ok(());
+    };
     let mut errs = BTreeMap::new();
     range_errors(m, key.schema, key.root, &mut errs);
     if errs.is_empty() {
         return Ok(());
     }
-    let message: Map<String, Value> = errs.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+    let message: Map<String, Value> = errs
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
     Err(wrapped("ConfigParamInvalid", &Value::Object(message)))
 }
 
@@ -286,14 +382,21 @@ const NET_FIELDS: [(&str, &str); 4] = [
     ("egressRequest", "EgressRequest"),
     ("egressLimit", "EgressLimit"),
 ];
-const NET_CLASSES: [(&str, &str); 3] = [("lsrClass", "LSRClass"), ("lsClass", "LSClass"), ("beClass", "BEClass")];
+const NET_CLASSES: [(&str, &str); 3] = [
+    ("lsrClass", "LSRClass"),
+    ("lsClass", "LSClass"),
+    ("beClass", "BEClass"),
+];
 
 /// The value a percentage sum counts for a network QoS entry: an integer, or a string's integer
 /// value (quirk: a bandwidth string counts as its number of bytes per second).
 fn net_amount(v: &Value) -> i64 {
     match v {
         Value::Number(n) => n.as_i64().unwrap_or(0),
-        Value::String(s) => Quantity::parse(s).ok().map(|q| q.value().to_f64() as i64).unwrap_or(0),
+        Value::String(s) => Quantity::parse(s)
+            .ok()
+            .map(|q| q.value().to_f64() as i64)
+            .unwrap_or(0),
         _ => 0,
     }
 }
@@ -302,7 +405,10 @@ fn bandwidth_of(strategy: Option<&Value>) -> i64 {
     strategy
         .and_then(|s| s.get("totalNetworkBandwidth"))
         .map(|v| match v {
-            Value::String(s) => Quantity::parse(s).ok().map(|q| q.value().to_f64() as i64).unwrap_or(0),
+            Value::String(s) => Quantity::parse(s)
+                .ok()
+                .map(|q| q.value().to_f64() as i64)
+                .unwrap_or(0),
             Value::Number(n) => n.as_i64().unwrap_or(0),
             _ => 0,
         })
@@ -312,22 +418,34 @@ fn bandwidth_of(strategy: Option<&Value>) -> i64 {
 /// CM-4 for one strategy (cluster when `index` is None).
 fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Result<(), String> {
     let (prefix, scope) = match index {
-        None => ("ResourceQOSCfg.ClusterStrategy".to_owned(), "clusterStrategy".to_owned()),
-        Some(i) => (format!("ResourceQOSCfg.nodeStrategy.{i}"), format!("nodeStrategy[{i}]")),
+        None => (
+            "ResourceQOSCfg.ClusterStrategy".to_owned(),
+            "clusterStrategy".to_owned(),
+        ),
+        Some(i) => (
+            format!("ResourceQOSCfg.nodeStrategy.{i}"),
+            format!("nodeStrategy[{i}]"),
+        ),
     };
     let (mut ints, mut strs) = (false, false);
     let (mut ingress, mut egress) = (0i64, 0i64);
     for (class_json, class_go) in NET_CLASSES {
-        let Some(net) = strategy.get(class_json).and_then(|c| c.get("networkQOS")) else { continue };
+        let Some(net) = strategy.get(class_json).and_then(|c| c.get("networkQOS")) else {
+            continue;
+        };
         for (json, go) in NET_FIELDS {
-            let Some(v) = net.get(json).filter(|v| !v.is_null()) else { continue };
+            let Some(v) = net.get(json).filter(|v| !v.is_null()) else {
+                continue;
+            };
             let path = format!("{prefix}.{class_go}.{go}");
             match v {
                 Value::Number(n) => {
                     ints = true;
                     let n = n.as_i64().unwrap_or(-1);
                     if !(0..=100).contains(&n) {
-                        return Err(format!("{path}: Invalid value: {n}: must be percentage value just in 0-100'"));
+                        return Err(format!(
+                            "{path}: Invalid value: {n}: must be percentage value just in 0-100'"
+                        ));
                     }
                 }
                 Value::String(s) => {
@@ -346,18 +464,24 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
         }
     }
     if ints && strs {
-        return Err(format!("only one type can be used for percentages or quantity in {scope}"));
+        return Err(format!(
+            "only one type can be used for percentages or quantity in {scope}"
+        ));
     }
     if 100 - ingress < 0 || 100 - egress < 0 {
         return Err(match index {
             None => "ClusterStrategy total net bandwidth percentage already over 100".into(),
-            Some(i) => format!("cfg.NodeStrategies[{i}] total net bandwidth percentage already over 100"),
+            Some(i) => {
+                format!("cfg.NodeStrategies[{i}] total net bandwidth percentage already over 100")
+            }
         });
     }
     if ingress > total || egress > total {
         return Err(match index {
             None => "total net bandwidth over total network bandwidth in clusterStrategy".into(),
-            Some(i) => format!("total net bandwidth quantity already over total network bandwidth in cfg.NodeStrategies[{i}]"),
+            Some(i) => format!(
+                "total net bandwidth quantity already over total network bandwidth in cfg.NodeStrategies[{i}]"
+            ),
         });
     }
     Ok(())
@@ -378,8 +502,19 @@ pub fn check_network_qos(parsed: &Parsed, data: &BTreeMap<String, String>) -> Re
         // Without a system cluster strategy only the per-field and percentage checks apply.
         check_net_strategy(cluster, None, i64::MAX)?;
     }
-    let sys_nodes = system.get("nodeStrategies").and_then(Value::as_array).cloned().unwrap_or_default();
-    for (i, node) in parsed.value.get("nodeStrategies").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    let sys_nodes = system
+        .get("nodeStrategies")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, node) in parsed
+        .value
+        .get("nodeStrategies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let total = if sys_nodes.is_empty() {
             bandwidth_of(sys_cluster)
         } else {
@@ -407,7 +542,10 @@ pub fn check_names(key: &Key, parsed: &Parsed) -> Result<(), String> {
         if !seen.insert(s.name.as_str()) {
             return Err(wrapped(
                 "ConfigParamInvalid",
-                &Value::String(format!("nodeConfig Name confilict, configType:{},nodeConfig Name:{}! ", key.name, s.name)),
+                &Value::String(format!(
+                    "nodeConfig Name confilict, configType:{},nodeConfig Name:{}! ",
+                    key.name, s.name
+                )),
             ));
         }
     }
@@ -422,7 +560,12 @@ fn probes(raw: &LabelSelector) -> Vec<BTreeMap<String, String>> {
         .match_expressions
         .iter()
         .flatten()
-        .filter_map(|e| e.values.as_ref().filter(|v| !v.is_empty()).map(|v| (e.key.as_str(), v)))
+        .filter_map(|e| {
+            e.values
+                .as_ref()
+                .filter(|v| !v.is_empty())
+                .map(|v| (e.key.as_str(), v))
+        })
         .collect();
     let count: usize = exprs.iter().map(|(_, v)| v.len()).product();
     (0..count.max(1))
@@ -437,7 +580,10 @@ fn probes(raw: &LabelSelector) -> Vec<BTreeMap<String, String>> {
 }
 
 /// The strategies (in order) whose selectors match `labels`, when two or more do.
-pub fn conflicts<'a>(strategies: &'a [Strategy], labels: &BTreeMap<String, String>) -> Option<Vec<&'a str>> {
+pub fn conflicts<'a>(
+    strategies: &'a [Strategy],
+    labels: &BTreeMap<String, String>,
+) -> Option<Vec<&'a str>> {
     let names: Vec<&str> = strategies
         .iter()
         .filter(|s| s.selector.matches(labels))
@@ -477,7 +623,10 @@ mod tests {
     use super::*;
 
     fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     const CM: &str = "koordinator-system/slo-controller-config";
@@ -485,18 +634,37 @@ mod tests {
     #[test]
     fn cm_2_parse_errors_use_go_texts() {
         let e = parse(&KEYS[0], "garbage", &data(&[]), CM).unwrap_err();
-        assert_eq!(e, "___{\"reason\":\"ParseConfigFail\",\"message\":\"Failed to parse colocation config in configmap koordinator-system/slo-controller-config, err: invalid character 'g' looking for beginning of value\"}___");
-        let e = parse(&KEYS[0], r#"{"metricAggregateDurationSeconds": "x"}"#, &data(&[]), CM).unwrap_err();
+        assert_eq!(
+            e,
+            "___{\"reason\":\"ParseConfigFail\",\"message\":\"Failed to parse colocation config in configmap koordinator-system/slo-controller-config, err: invalid character 'g' looking for beginning of value\"}___"
+        );
+        let e = parse(
+            &KEYS[0],
+            r#"{"metricAggregateDurationSeconds": "x"}"#,
+            &data(&[]),
+            CM,
+        )
+        .unwrap_err();
         assert!(e.contains("json: cannot unmarshal string into Go struct field ColocationCfg.metricAggregateDurationSeconds of type int64"), "{e}");
         // resource-qos-config needs a decodable system-config (quirk kept).
         let e = parse(&KEYS[2], "{}", &data(&[]), CM).unwrap_err();
-        assert!(e.contains("Failed to parse System config") && e.contains("unexpected end of JSON input"), "{e}");
+        assert!(
+            e.contains("Failed to parse System config")
+                && e.contains("unexpected end of JSON input"),
+            "{e}"
+        );
         assert!(parse(&KEYS[2], "{}", &data(&[("system-config", "{}")]), CM).is_ok());
     }
 
     #[test]
     fn cm_2_node_strategies_need_a_selector() {
-        let e = parse(&KEYS[1], r#"{"nodeStrategies": [{"name": "a"}]}"#, &data(&[]), CM).unwrap_err();
+        let e = parse(
+            &KEYS[1],
+            r#"{"nodeStrategies": [{"name": "a"}]}"#,
+            &data(&[]),
+            CM,
+        )
+        .unwrap_err();
         assert!(e.contains("nodeConfigs NodeSelector must not empty error! configType: resource-threshold-config,nodeConfig name:a"), "{e}");
         let e = parse(&KEYS[1], r#"{"nodeStrategies": [{"name": "a", "nodeSelector": {"matchExpressions": [{"key": "k", "operator": "In"}]}}]}"#, &data(&[]), CM).unwrap_err();
         assert!(e.contains("failed to parse node selector"), "{e}");
@@ -510,19 +678,39 @@ mod tests {
     #[test]
     fn cm_3_limits_and_paths() {
         let e = ranges(0, r#"{"metricAggregateDurationSeconds": 0, "nodeConfigs": [{"name": "n", "nodeSelector": {"matchLabels": {"a": "b"}}, "degradeTimeMinutes": 0, "resourceDiffThreshold": 0}]}"#).unwrap_err();
-        assert_eq!(e, "___{\"reason\":\"ConfigParamInvalid\",\"message\":{\"ColocationCfg.ColocationStrategy.MetricAggregateDurationSeconds\":\"MetricAggregateDurationSeconds must be 1 or greater\",\"ColocationCfg.NodeConfigs[0].ColocationStrategy.DegradeTimeMinutes\":\"DegradeTimeMinutes must be 1 or greater\",\"ColocationCfg.NodeConfigs[0].ColocationStrategy.ResourceDiffThreshold\":\"ResourceDiffThreshold must be greater than 0\"}}___");
+        assert_eq!(
+            e,
+            "___{\"reason\":\"ConfigParamInvalid\",\"message\":{\"ColocationCfg.ColocationStrategy.MetricAggregateDurationSeconds\":\"MetricAggregateDurationSeconds must be 1 or greater\",\"ColocationCfg.NodeConfigs[0].ColocationStrategy.DegradeTimeMinutes\":\"DegradeTimeMinutes must be 1 or greater\",\"ColocationCfg.NodeConfigs[0].ColocationStrategy.ResourceDiffThreshold\":\"ResourceDiffThreshold must be greater than 0\"}}___"
+        );
         let e = ranges(4, r#"{"clusterStrategy": {"cpuBurstPercent": 20000}}"#).unwrap_err();
         assert!(e.contains("\"CPUBurstCfg.ClusterStrategy.CPUBurstConfig.CPUBurstPercent\":\"CPUBurstPercent must be 10,000 or less\""), "{e}");
-        let e = ranges(2, r#"{"clusterStrategy": {"lsrClass": {"cpuQOS": {"groupIdentity": 3}}}}"#).unwrap_err();
-        assert!(e.contains("ResourceQOSCfg.ClusterStrategy.LSRClass.CPUQOS.CPUQOS.GroupIdentity"), "{e}");
+        let e = ranges(
+            2,
+            r#"{"clusterStrategy": {"lsrClass": {"cpuQOS": {"groupIdentity": 3}}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("ResourceQOSCfg.ClusterStrategy.LSRClass.CPUQOS.CPUQOS.GroupIdentity"),
+            "{e}"
+        );
         let e = ranges(3, r#"{"nodeStrategies": [{"nodeSelector": {"matchLabels": {"a": "b"}}, "watermarkScaleFactor": 401}]}"#).unwrap_err();
         assert!(e.contains("\"SystemCfg.NodeStrategies[0].SystemStrategy.WatermarkScaleFactor\":\"WatermarkScaleFactor must be 400 or less\""), "{e}");
         assert!(ranges(1, r#"{"clusterStrategy": {"memoryEvictThresholdPercent": 70, "memoryEvictLowerPercent": 65}}"#).is_ok());
         let e = ranges(1, r#"{"clusterStrategy": {"memoryEvictThresholdPercent": 60, "memoryEvictLowerPercent": 65}}"#).unwrap_err();
-        assert!(e.contains("MemoryEvictThresholdPercent must be greater than MemoryEvictLowerPercent"), "{e}");
+        assert!(
+            e.contains("MemoryEvictThresholdPercent must be greater than MemoryEvictLowerPercent"),
+            "{e}"
+        );
         // First failing limit per field: min before the pair.
-        let e = ranges(1, r#"{"clusterStrategy": {"memoryEvictThresholdPercent": -1}}"#).unwrap_err();
-        assert!(e.contains("MemoryEvictThresholdPercent must be 0 or greater"), "{e}");
+        let e = ranges(
+            1,
+            r#"{"clusterStrategy": {"memoryEvictThresholdPercent": -1}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("MemoryEvictThresholdPercent must be 0 or greater"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -530,25 +718,55 @@ mod tests {
         let d = |sys: &str| data(&[("system-config", sys)]);
         let p = |t: &str, sys: &str| parse(&KEYS[2], t, &d(sys), CM).unwrap();
         let check = |t: &str, sys: &str| check_network_qos(&p(t, sys), &d(sys));
-        assert!(check(r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 40}}}}"#, r#"{"clusterStrategy": {"totalNetworkBandwidth": "100"}}"#).is_ok());
-        let e = check(r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 101}}}}"#, "{}").unwrap_err();
-        assert_eq!(e, "ResourceQOSCfg.ClusterStrategy.LSClass.IngressRequest: Invalid value: 101: must be percentage value just in 0-100'");
+        assert!(
+            check(
+                r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 40}}}}"#,
+                r#"{"clusterStrategy": {"totalNetworkBandwidth": "100"}}"#
+            )
+            .is_ok()
+        );
+        let e = check(
+            r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 101}}}}"#,
+            "{}",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "ResourceQOSCfg.ClusterStrategy.LSClass.IngressRequest: Invalid value: 101: must be percentage value just in 0-100'"
+        );
         let e = check(r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 60}}, "beClass": {"networkQOS": {"ingressRequest": 50}}}}"#, "{}").unwrap_err();
-        assert_eq!(e, "ClusterStrategy total net bandwidth percentage already over 100");
-        let e = check(r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 60}}}}"#, r#"{"clusterStrategy": {"totalNetworkBandwidth": "50"}}"#).unwrap_err();
-        assert_eq!(e, "total net bandwidth over total network bandwidth in clusterStrategy");
+        assert_eq!(
+            e,
+            "ClusterStrategy total net bandwidth percentage already over 100"
+        );
+        let e = check(
+            r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 60}}}}"#,
+            r#"{"clusterStrategy": {"totalNetworkBandwidth": "50"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "total net bandwidth over total network bandwidth in clusterStrategy"
+        );
     }
 
     #[test]
     fn cm_5_names() {
         let p = parse(&KEYS[1], r#"{"nodeStrategies": [{"name": "a", "nodeSelector": {"matchLabels": {"x": "1"}}}, {"name": "a", "nodeSelector": {"matchLabels": {"x": "2"}}}]}"#, &data(&[]), CM).unwrap();
-        assert!(check_names(&KEYS[1], &p).unwrap_err().contains("nodeConfig Name confilict"));
+        assert!(
+            check_names(&KEYS[1], &p)
+                .unwrap_err()
+                .contains("nodeConfig Name confilict")
+        );
     }
 
     #[test]
     fn cm_6_overlap_by_probes() {
         let p = parse(&KEYS[0], r#"{"nodeConfigs": [{"name": "a", "nodeSelector": {"matchLabels": {"a": "1"}}}, {"name": "b", "nodeSelector": {"matchLabels": {"a": "1", "b": "2"}}}]}"#, &data(&[]), CM).unwrap();
-        assert_eq!(check_overlap(&KEYS[0], &p).unwrap_err(), "___{\"reason\":\"NodeStrategiesOverlap\",\"message\":{\"config\":\"colocation-config\",\"strategies\":[\"a\",\"b\"]}}___");
+        assert_eq!(
+            check_overlap(&KEYS[0], &p).unwrap_err(),
+            "___{\"reason\":\"NodeStrategiesOverlap\",\"message\":{\"config\":\"colocation-config\",\"strategies\":[\"a\",\"b\"]}}___"
+        );
         let p = parse(&KEYS[0], r#"{"nodeConfigs": [{"name": "a", "nodeSelector": {"matchExpressions": [{"key": "z", "operator": "In", "values": ["1", "2"]}]}}, {"name": "b", "nodeSelector": {"matchLabels": {"z": "3"}}}]}"#, &data(&[]), CM).unwrap();
         assert!(check_overlap(&KEYS[0], &p).is_ok());
     }

@@ -59,7 +59,12 @@ pub struct F {
 }
 
 const fn f(json: &'static str, go: &'static str, ty: Ty, checks: &'static [Check]) -> F {
-    F { json, go, ty, checks }
+    F {
+        json,
+        go,
+        ty,
+        checks,
+    }
 }
 
 const PCT: &[Check] = &[Check::Min(0.0), Check::Max(100.0)];
@@ -75,41 +80,146 @@ const PROFILE: &[F] = &[
 
 const COLOCATION_STRATEGY: &[F] = &[
     f("enable", "Enable", Ty::Bool, &[]),
-    f("metricAggregateDurationSeconds", "MetricAggregateDurationSeconds", Ty::Int, ONE_UP),
-    f("metricReportIntervalSeconds", "MetricReportIntervalSeconds", Ty::Int, ONE_UP),
-    f("metricAggregatePolicy", "MetricAggregatePolicy", Ty::Any, &[]),
-    f("metricMemoryCollectPolicy", "MetricMemoryCollectPolicy", Ty::Any, &[]),
-    f("cpuReclaimThresholdPercent", "CPUReclaimThresholdPercent", Ty::Int, NONNEG),
+    f(
+        "metricAggregateDurationSeconds",
+        "MetricAggregateDurationSeconds",
+        Ty::Int,
+        ONE_UP,
+    ),
+    f(
+        "metricReportIntervalSeconds",
+        "MetricReportIntervalSeconds",
+        Ty::Int,
+        ONE_UP,
+    ),
+    f(
+        "metricAggregatePolicy",
+        "MetricAggregatePolicy",
+        Ty::Any,
+        &[],
+    ),
+    f(
+        "metricMemoryCollectPolicy",
+        "MetricMemoryCollectPolicy",
+        Ty::Any,
+        &[],
+    ),
+    f(
+        "cpuReclaimThresholdPercent",
+        "CPUReclaimThresholdPercent",
+        Ty::Int,
+        NONNEG,
+    ),
     f("cpuCalculatePolicy", "CPUCalculatePolicy", Ty::Any, &[]),
-    f("memoryReclaimThresholdPercent", "MemoryReclaimThresholdPercent", Ty::Int, NONNEG),
-    f("memoryCalculatePolicy", "MemoryCalculatePolicy", Ty::Any, &[]),
+    f(
+        "memoryReclaimThresholdPercent",
+        "MemoryReclaimThresholdPercent",
+        Ty::Int,
+        NONNEG,
+    ),
+    f(
+        "memoryCalculatePolicy",
+        "MemoryCalculatePolicy",
+        Ty::Any,
+        &[],
+    ),
     f("degradeTimeMinutes", "DegradeTimeMinutes", Ty::Int, ONE_UP),
-    f("updateTimeThresholdSeconds", "UpdateTimeThresholdSeconds", Ty::Int, ONE_UP),
-    f("resourceDiffThreshold", "ResourceDiffThreshold", Ty::Float, &[Check::Gt(0.0), Check::Max(1.0)]),
-    f("batchCPUThresholdPercent", "BatchCPUThresholdPercent", Ty::Int, NONNEG),
-    f("batchMemoryThresholdPercent", "BatchMemoryThresholdPercent", Ty::Int, NONNEG),
-    f("midCPUThresholdPercent", "MidCPUThresholdPercent", Ty::Int, PCT),
-    f("midMemoryThresholdPercent", "MidMemoryThresholdPercent", Ty::Int, PCT),
-    f("midUnallocatedPercent", "MidUnallocatedPercent", Ty::Int, PCT),
-    f("midStaticCPUReservedPercent", "MidStaticCPUReservedPercent", Ty::Int, PCT),
-    f("midStaticMemoryReservedPercent", "MidStaticMemoryReservedPercent", Ty::Int, PCT),
+    f(
+        "updateTimeThresholdSeconds",
+        "UpdateTimeThresholdSeconds",
+        Ty::Int,
+        ONE_UP,
+    ),
+    f(
+        "resourceDiffThreshold",
+        "ResourceDiffThreshold",
+        Ty::Float,
+        &[Check::Gt(0.0), Check::Max(1.0)],
+    ),
+    f(
+        "batchCPUThresholdPercent",
+        "BatchCPUThresholdPercent",
+        Ty::Int,
+        NONNEG,
+    ),
+    f(
+        "batchMemoryThresholdPercent",
+        "BatchMemoryThresholdPercent",
+        Ty::Int,
+        NONNEG,
+    ),
+    f(
+        "midCPUThresholdPercent",
+        "MidCPUThresholdPercent",
+        Ty::Int,
+        PCT,
+    ),
+    f(
+        "midMemoryThresholdPercent",
+        "MidMemoryThresholdPercent",
+        Ty::Int,
+        PCT,
+    ),
+    f(
+        "midUnallocatedPercent",
+        "MidUnallocatedPercent",
+        Ty::Int,
+        PCT,
+    ),
+    f(
+        "midStaticCPUReservedPercent",
+        "MidStaticCPUReservedPercent",
+        Ty::Int,
+        PCT,
+    ),
+    f(
+        "midStaticMemoryReservedPercent",
+        "MidStaticMemoryReservedPercent",
+        Ty::Int,
+        PCT,
+    ),
 ];
 
 const NODE_COLOCATION: &[F] = &[
     f("", "NodeCfgProfile", Ty::Inline(PROFILE), &[]),
-    f("", "ColocationStrategy", Ty::Inline(COLOCATION_STRATEGY), &[]),
+    f(
+        "",
+        "ColocationStrategy",
+        Ty::Inline(COLOCATION_STRATEGY),
+        &[],
+    ),
 ];
 
 /// `colocation-config` → `ColocationCfg`.
 pub const COLOCATION: &[F] = &[
-    f("", "ColocationStrategy", Ty::Inline(COLOCATION_STRATEGY), &[]),
-    f("nodeConfigs", "NodeConfigs", Ty::ObjArr(NODE_COLOCATION), &[]),
+    f(
+        "",
+        "ColocationStrategy",
+        Ty::Inline(COLOCATION_STRATEGY),
+        &[],
+    ),
+    f(
+        "nodeConfigs",
+        "NodeConfigs",
+        Ty::ObjArr(NODE_COLOCATION),
+        &[],
+    ),
 ];
 
 const THRESHOLD_STRATEGY: &[F] = &[
     f("enable", "Enable", Ty::Bool, &[]),
-    f("cpuSuppressThresholdPercent", "CPUSuppressThresholdPercent", Ty::Int, PCT),
-    f("cpuSuppressMinPercent", "CPUSuppressMinPercent", Ty::Int, PCT),
+    f(
+        "cpuSuppressThresholdPercent",
+        "CPUSuppressThresholdPercent",
+        Ty::Int,
+        PCT,
+    ),
+    f(
+        "cpuSuppressMinPercent",
+        "CPUSuppressMinPercent",
+        Ty::Int,
+        PCT,
+    ),
     f("cpuSuppressPolicy", "CPUSuppressPolicy", Ty::Any, &[]),
     f(
         "memoryEvictThresholdPercent",
@@ -121,7 +231,12 @@ const THRESHOLD_STRATEGY: &[F] = &[
             Check::GtField("memoryEvictLowerPercent", "MemoryEvictLowerPercent"),
         ],
     ),
-    f("memoryEvictLowerPercent", "MemoryEvictLowerPercent", Ty::Int, PCT),
+    f(
+        "memoryEvictLowerPercent",
+        "MemoryEvictLowerPercent",
+        Ty::Int,
+        PCT,
+    ),
     f(
         "cpuEvictBESatisfactionUpperPercent",
         "CPUEvictBESatisfactionUpperPercent",
@@ -129,7 +244,10 @@ const THRESHOLD_STRATEGY: &[F] = &[
         &[
             Check::Min(0.0),
             Check::Max(100.0),
-            Check::GtField("cpuEvictBESatisfactionLowerPercent", "CPUEvictBESatisfactionLowerPercent"),
+            Check::GtField(
+                "cpuEvictBESatisfactionLowerPercent",
+                "CPUEvictBESatisfactionLowerPercent",
+            ),
         ],
     ),
     f(
@@ -139,10 +257,18 @@ const THRESHOLD_STRATEGY: &[F] = &[
         &[
             Check::Min(0.0),
             Check::Max(100.0),
-            Check::LtField("cpuEvictBESatisfactionUpperPercent", "CPUEvictBESatisfactionUpperPercent"),
+            Check::LtField(
+                "cpuEvictBESatisfactionUpperPercent",
+                "CPUEvictBESatisfactionUpperPercent",
+            ),
         ],
     ),
-    f("cpuEvictBEUsageThresholdPercent", "CPUEvictBEUsageThresholdPercent", Ty::Int, PCT),
+    f(
+        "cpuEvictBEUsageThresholdPercent",
+        "CPUEvictBEUsageThresholdPercent",
+        Ty::Int,
+        PCT,
+    ),
     f(
         "cpuEvictThresholdPercent",
         "CPUEvictThresholdPercent",
@@ -160,21 +286,42 @@ const THRESHOLD_STRATEGY: &[F] = &[
         Ty::Int,
         &[
             Check::Min(0.0),
-            Check::GtField("memoryAllocatableEvictLowerPercent", "MemoryAllocatableEvictLowerPercent"),
+            Check::GtField(
+                "memoryAllocatableEvictLowerPercent",
+                "MemoryAllocatableEvictLowerPercent",
+            ),
         ],
     ),
-    f("memoryAllocatableEvictLowerPercent", "MemoryAllocatableEvictLowerPercent", Ty::Int, NONNEG),
+    f(
+        "memoryAllocatableEvictLowerPercent",
+        "MemoryAllocatableEvictLowerPercent",
+        Ty::Int,
+        NONNEG,
+    ),
     f(
         "cpuAllocatableEvictThresholdPercent",
         "CPUAllocatableEvictThresholdPercent",
         Ty::Int,
         &[
             Check::Min(0.0),
-            Check::GtField("cpuAllocatableEvictLowerPercent", "CPUAllocatableEvictLowerPercent"),
+            Check::GtField(
+                "cpuAllocatableEvictLowerPercent",
+                "CPUAllocatableEvictLowerPercent",
+            ),
         ],
     ),
-    f("cpuAllocatableEvictLowerPercent", "CPUAllocatableEvictLowerPercent", Ty::Int, NONNEG),
-    f("cpuEvictTimeWindowSeconds", "CPUEvictTimeWindowSeconds", Ty::Int, &[Check::Gt(0.0)]),
+    f(
+        "cpuAllocatableEvictLowerPercent",
+        "CPUAllocatableEvictLowerPercent",
+        Ty::Int,
+        NONNEG,
+    ),
+    f(
+        "cpuEvictTimeWindowSeconds",
+        "CPUEvictTimeWindowSeconds",
+        Ty::Int,
+        &[Check::Gt(0.0)],
+    ),
     f("cpuEvictPolicy", "CPUEvictPolicy", Ty::Any, &[]),
     f(
         "allocatableEvictPriorityThreshold",
@@ -186,17 +333,37 @@ const THRESHOLD_STRATEGY: &[F] = &[
 
 const NODE_THRESHOLD: &[F] = &[
     f("", "NodeCfgProfile", Ty::Inline(PROFILE), &[]),
-    f("", "ResourceThresholdStrategy", Ty::Inline(THRESHOLD_STRATEGY), &[]),
+    f(
+        "",
+        "ResourceThresholdStrategy",
+        Ty::Inline(THRESHOLD_STRATEGY),
+        &[],
+    ),
 ];
 
 /// `resource-threshold-config` → `ResourceThresholdCfg`.
 pub const THRESHOLD: &[F] = &[
-    f("clusterStrategy", "ClusterStrategy", Ty::Obj(THRESHOLD_STRATEGY), &[]),
-    f("nodeStrategies", "NodeStrategies", Ty::ObjArr(NODE_THRESHOLD), &[]),
+    f(
+        "clusterStrategy",
+        "ClusterStrategy",
+        Ty::Obj(THRESHOLD_STRATEGY),
+        &[],
+    ),
+    f(
+        "nodeStrategies",
+        "NodeStrategies",
+        Ty::ObjArr(NODE_THRESHOLD),
+        &[],
+    ),
 ];
 
 const CPU_QOS: &[F] = &[
-    f("groupIdentity", "GroupIdentity", Ty::Int, &[Check::Min(-1.0), Check::Max(2.0)]),
+    f(
+        "groupIdentity",
+        "GroupIdentity",
+        Ty::Int,
+        &[Check::Min(-1.0), Check::Max(2.0)],
+    ),
     f("schedIdle", "SchedIdle", Ty::Int, BIT),
     f("coreExpeller", "CoreExpeller", Ty::Bool, &[]),
 ];
@@ -206,12 +373,32 @@ const MEMORY_QOS: &[F] = &[
     f("lowLimitPercent", "LowLimitPercent", Ty::Int, PCT),
     f("throttlingPercent", "ThrottlingPercent", Ty::Int, PCT),
     f("wmarkRatio", "WmarkRatio", Ty::Int, PCT),
-    f("wmarkScalePermill", "WmarkScalePermill", Ty::Int, &[Check::Min(1.0), Check::Max(1000.0)]),
-    f("wmarkMinAdj", "WmarkMinAdj", Ty::Int, &[Check::Min(-25.0), Check::Max(50.0)]),
+    f(
+        "wmarkScalePermill",
+        "WmarkScalePermill",
+        Ty::Int,
+        &[Check::Min(1.0), Check::Max(1000.0)],
+    ),
+    f(
+        "wmarkMinAdj",
+        "WmarkMinAdj",
+        Ty::Int,
+        &[Check::Min(-25.0), Check::Max(50.0)],
+    ),
     f("priorityEnable", "PriorityEnable", Ty::Int, BIT),
-    f("priority", "Priority", Ty::Int, &[Check::Min(0.0), Check::Max(12.0)]),
+    f(
+        "priority",
+        "Priority",
+        Ty::Int,
+        &[Check::Min(0.0), Check::Max(12.0)],
+    ),
     f("oomKillGroup", "OomKillGroup", Ty::Int, BIT),
-    f("pageCacheLimitPercent", "PageCacheLimitPercent", Ty::Int, PCT),
+    f(
+        "pageCacheLimitPercent",
+        "PageCacheLimitPercent",
+        Ty::Int,
+        PCT,
+    ),
 ];
 
 const RESCTRL_QOS: &[F] = &[
@@ -236,7 +423,10 @@ const NETWORK_QOS: &[F] = &[
     f("egressLimit", "EgressLimit", Ty::IntOrStr, &[]),
 ];
 
-const CPU_QOS_CFG: &[F] = &[f("enable", "Enable", Ty::Bool, &[]), f("", "CPUQOS", Ty::Inline(CPU_QOS), &[])];
+const CPU_QOS_CFG: &[F] = &[
+    f("enable", "Enable", Ty::Bool, &[]),
+    f("", "CPUQOS", Ty::Inline(CPU_QOS), &[]),
+];
 const MEMORY_QOS_CFG: &[F] = &[
     f("enable", "Enable", Ty::Bool, &[]),
     f("", "MemoryQOS", Ty::Inline(MEMORY_QOS), &[]),
@@ -274,16 +464,46 @@ const NODE_QOS: &[F] = &[
 
 /// `resource-qos-config` → `ResourceQOSCfg`.
 pub const QOS: &[F] = &[
-    f("clusterStrategy", "ClusterStrategy", Ty::Obj(QOS_STRATEGY), &[]),
-    f("nodeStrategies", "NodeStrategies", Ty::ObjArr(NODE_QOS), &[]),
+    f(
+        "clusterStrategy",
+        "ClusterStrategy",
+        Ty::Obj(QOS_STRATEGY),
+        &[],
+    ),
+    f(
+        "nodeStrategies",
+        "NodeStrategies",
+        Ty::ObjArr(NODE_QOS),
+        &[],
+    ),
 ];
 
 const SYSTEM_STRATEGY: &[F] = &[
-    f("minFreeKbytesFactor", "MinFreeKbytesFactor", Ty::Int, &[Check::Gt(0.0)]),
-    f("watermarkScaleFactor", "WatermarkScaleFactor", Ty::Int, &[Check::Gt(0.0), Check::Max(400.0)]),
+    f(
+        "minFreeKbytesFactor",
+        "MinFreeKbytesFactor",
+        Ty::Int,
+        &[Check::Gt(0.0)],
+    ),
+    f(
+        "watermarkScaleFactor",
+        "WatermarkScaleFactor",
+        Ty::Int,
+        &[Check::Gt(0.0), Check::Max(400.0)],
+    ),
     f("memcgReapBackGround", "MemcgReapBackGround", Ty::Int, BIT),
-    f("totalNetworkBandwidth", "TotalNetworkBandwidth", Ty::IntOrStr, &[]),
-    f("pageCacheLimitEnabled", "PageCacheLimitEnabled", Ty::Int, BIT),
+    f(
+        "totalNetworkBandwidth",
+        "TotalNetworkBandwidth",
+        Ty::IntOrStr,
+        &[],
+    ),
+    f(
+        "pageCacheLimitEnabled",
+        "PageCacheLimitEnabled",
+        Ty::Int,
+        BIT,
+    ),
 ];
 
 const NODE_SYSTEM: &[F] = &[
@@ -293,20 +513,50 @@ const NODE_SYSTEM: &[F] = &[
 
 /// `system-config` → `SystemCfg`.
 pub const SYSTEM: &[F] = &[
-    f("clusterStrategy", "ClusterStrategy", Ty::Obj(SYSTEM_STRATEGY), &[]),
-    f("nodeStrategies", "NodeStrategies", Ty::ObjArr(NODE_SYSTEM), &[]),
+    f(
+        "clusterStrategy",
+        "ClusterStrategy",
+        Ty::Obj(SYSTEM_STRATEGY),
+        &[],
+    ),
+    f(
+        "nodeStrategies",
+        "NodeStrategies",
+        Ty::ObjArr(NODE_SYSTEM),
+        &[],
+    ),
 ];
 
 const CPU_BURST_CONFIG: &[F] = &[
     f("policy", "Policy", Ty::Str, &[]),
-    f("cpuBurstPercent", "CPUBurstPercent", Ty::Int, &[Check::Min(1.0), Check::Max(10000.0)]),
-    f("cfsQuotaBurstPercent", "CFSQuotaBurstPercent", Ty::Int, &[Check::Min(100.0)]),
-    f("cfsQuotaBurstPeriodSeconds", "CFSQuotaBurstPeriodSeconds", Ty::Int, &[Check::Min(-1.0)]),
+    f(
+        "cpuBurstPercent",
+        "CPUBurstPercent",
+        Ty::Int,
+        &[Check::Min(1.0), Check::Max(10000.0)],
+    ),
+    f(
+        "cfsQuotaBurstPercent",
+        "CFSQuotaBurstPercent",
+        Ty::Int,
+        &[Check::Min(100.0)],
+    ),
+    f(
+        "cfsQuotaBurstPeriodSeconds",
+        "CFSQuotaBurstPeriodSeconds",
+        Ty::Int,
+        &[Check::Min(-1.0)],
+    ),
 ];
 
 const CPU_BURST_STRATEGY: &[F] = &[
     f("", "CPUBurstConfig", Ty::Inline(CPU_BURST_CONFIG), &[]),
-    f("sharePoolThresholdPercent", "SharePoolThresholdPercent", Ty::Int, PCT),
+    f(
+        "sharePoolThresholdPercent",
+        "SharePoolThresholdPercent",
+        Ty::Int,
+        PCT,
+    ),
 ];
 
 const NODE_CPU_BURST: &[F] = &[
@@ -316,6 +566,16 @@ const NODE_CPU_BURST: &[F] = &[
 
 /// `cpu-burst-config` → `CPUBurstCfg`.
 pub const CPU_BURST: &[F] = &[
-    f("clusterStrategy", "ClusterStrategy", Ty::Obj(CPU_BURST_STRATEGY), &[]),
-    f("nodeStrategies", "NodeStrategies", Ty::ObjArr(NODE_CPU_BURST), &[]),
+    f(
+        "clusterStrategy",
+        "ClusterStrategy",
+        Ty::Obj(CPU_BURST_STRATEGY),
+        &[],
+    ),
+    f(
+        "nodeStrategies",
+        "NodeStrategies",
+        Ty::ObjArr(NODE_CPU_BURST),
+        &[],
+    ),
 ];
