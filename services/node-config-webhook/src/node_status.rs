@@ -4,8 +4,44 @@ use std::collections::BTreeMap;
 
 use admission_kit::go::{ParsedQuantity, Quantity as GoQuantity, go_json_syntax_error};
 use admission_kit::{Context, Mutator, Operation, Request, Verdict};
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::{Deserialize, Serialize};
+
+/// The part of a Node these rules read and write. A partial view is enough: the kit diffs the
+/// view before and after and replays the change onto the full object, so everything else
+/// (conditions, images, managedFields…) is neither decoded nor touched, which keeps the
+/// heartbeat path cheap.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Name and annotations.
+    #[serde(default)]
+    pub metadata: Meta,
+    /// Allocatable and capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
+/// `metadata` of the view.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The Node's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// `status` of the view.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// What the scheduler may place on the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocatable: Option<BTreeMap<String, Quantity>>,
+    /// The node's total resources (never changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<BTreeMap<String, Quantity>>,
+}
 
 /// Resource name → amplification ratio (JSON object of numbers).
 pub const RATIO_ANNOTATION: &str = "node.koordinator.sh/resource-amplification-ratio";
