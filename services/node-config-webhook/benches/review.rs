@@ -19,7 +19,11 @@ fn bench(c: &mut Criterion) {
     if let Some(ep) = app.endpoint("/mutate-node-status") {
         g.bench_function("mutate", |b| {
             b.iter(|| {
-                let answer = review_body(ep.handler.as_ref(), black_box(NODE_STATUS_REVIEW.as_bytes()), &ctx);
+                let answer = review_body(
+                    ep.handler.as_ref(),
+                    black_box(NODE_STATUS_REVIEW.as_bytes()),
+                    &ctx,
+                );
                 black_box(answer.map(|a| a.review.to_bytes()))
             })
         });
