@@ -52,9 +52,9 @@ pub fn app() -> App {
         binding::BindingValidator,
     )
     .watch::<AutoscalingPolicy>()
-    .crd(crd::<Model>())
-    .crd(crd::<AutoscalingPolicy>())
-    .crd(crd::<AutoscalingPolicyBinding>())
+    .crd(crd::<Model>)
+    .crd(crd::<AutoscalingPolicy>)
+    .crd(crd::<AutoscalingPolicyBinding>)
 }
 
 /// The CRD of a kind, with `listKind` spelled out as upstream's (kube-derive leaves it to the

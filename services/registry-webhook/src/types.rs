@@ -10,7 +10,7 @@ use admission_kit::go::{GoDuration, Quantity, null_as_default};
 use k8s_openapi::api::core::v1::{
     Affinity, EnvFromSource, EnvVar, ObjectReference, ResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -19,18 +19,8 @@ use std::collections::BTreeMap;
 /// The API group of all three kinds.
 pub const GROUP: &str = "registry.volcano.sh";
 
-/// An object as the rules see it: metadata and spec. Unlike the derived kinds, a missing `spec`
-/// decodes as the zero spec, as it does upstream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(bound(deserialize = "S: Deserialize<'de> + Default"))]
-pub struct Obj<S> {
-    /// Standard object metadata.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub metadata: ObjectMeta,
-    /// The spec.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub spec: S,
-}
+/// An object as the rules see it (kit's [`admission_kit::SpecView`]).
+pub use admission_kit::SpecView as Obj;
 
 fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "x-kubernetes-preserve-unknown-fields": true })

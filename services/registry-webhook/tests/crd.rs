@@ -135,7 +135,7 @@ fn autoscaling_policy_binding_crd_matches_upstream() {
 fn packaged_crds_are_the_generated_ones() {
     let app = registry_webhook::app();
     let mut want = String::new();
-    for c in &app.crds {
+    for c in &app.custom_resource_definitions() {
         want.push_str("---\n");
         want.push_str(&serde_yaml_ng::to_string(c).unwrap());
     }

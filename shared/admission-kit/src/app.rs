@@ -108,8 +108,9 @@ pub struct App {
     pub endpoints: Vec<Endpoint>,
     /// Kinds watched into the cluster state.
     pub watches: Vec<WatchSpec>,
-    /// CRDs of the kinds this service serves, printed by the `crd` command.
-    pub crds: Vec<CustomResourceDefinition>,
+    /// Makers of the CRDs of the kinds this service serves (printed by the `crd` command);
+    /// generated on demand because large schemas are costly to build at every start.
+    pub crds: Vec<fn() -> CustomResourceDefinition>,
     /// The service's feature gates and their defaults.
     pub gates: FeatureGates,
     /// Service-specific command-line options (`--name value`) of `serve` and `review`.
@@ -278,10 +279,15 @@ impl App {
         self
     }
 
-    /// Declares a CRD this service serves.
-    pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
+    /// Declares a CRD this service serves, by the function that makes it.
+    pub fn crd(mut self, crd: fn() -> CustomResourceDefinition) -> Self {
         self.crds.push(crd);
         self
+    }
+
+    /// The CRDs this service serves.
+    pub fn custom_resource_definitions(&self) -> Vec<CustomResourceDefinition> {
+        self.crds.iter().map(|f| f()).collect()
     }
 
     /// The endpoint at `path`.

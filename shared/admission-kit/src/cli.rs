@@ -213,7 +213,7 @@ fn crd(app: &App) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut out = String::new();
-    for c in &app.crds {
+    for c in &app.custom_resource_definitions() {
         match serde_yaml_ng::to_string(c) {
             Ok(y) => {
                 out.push_str("---\n");

@@ -198,6 +198,9 @@ pub fn check(case: &Case, out: &Value) -> Result<(), String> {
             return Err(format!("message lacks {s:?}; message: {message}"));
         }
     }
+    if case.expect.warnings_contain.is_empty() && !r.warnings.is_empty() {
+        return Err(format!("unexpected warnings: {:?}", r.warnings));
+    }
     let warnings = r.warnings.join("\n").to_lowercase();
     for s in &case.expect.warnings_contain {
         if !warnings.contains(&s.to_lowercase()) {

@@ -204,6 +204,12 @@ pub trait Validator: Send + Sync + 'static {
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         invalid_status(&req.kind.kind, &req.name, errors)
     }
+
+    /// The status sent with an admission, if the upstream sends one (controller-runtime's
+    /// `Allowed` carries `{"code": 200}`).
+    fn allowed_status(&self) -> Option<Status> {
+        None
+    }
 }
 
 /// Edits an object; the kit sends the difference as a JSON Patch.
@@ -423,7 +429,13 @@ impl<V: Validator> Handler for Validating<V> {
         let d = decode::<V::Object>(review)?;
         let verdict = self.0.validate(&d.req, ctx);
         let decision = decision_of(&d.req, &verdict, false);
-        let status = (!verdict.errors.is_empty()).then(|| self.0.denial(&d.req, &verdict.errors));
+        let status = if verdict.errors.is_empty() {
+            self.0
+                .allowed_status()
+                .filter(|_| verdict.refusal.is_none())
+        } else {
+            Some(self.0.denial(&d.req, &verdict.errors))
+        };
         // A refusal's own status wins over the field-error denial (see `Verdict::refusal`).
         let response = response_of(&d.req.uid, verdict, status);
         Ok(Answer {

@@ -74,7 +74,7 @@ impl Env {
     /// Installs (server-side apply, idempotent) the CRDs of `app` and waits until established.
     pub async fn install_crds(&self, app: &App) {
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        for crd in &app.crds {
+        for crd in &app.custom_resource_definitions() {
             let name = crd.metadata.name.clone().unwrap_or_default();
             must(
                 api.patch(

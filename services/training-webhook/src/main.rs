@@ -1,0 +1,6 @@
+//! `training-webhook`: `serve`, `review`, `crd`, `endpoints`; the endpoint table is
+//! [`training_webhook::app`].
+
+fn main() -> std::process::ExitCode {
+    admission_kit::cli::main(training_webhook::app())
+}

@@ -1,0 +1,441 @@
+//! The job validators (spec §4, §5): the rules every kind shares (TR-01..TR-08) and the
+//! kind-specific ones (TR-09..TR-16), run in upstream's order with replica types in key order.
+
+use std::marker::PhantomData;
+
+use admission_kit::{
+    Context, ErrorList, FieldError, Operation, Path, Request, SpecView, Status, Validator, Verdict,
+};
+use serde::de::DeserializeOwned;
+
+use crate::types::{
+    JAXJobSpec, PaddleJobSpec, PyTorchJobSpec, ReplicaSpec, ReplicaSpecs, RunPolicy, TFJobSpec,
+    XGBoostJobSpec,
+};
+
+const MANAGED_BY: [&str; 2] = [
+    "kubeflow.org/training-operator",
+    "kueue.x-k8s.io/multikueue",
+];
+
+/// What distinguishes one job kind for the shared rules.
+pub trait JobKind: DeserializeOwned + Default + Send + Sync + 'static {
+    /// JSON name of the replica map (`pytorchReplicaSpecs`).
+    const MAP: &'static str;
+    /// Allowed replica keys (TR-05); `None`: any key (TFJob, Q1).
+    const KEYS: Option<&'static [&'static str]>;
+    /// The container name TR-08 looks for.
+    const CONTAINER: &'static str;
+    /// Whether TR-08 quotes the name (PaddleJob).
+    const QUOTE_CONTAINER: bool = false;
+    /// Whether TR-02/TR-03 apply (not JAXJob, Q3).
+    const MANAGED_BY_RULES: bool = true;
+
+    /// The run policy.
+    fn run_policy(&self) -> Option<&RunPolicy>;
+    /// The replica map.
+    fn replicas(&self) -> Option<&ReplicaSpecs>;
+    /// Rules between TR-02 and TR-04 (PyTorch elastic rules).
+    fn before_replicas(&self, _errs: &mut ErrorList, _warnings: &mut Vec<String>) {}
+    /// Rules after TR-08 for one replica type.
+    fn per_replica(&self, _key: &str, _spec: &ReplicaSpec, _path: &Path, _errs: &mut ErrorList) {}
+    /// Rules after every replica type.
+    fn after_replicas(&self, _errs: &mut ErrorList) {}
+}
+
+fn spec() -> Path {
+    Path::new("spec")
+}
+
+const DNS1035_PATTERN: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_dns1035(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[b.len() - 1] != b'-'
+}
+
+/// TR-01: the name is a DNS-1035 label.
+fn tr_01_name(name: &str, errs: &mut ErrorList) {
+    let mut reasons = Vec::new();
+    if name.len() > 63 {
+        reasons.push("must be no more than 63 characters");
+    }
+    if !is_dns1035(name) {
+        reasons.push(DNS1035_PATTERN);
+    }
+    if !reasons.is_empty() {
+        errs.push(FieldError::invalid(
+            "TR-01",
+            Path::new("metadata").child("name"),
+            name,
+            format!("should match: {}", reasons.join(",")),
+        ));
+    }
+}
+
+fn managed_by(p: Option<&RunPolicy>) -> Option<&str> {
+    p.and_then(|p| p.managed_by.as_deref())
+}
+
+fn managed_by_path() -> Path {
+    spec().child("runPolicy").child("managedBy")
+}
+
+/// TR-02: managedBy, when present (even `""`, Q2), names a supported controller.
+fn tr_02_managed_by(value: Option<&str>, errs: &mut ErrorList) {
+    if let Some(v) = value
+        && !MANAGED_BY.contains(&v)
+    {
+        errs.push(FieldError::not_supported(
+            "TR-02",
+            managed_by_path(),
+            v,
+            &MANAGED_BY,
+        ));
+    }
+}
+
+/// TR-03: managedBy never changes on UPDATE (absent and present differ, Q4). Enforced for
+/// PyTorchJob too (FIX-1).
+fn tr_03_managed_by_immutable(old: Option<&str>, new: Option<&str>, errs: &mut ErrorList) {
+    if old != new {
+        errs.push(FieldError::invalid(
+            "TR-03",
+            managed_by_path(),
+            new.unwrap_or("null"),
+            "field is immutable",
+        ));
+    }
+}
+
+/// TR-05..TR-08 for one replica type.
+fn tr_05_08_replica<J: JobKind>(key: &str, spec: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
+    if let Some(keys) = J::KEYS
+        && !keys.contains(&key)
+    {
+        errs.push(FieldError::not_supported("TR-05", path.clone(), key, keys));
+    }
+    let containers_path = path.child("template").child("spec").child("containers");
+    let containers = spec
+        .template
+        .as_ref()
+        .and_then(|t| t.spec.as_ref())
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    if containers.is_empty() {
+        errs.push(FieldError::required(
+            "TR-06",
+            containers_path.clone(),
+            "must be specified",
+        ));
+    }
+    for (i, c) in containers.iter().enumerate() {
+        if c.image.as_deref().unwrap_or_default().is_empty() {
+            errs.push(FieldError::required(
+                "TR-07",
+                containers_path.index(i).child("image"),
+                "must be required",
+            ));
+        }
+    }
+    if !containers.iter().any(|c| c.name == J::CONTAINER) {
+        let name = if J::QUOTE_CONTAINER {
+            format!("{:?}", J::CONTAINER)
+        } else {
+            J::CONTAINER.to_owned()
+        };
+        errs.push(FieldError::required(
+            "TR-08",
+            containers_path,
+            format!("must have at least one container with name {name}"),
+        ));
+    }
+}
+
+/// Every rule for a job of kind `J`, in upstream's order (§5).
+pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<String>) {
+    let (mut errs, mut warnings) = (ErrorList::new(), Vec::new());
+    let job = &req.object;
+    tr_01_name(job.metadata.name.as_deref().unwrap_or_default(), &mut errs);
+    if J::MANAGED_BY_RULES {
+        if req.operation == Operation::Update
+            && let Some(old) = &req.old_object
+        {
+            tr_03_managed_by_immutable(
+                managed_by(old.spec.run_policy()),
+                managed_by(job.spec.run_policy()),
+                &mut errs,
+            );
+        }
+        tr_02_managed_by(managed_by(job.spec.run_policy()), &mut errs);
+    }
+    job.spec.before_replicas(&mut errs, &mut warnings);
+    let map_path = spec().child(J::MAP);
+    match job.spec.replicas() {
+        None => errs.push(FieldError::required("TR-04", map_path, "must be required")),
+        Some(map) => {
+            let empty = ReplicaSpec::default();
+            for (key, rs) in map {
+                // FIX-2: a null replica spec is `{}`.
+                let rs = rs.as_ref().unwrap_or(&empty);
+                let path = map_path.key(key);
+                tr_05_08_replica::<J>(key, rs, &path, &mut errs);
+                job.spec.per_replica(key, rs, &path, &mut errs);
+            }
+        }
+    }
+    job.spec.after_replicas(&mut errs);
+    (errs, warnings)
+}
+
+/// controller-runtime's aggregate: duplicates dropped, one message as is, several in `[a, b]`.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen = Vec::<String>::new();
+    for e in errors {
+        let s = e.to_string();
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    if seen.len() == 1 {
+        seen.remove(0)
+    } else {
+        format!("[{}]", seen.join(", "))
+    }
+}
+
+/// The validator of one job kind.
+pub struct JobValidator<J>(PhantomData<J>);
+
+impl<J> Default for JobValidator<J> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<J: JobKind> Validator for JobValidator<J> {
+    type Object = SpecView<J>;
+
+    fn validate(&self, req: &Request<SpecView<J>>, _: &Context) -> Verdict {
+        // DELETE and CONNECT are admitted unchecked (Q7).
+        if !matches!(req.operation, Operation::Create | Operation::Update) {
+            return Verdict::default();
+        }
+        let (errors, warnings) = validate_job(req);
+        Verdict {
+            errors,
+            warnings,
+            ..Verdict::default()
+        }
+    }
+
+    fn denial(&self, _: &Request<SpecView<J>>, errors: &[FieldError]) -> Status {
+        Status::failure(403, "Forbidden", aggregate(errors))
+    }
+
+    fn allowed_status(&self) -> Option<Status> {
+        Some(Status {
+            code: Some(200),
+            ..Status::default()
+        })
+    }
+}
+
+const MASTER_WORKER: &[&str] = &["Master", "Worker"];
+
+fn replicas_path(path: &Path) -> Path {
+    path.child("replicas")
+}
+
+impl JobKind for PyTorchJobSpec {
+    const MAP: &'static str = "pytorchReplicaSpecs";
+    const KEYS: Option<&'static [&'static str]> = Some(MASTER_WORKER);
+    const CONTAINER: &'static str = "pytorch";
+
+    fn run_policy(&self) -> Option<&RunPolicy> {
+        self.run_policy.as_ref()
+    }
+    fn replicas(&self) -> Option<&ReplicaSpecs> {
+        self.pytorch_replica_specs.as_ref()
+    }
+
+    /// TR-11 (a Worker is needed with elastic training, Q8), TR-12 (deprecation warning),
+    /// TR-13 (not both nProcPerNode fields).
+    fn before_replicas(&self, errs: &mut ErrorList, warnings: &mut Vec<String>) {
+        let Some(ep) = &self.elastic_policy else {
+            return;
+        };
+        if !self
+            .pytorch_replica_specs
+            .as_ref()
+            .is_some_and(|m| m.contains_key("Worker"))
+        {
+            errs.push(FieldError::required(
+                "TR-11",
+                spec().child(Self::MAP).key("Worker"),
+                "must be configured if elastic policy is used",
+            ));
+        }
+        if ep.n_proc_per_node.is_some() {
+            warnings.push(
+                "spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead"
+                    .into(),
+            );
+            if self.nproc_per_node.is_some() {
+                errs.push(FieldError::forbidden(
+                    "TR-13",
+                    spec().child("elasticPolicy").child("nProcPerNode"),
+                    "must not be used with spec.nprocPerNode",
+                ));
+            }
+        }
+    }
+
+    /// TR-09: exactly one Master (absent replicas fail, Q5); TR-10: other types at least 1.
+    fn per_replica(&self, key: &str, rs: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
+        if key == "Master" {
+            if rs.replicas != Some(1) {
+                errs.push(FieldError::forbidden(
+                    "TR-09",
+                    replicas_path(path),
+                    "must be 1",
+                ));
+            }
+        } else if rs.replicas.is_some_and(|r| r < 1) {
+            errs.push(FieldError::forbidden(
+                "TR-10",
+                replicas_path(path),
+                "must be at least 1",
+            ));
+        }
+    }
+}
+
+impl JobKind for TFJobSpec {
+    const MAP: &'static str = "tfReplicaSpecs";
+    const KEYS: Option<&'static [&'static str]> = None;
+    const CONTAINER: &'static str = "tensorflow";
+
+    fn run_policy(&self) -> Option<&RunPolicy> {
+        self.run_policy.as_ref()
+    }
+    fn replicas(&self) -> Option<&ReplicaSpecs> {
+        self.tf_replica_specs.as_ref()
+    }
+
+    /// TR-14: not both Chief and Master.
+    fn after_replicas(&self, errs: &mut ErrorList) {
+        let m = self.tf_replica_specs.as_ref();
+        let count = ["Chief", "Master"]
+            .iter()
+            .filter(|k| m.is_some_and(|m| m.contains_key(**k)))
+            .count();
+        if count > 1 {
+            errs.push(FieldError::forbidden(
+                "TR-14",
+                spec().child(Self::MAP),
+                "must not have more than 1 Chief or Master role",
+            ));
+        }
+    }
+}
+
+impl JobKind for XGBoostJobSpec {
+    const MAP: &'static str = "xgbReplicaSpecs";
+    const KEYS: Option<&'static [&'static str]> = Some(MASTER_WORKER);
+    const CONTAINER: &'static str = "xgboost";
+
+    fn run_policy(&self) -> Option<&RunPolicy> {
+        self.run_policy.as_ref()
+    }
+    fn replicas(&self) -> Option<&ReplicaSpecs> {
+        self.xgb_replica_specs.as_ref()
+    }
+
+    /// TR-15: exactly one Master.
+    fn per_replica(&self, key: &str, rs: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
+        if key == "Master" && rs.replicas != Some(1) {
+            errs.push(FieldError::forbidden(
+                "TR-15",
+                replicas_path(path),
+                "must be 1",
+            ));
+        }
+    }
+
+    /// TR-16: a Master is present.
+    fn after_replicas(&self, errs: &mut ErrorList) {
+        if !self
+            .xgb_replica_specs
+            .as_ref()
+            .is_some_and(|m| m.contains_key("Master"))
+        {
+            errs.push(FieldError::required(
+                "TR-16",
+                spec().child(Self::MAP).key("Master"),
+                "must be present",
+            ));
+        }
+    }
+}
+
+impl JobKind for PaddleJobSpec {
+    const MAP: &'static str = "paddleReplicaSpecs";
+    const KEYS: Option<&'static [&'static str]> = Some(MASTER_WORKER);
+    const CONTAINER: &'static str = "paddle";
+    const QUOTE_CONTAINER: bool = true;
+
+    fn run_policy(&self) -> Option<&RunPolicy> {
+        self.run_policy.as_ref()
+    }
+    fn replicas(&self) -> Option<&ReplicaSpecs> {
+        self.paddle_replica_specs.as_ref()
+    }
+}
+
+impl JobKind for JAXJobSpec {
+    const MAP: &'static str = "jaxReplicaSpecs";
+    const KEYS: Option<&'static [&'static str]> = Some(&["Worker"]);
+    const CONTAINER: &'static str = "jax";
+    const MANAGED_BY_RULES: bool = false;
+
+    fn run_policy(&self) -> Option<&RunPolicy> {
+        self.run_policy.as_ref()
+    }
+    fn replicas(&self) -> Option<&ReplicaSpecs> {
+        self.jax_replica_specs.as_ref()
+    }
+}
+
+/// TR-17's text (FIX-4: upstream's two sentences joined by a space instead of a line feed,
+/// which the API server would drop from the `Warning` header).
+pub const MXJOB_WARNING: &str = "MXJob is deprecated, and the MXJob will be removed in the release v1.9.0. Please see https://github.com/kubeflow/training-operator/issues/1996 for more details";
+
+/// `/validate-kubeflow-org-v1-mxjob`: admits everything with the deprecation warning (TR-17).
+pub struct MXJobWarner;
+
+impl Validator for MXJobWarner {
+    type Object = SpecView<crate::types::MXJobSpec>;
+
+    fn validate(&self, _: &Request<Self::Object>, _: &Context) -> Verdict {
+        Verdict {
+            warnings: vec![MXJOB_WARNING.to_owned()],
+            applied: vec!["TR-17"],
+            ..Verdict::default()
+        }
+    }
+
+    fn allowed_status(&self) -> Option<Status> {
+        Some(Status {
+            code: Some(200),
+            ..Status::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

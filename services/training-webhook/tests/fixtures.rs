@@ -1,0 +1,25 @@
+//! Every training case in ../shared/fixtures/reviews/training and examples/training,
+//! through the handler in-process and through `training-webhook review`.
+
+use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use std::path::Path;
+
+#[test]
+fn training_fixtures_pass_in_process() {
+    let app = training_webhook::app();
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "training", |c| check_in_process(&app, c)) {
+        Ok(n) => assert!(n >= 43, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn training_fixtures_pass_through_the_review_command() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_training-webhook"));
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    match run_all(&root, "training", |c| check_with_binary(bin, c)) {
+        Ok(n) => assert!(n >= 43, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+}
