@@ -139,7 +139,7 @@ pub struct Status {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub status: Option<String>,
     /// Why, for a human.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// A machine-readable reason (`Invalid`, `Forbidden`…).
     #[serde(skip_serializing_if = "Option::is_none", default)]

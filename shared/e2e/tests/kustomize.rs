@@ -88,6 +88,7 @@ fn app_of(service: &str) -> admission_kit::App {
     match service {
         "registry-webhook" => registry_webhook::app(),
         "node-config-webhook" => node_config_webhook::app(),
+        "training-webhook" => training_webhook::app(),
         other => panic!("{other}: add it to app_of in this test"),
     }
 }
