@@ -89,6 +89,7 @@ fn app_of(service: &str) -> admission_kit::App {
         "registry-webhook" => registry_webhook::app(),
         "node-config-webhook" => node_config_webhook::app(),
         "training-webhook" => training_webhook::app(),
+        "scheduling-webhook" => scheduling_webhook::app(),
         other => panic!("{other}: add it to app_of in this test"),
     }
 }

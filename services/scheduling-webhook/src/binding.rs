@@ -1,0 +1,81 @@
+//! `/validate-pod-binding` (spec §5, PB): who may bind pods, when the gate and flags ask for it.
+
+use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+/// `/validate-pod-binding`.
+pub struct BindingValidator;
+
+fn list(s: &str) -> Vec<&str> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+impl Validator for BindingValidator {
+    /// The Binding object; only the request's fields are read.
+    type Object = Value;
+
+    fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
+        let users = list(ctx.option("binding-admission-user-name"));
+        if !ctx.gates().enabled("BindingAdmissionWebhook") || users.is_empty() {
+            return Verdict::default();
+        }
+        if req.resource.resource != "pods"
+            || req.sub_resource.as_deref() != Some("binding")
+            || req.operation != Operation::Create
+        {
+            return Verdict::default();
+        }
+        let username = req.user_info.username.as_deref().unwrap_or_default();
+        if users.iter().any(|u| username.contains(u)) {
+            return Verdict::default();
+        }
+        let ns = req.namespace.as_deref().unwrap_or_default();
+        if list(ctx.option("binding-admission-exclude-namespaces")).contains(&ns) {
+            return Verdict::default();
+        }
+        let scope = list(ctx.option("binding-admission-namespaces"));
+        if !scope.contains(&"*") && !scope.contains(&ns) {
+            return Verdict::default();
+        }
+        let Some(pod) = ctx.get::<Pod>(Some(ns), &req.name).ok().flatten() else {
+            return Verdict::default();
+        };
+        let has = |keys: Vec<&str>, map: &Option<std::collections::BTreeMap<String, String>>| {
+            keys.iter()
+                .any(|k| map.as_ref().is_some_and(|m| m.contains_key(*k)))
+        };
+        if has(
+            list(ctx.option("binding-admission-bypass-labels")),
+            &pod.metadata.labels,
+        ) || has(
+            list(ctx.option("binding-admission-bypass-annotations")),
+            &pod.metadata.annotations,
+        ) || req.dry_run
+            || ctx.option("binding-admission-dry-run") == "true"
+        {
+            return Verdict::default();
+        }
+        Verdict {
+            refusal: Some((
+                "PB-6",
+                Status::failure(
+                    403,
+                    "Forbidden",
+                    "binding denied: username is not in the allowed list",
+                ),
+            )),
+            ..Verdict::default()
+        }
+    }
+
+    fn allowed_status(&self) -> Option<Status> {
+        Some(Status {
+            code: Some(200),
+            ..Status::default()
+        })
+    }
+}

@@ -1,0 +1,313 @@
+//! Koordinator's Pod, Pod binding, Reservation and ElasticQuota admission
+//! (`../shared/spec/scheduling.md`). Rules carry the spec's ids (PM-, PV-, PB-, RM-, QM-, QV-).
+//!
+//! Quota rules currently read the quota topology from cluster state in-process (watch caches in
+//! `serve`, `--state` in `review`); quota-state, the gRPC service that will hold it and reserve
+//! admitted usage atomically, is the next step of its issue.
+
+pub mod binding;
+pub mod pod_mutate;
+pub mod pod_validate;
+pub mod profile;
+pub mod quota;
+pub mod reservation;
+pub mod resources;
+pub mod types;
+
+use admission_kit::{App, FailurePolicy, FieldError, Operation, Target};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use kube::CustomResourceExt;
+use types::{ClusterColocationProfile, ElasticQuota, ElasticQuotaProfile, Reservation};
+
+/// A CRD for a Koordinator kind whose Rust type models only what the rules read: `spec` and
+/// `status` keep every field (`x-kubernetes-preserve-unknown-fields`), so installing it for
+/// `cargo xtask up` never prunes what Koordinator's own CRD would keep.
+pub fn open_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
+    let mut c = K::crd();
+    let open = JSONSchemaProps {
+        type_: Some("object".into()),
+        x_kubernetes_preserve_unknown_fields: Some(true),
+        ..JSONSchemaProps::default()
+    };
+    for v in &mut c.spec.versions {
+        if let Some(props) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .and_then(|s| s.properties.as_mut())
+        {
+            for key in ["spec", "status"] {
+                if props.contains_key(key) {
+                    props.insert(key.into(), open.clone());
+                }
+            }
+        }
+    }
+    if c.spec.names.list_kind.is_none() {
+        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
+    }
+    if c.spec.group.ends_with(".k8s.io") {
+        // Groups under k8s.io are protected; scheduler-plugins' CRD carries the same marker.
+        c.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                "api-approved.kubernetes.io".into(),
+                "unapproved, experimental-only; please avoid using".into(),
+            );
+    }
+    c
+}
+
+/// Koordinator's gates with the spec's fixture gate profile as defaults (§0.4).
+pub const GATES: [(&str, bool); 21] = [
+    ("PodMutatingWebhook", true),
+    ("PodValidatingWebhook", true),
+    ("ElasticMutatingWebhook", true),
+    ("ElasticValidatingWebhook", true),
+    ("ReservationMutatingWebhook", true),
+    ("BindingAdmissionWebhook", false),
+    ("MultiQuotaTree", true),
+    ("EnableQuotaAdmission", true),
+    ("EnableQuotaAdmissionOnUpdate", false),
+    ("ValidatePodDeviceResource", true),
+    ("EnablePodEnhancedValidator", true),
+    ("ColocationProfileSkipMutatingResources", false),
+    ("ColocationProfileSkipValidatingPriority", false),
+    ("DisableExtendedResourceSpec", false),
+    ("DisableDeviceResourceSpec", false),
+    ("ElasticQuotaEnableUpdateResourceKey", false),
+    ("ElasticQuotaGuaranteeUsage", false),
+    ("DisableDefaultQuota", false),
+    ("SupportParentQuotaSubmitPod", false),
+    ("ElasticQuotaEvaluationTransformPod", false),
+    ("ReplaceResourcesTransformer", false),
+];
+
+const QOS: [&str; 5] = ["LSE", "LSR", "LS", "BE", "SYSTEM"];
+const CLASSES: [&str; 4] = ["koord-prod", "koord-mid", "koord-batch", "koord-free"];
+
+/// The pod's Koordinator QoS label when it is one of the five names.
+pub fn raw_qos(pod: &Pod) -> Option<&'static str> {
+    let v = pod
+        .metadata
+        .labels
+        .as_ref()?
+        .get("koordinator.sh/qosClass")?;
+    QOS.iter().find(|q| **q == v).copied()
+}
+
+/// The pod's Koordinator priority class: the label (even invalid) else the band of
+/// `spec.priority`.
+pub fn raw_priority_class(pod: &Pod) -> Option<&'static str> {
+    if let Some(v) = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("koordinator.sh/priority-class"))
+    {
+        return CLASSES.iter().find(|c| **c == v).copied();
+    }
+    match pod.spec.as_ref()?.priority? {
+        9000..=9999 => Some("koord-prod"),
+        7000..=7999 => Some("koord-mid"),
+        5000..=5999 => Some("koord-batch"),
+        3000..=3999 => Some("koord-free"),
+        _ => None,
+    }
+}
+
+/// Kubernetes' QoS class of a pod.
+fn kube_qos(pod: &Pod) -> &'static str {
+    let Some(spec) = pod.spec.as_ref() else {
+        return "BestEffort";
+    };
+    let all = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten());
+    let (mut any, mut guaranteed) = (false, true);
+    for c in all {
+        let r = c.resources.clone().unwrap_or_default();
+        let (req, lim) = (r.requests.unwrap_or_default(), r.limits.unwrap_or_default());
+        for k in ["cpu", "memory"] {
+            let (q, l) = (
+                req.get(k).map(resources::Amount::of),
+                lim.get(k).map(resources::Amount::of),
+            );
+            if q.is_some_and(|a| a.milli != 0) || l.is_some_and(|a| a.milli != 0) {
+                any = true;
+            }
+            match (q, l) {
+                (_, None) => guaranteed = false,
+                (Some(q), Some(l)) if q.milli != l.milli => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// The effective priority class (PM-1.7): raw, else derived from the QoS.
+pub fn effective_priority_class(pod: &Pod) -> Option<String> {
+    if let Some(c) = raw_priority_class(pod) {
+        return Some(c.to_owned());
+    }
+    let qos = raw_qos(pod).unwrap_or(match kube_qos(pod) {
+        "Guaranteed" => "LSR",
+        "Burstable" => "LS",
+        _ => "BE",
+    });
+    Some(
+        if qos == "BE" {
+            "koord-batch"
+        } else {
+            "koord-prod"
+        }
+        .to_owned(),
+    )
+}
+
+/// Field errors as Kubernetes aggregates them (§0.2): duplicates dropped, one as is, several in
+/// `[a, b]`.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen = Vec::<String>::new();
+    for e in errors {
+        let s = e.to_string();
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    if seen.len() == 1 {
+        seen.remove(0)
+    } else {
+        format!("[{}]", seen.join(", "))
+    }
+}
+
+fn pods(ops: &'static [Operation]) -> Target {
+    Target {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "pods".into(),
+        operations: ops,
+    }
+}
+
+/// The service: upstream paths, failure policies and gates (§1).
+pub fn app() -> App {
+    use FailurePolicy::{Fail, Ignore};
+    use Operation::{Create, Delete, Update};
+    App::new(
+        "scheduling-webhook",
+        "Koordinator admission for Pods, Pod bindings, Reservations and ElasticQuotas.",
+    )
+    .feature_gates(&GATES)
+    .mutate("/mutate-pod", pods(&[Create]), Fail, pod_mutate::PodMutator)
+    .gate("PodMutatingWebhook")
+    .validate(
+        "/validate-pod",
+        pods(&[Create, Update]),
+        Fail,
+        pod_validate::PodValidator,
+    )
+    .gate("PodValidatingWebhook")
+    .validate(
+        "/validate-pod-binding",
+        Target {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods/binding".into(),
+            operations: &[Create],
+        },
+        Ignore,
+        binding::BindingValidator,
+    )
+    .gate("PodValidatingWebhook")
+    .mutate(
+        "/mutate-reservation",
+        Target::of::<types::Reservation>().operations(&[Create]),
+        Fail,
+        reservation::ReservationMutator,
+    )
+    .gate("ReservationMutatingWebhook")
+    .mutate(
+        "/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+        Target::of::<ElasticQuota>().operations(&[Create]),
+        Fail,
+        quota::QuotaDefaulter,
+    )
+    .gate("ElasticMutatingWebhook")
+    .validate(
+        "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+        Target::of::<ElasticQuota>().operations(&[Create, Update, Delete]),
+        Fail,
+        quota::QuotaValidator,
+    )
+    .gate("ElasticValidatingWebhook")
+    .option(
+        "enhanced-validator-config-namespace",
+        "Namespace of the PV-6 ConfigMap.",
+        "koordinator-system",
+    )
+    .option(
+        "enhanced-validator-config-name",
+        "Name of the PV-6 ConfigMap.",
+        "pod-enhanced-validator-config",
+    )
+    .option(
+        "binding-admission-user-name",
+        "PB: comma list of username substrings allowed to bind (empty: off).",
+        "",
+    )
+    .option(
+        "binding-admission-namespaces",
+        "PB: comma list of namespaces enforced (`*` = all).",
+        "",
+    )
+    .option(
+        "binding-admission-exclude-namespaces",
+        "PB: namespaces never enforced.",
+        "kube-system",
+    )
+    .option(
+        "binding-admission-bypass-labels",
+        "PB: pod label keys that bypass the check.",
+        "koordinator.sh/binding-admission-bypass",
+    )
+    .option(
+        "binding-admission-bypass-annotations",
+        "PB: pod annotation keys that bypass the check.",
+        "",
+    )
+    .option(
+        "binding-admission-dry-run",
+        "PB: log instead of deny (true/false).",
+        "false",
+    )
+    .watch::<ClusterColocationProfile>()
+    .watch::<Namespace>()
+    .watch::<PriorityClass>()
+    .watch::<ElasticQuota>()
+    .watch::<ElasticQuotaProfile>()
+    .watch::<Pod>()
+    .watch_one::<ConfigMap>(
+        "enhanced-validator-config-namespace",
+        "enhanced-validator-config-name",
+    )
+    .crd(open_crd::<ElasticQuota>)
+    .crd(open_crd::<ElasticQuotaProfile>)
+    .crd(open_crd::<ClusterColocationProfile>)
+    .crd(open_crd::<Reservation>)
+}

@@ -1,0 +1,6 @@
+//! `scheduling-webhook`: `serve`, `review`, `endpoints`; the endpoint table is
+//! [`scheduling_webhook::app`].
+
+fn main() -> std::process::ExitCode {
+    admission_kit::cli::main(scheduling_webhook::app())
+}

@@ -1,0 +1,427 @@
+//! `/mutate-pod` (spec §3, PM-0..PM-4).
+
+use std::collections::BTreeMap;
+
+use admission_kit::go::QuantityFormat;
+use admission_kit::{Context, Mutator, Operation, Request, Verdict};
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::effective_priority_class;
+use crate::profile::{self, SKIP_UPDATE_RESOURCES};
+use crate::quota::{Topology, keys, pod_namespace};
+use crate::resources::Amount;
+use crate::types::{ElasticQuotaProfile, ResourceList};
+
+/// Annotation written by PM-2.
+pub const EXTENDED_RESOURCE_SPEC: &str = "node.koordinator.sh/extended-resource-spec";
+
+/// PM-1: apply matching ClusterColocationProfiles, then translate resources (PM-1.7).
+fn pm_1_profiles(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool, String> {
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let profiles = profile::matching(ctx, &labels, Some(ns))?;
+    if profiles.is_empty() {
+        return Ok(false);
+    }
+    let skip_resources = ctx
+        .gates()
+        .enabled("ColocationProfileSkipMutatingResources")
+        || profiles.iter().any(|p| {
+            p.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(SKIP_UPDATE_RESOURCES))
+        });
+    for p in &profiles {
+        if !profile::applies(&p.spec)? {
+            continue;
+        }
+        profile::apply_metadata(&p.spec, &mut pod.metadata);
+        let spec = pod.spec.get_or_insert_with(Default::default);
+        if let Some(s) = p.spec.scheduler_name.as_ref().filter(|s| !s.is_empty()) {
+            spec.scheduler_name = Some(s.clone());
+        }
+        if let Some(q) = p.spec.qos_class.as_ref().filter(|s| !s.is_empty()) {
+            pod.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert("koordinator.sh/qosClass".into(), q.clone());
+        }
+        let only_priority = crate::types::ClusterColocationProfileSpec {
+            priority_class_name: p.spec.priority_class_name.clone(),
+            ..Default::default()
+        };
+        profile::apply_pod_spec(
+            &only_priority,
+            pod.spec.get_or_insert_with(Default::default),
+            ctx,
+        )?;
+        if let Some(kp) = p.spec.koordinator_priority {
+            pod.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert("koordinator.sh/priority".into(), kp.to_string());
+        }
+        if let Some(patch) = &p.spec.patch {
+            let mut v = serde_json::to_value(&*pod).map_err(|e| e.to_string())?;
+            profile::merge_patch(&mut v, patch);
+            *pod = serde_json::from_value(v)
+                .map_err(|e| format!("failed to apply profile patch: {e}"))?;
+        }
+    }
+    if !skip_resources {
+        pm_1_7_translate(pod);
+    }
+    Ok(true)
+}
+
+fn milli_text(q: &Quantity) -> Quantity {
+    let a = Amount::of(q);
+    Quantity(
+        Amount {
+            milli: a.milli * 1000,
+            format: QuantityFormat::DecimalSI,
+        }
+        .canonical(),
+    )
+}
+
+fn canonical(q: &Quantity) -> Quantity {
+    Quantity(Amount::of(q).canonical())
+}
+
+fn move_resources(rl: &mut ResourceList, cpu: &str, mem: &str) {
+    if let Some(q) = rl.remove("cpu") {
+        rl.insert(cpu.to_owned(), milli_text(&q));
+    }
+    if let Some(q) = rl.remove("memory") {
+        rl.insert(mem.to_owned(), canonical(&q));
+    }
+}
+
+/// PM-1.7: cpu/memory become batch or mid resources for koord-batch / koord-mid pods.
+fn pm_1_7_translate(pod: &mut Pod) {
+    let (cpu, mem) = match effective_priority_class(pod).as_deref() {
+        Some("koord-batch") => ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"),
+        Some("koord-mid") => ("kubernetes.io/mid-cpu", "kubernetes.io/mid-memory"),
+        _ => return,
+    };
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    let translate = |c: &mut Container| {
+        let Some(r) = c.resources.as_mut() else {
+            return;
+        };
+        if let Some(req) = r.requests.as_mut() {
+            move_resources(req, cpu, mem);
+        }
+        if let Some(lim) = r.limits.as_mut() {
+            move_resources(lim, cpu, mem);
+        }
+        let limits = r.limits.clone().unwrap_or_default();
+        for name in [cpu, mem] {
+            if let Some(l) = limits.get(name)
+                && !r.requests.as_ref().is_some_and(|q| q.contains_key(name))
+            {
+                r.requests
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(name.to_owned(), l.clone());
+            }
+        }
+    };
+    for c in spec.init_containers.iter_mut().flatten() {
+        translate(c);
+    }
+    for c in &mut spec.containers {
+        translate(c);
+    }
+    if let Some(o) = spec.overhead.as_mut() {
+        move_resources(o, cpu, mem);
+    }
+}
+
+const BATCH: [&str; 2] = ["kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"];
+
+fn extended_spec(pod: &Pod, canonical_text: bool) -> serde_json::Value {
+    let mut containers = serde_json::Map::new();
+    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+        let mut entry = serde_json::Map::new();
+        for (field, list) in [
+            (
+                "limits",
+                c.resources.as_ref().and_then(|r| r.limits.as_ref()),
+            ),
+            (
+                "requests",
+                c.resources.as_ref().and_then(|r| r.requests.as_ref()),
+            ),
+        ] {
+            let picked: serde_json::Map<String, serde_json::Value> = list
+                .iter()
+                .flat_map(|l| l.iter())
+                .filter(|(k, _)| BATCH.contains(&k.as_str()))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        serde_json::Value::String(if canonical_text {
+                            Amount::of(v).canonical()
+                        } else {
+                            v.0.clone()
+                        }),
+                    )
+                })
+                .collect();
+            if !picked.is_empty() {
+                entry.insert(field.into(), serde_json::Value::Object(picked));
+            }
+        }
+        if !entry.is_empty() {
+            containers.insert(c.name.clone(), serde_json::Value::Object(entry));
+        }
+    }
+    if containers.is_empty() {
+        serde_json::json!({})
+    } else {
+        serde_json::json!({ "containers": containers })
+    }
+}
+
+/// PM-2: the extended-resource-spec annotation mirrors the containers' batch resources.
+fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
+    let current = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(EXTENDED_RESOURCE_SPEC))
+        .cloned();
+    let want = extended_spec(pod, true).to_string();
+    let current_value: serde_json::Value = match &current {
+        None => serde_json::json!({}),
+        Some(t) => serde_json::from_str(t)
+            .map_err(|e| format!("failed to get current extended resource spec, err: {e}"))?,
+    };
+    if current.as_deref() == Some(want.as_str()) || current_value == extended_spec(pod, false) {
+        return Ok(false);
+    }
+    if current.is_none() && want == "{}" {
+        return Ok(false);
+    }
+    pod.metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(EXTENDED_RESOURCE_SPEC.into(), want);
+    Ok(true)
+}
+
+/// PM-3: pods of a quota tree get the tree's node affinity.
+fn pm_3_multi_quota_tree(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool, String> {
+    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
+    let name = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(keys::NAME))
+        .filter(|n| !n.is_empty())
+        .cloned()
+        .unwrap_or_else(|| ns.to_owned());
+    let info = t
+        .quotas
+        .get(&name)
+        .or_else(|| t.namespaces.get(ns).and_then(|q| t.quotas.get(q)));
+    let Some(tree) = info.map(|i| i.tree_id.clone()).filter(|t| !t.is_empty()) else {
+        return Ok(false);
+    };
+    let mut profiles: Vec<ElasticQuotaProfile> = ctx
+        .list::<ElasticQuotaProfile>(None)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .filter_map(|d| {
+            serde_json::to_value(&**d)
+                .ok()
+                .and_then(|v| serde_json::from_value(v).ok())
+        })
+        .filter(|p: &ElasticQuotaProfile| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(keys::TREE_ID))
+                == Some(&tree)
+        })
+        .collect();
+    profiles.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    let Some(sel) = profiles.first().and_then(|p| p.spec.node_selector.clone()) else {
+        return Ok(false);
+    };
+    let mut reqs: Vec<NodeSelectorRequirement> = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| NodeSelectorRequirement {
+            key: k.clone(),
+            operator: "In".into(),
+            values: Some(vec![v.clone()]),
+        })
+        .collect();
+    reqs.extend(
+        sel.match_expressions
+            .iter()
+            .flatten()
+            .map(|e| NodeSelectorRequirement {
+                key: e.key.clone(),
+                operator: e.operator.clone(),
+                values: e.values.clone(),
+            }),
+    );
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let affinity = spec.affinity.get_or_insert_with(Affinity::default);
+    let na = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
+    let required = na
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(NodeSelector::default);
+    if required.node_selector_terms.is_empty() {
+        required.node_selector_terms.push(NodeSelectorTerm {
+            match_expressions: Some(reqs),
+            match_fields: None,
+        });
+    } else {
+        for term in &mut required.node_selector_terms {
+            term.match_expressions
+                .get_or_insert_with(Vec::new)
+                .extend(reqs.clone());
+        }
+    }
+    Ok(true)
+}
+
+const GPU: &str = "koordinator.sh/gpu";
+const GPU_CORE: &str = "koordinator.sh/gpu-core";
+const GPU_MEMORY: &str = "koordinator.sh/gpu-memory";
+const GPU_RATIO: &str = "koordinator.sh/gpu-memory-ratio";
+const GPU_SHARED: &str = "koordinator.sh/gpu.shared";
+
+/// PM-4: `koordinator.sh/gpu` split into core + memory ratio; `gpu.shared` filled in.
+fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
+    let mut changed = false;
+    let Some(spec) = pod.spec.as_mut() else {
+        return Ok(false);
+    };
+    for c in &mut spec.containers {
+        let has = |l: Option<&ResourceList>| {
+            l.is_some_and(|l| {
+                [GPU, GPU_CORE, GPU_MEMORY, GPU_RATIO, GPU_SHARED]
+                    .iter()
+                    .any(|k| l.contains_key(*k))
+            })
+        };
+        let res = c.resources.get_or_insert_with(Default::default);
+        if !has(res.requests.as_ref()) && !has(res.limits.as_ref()) {
+            continue;
+        }
+        let missing = |which: &str| {
+            format!(
+                "container {} has no resources.{which} to write GPU resources into (upstream: assignment to entry in nil map)",
+                c.name
+            )
+        };
+        let int = |n: i128| Quantity(n.to_string());
+        if let Some(g) = res
+            .requests
+            .as_ref()
+            .and_then(|r| r.get(GPU))
+            .map(|q| Amount::of(q).ceil())
+        {
+            for (which, list) in [("requests", &mut res.requests), ("limits", &mut res.limits)] {
+                let l = list.as_mut().ok_or_else(|| missing(which))?;
+                l.insert(GPU_CORE.into(), int(g));
+                l.insert(GPU_RATIO.into(), int(g));
+                l.remove(GPU);
+            }
+            changed = true;
+        }
+        if !res
+            .requests
+            .as_ref()
+            .is_some_and(|r| r.contains_key(GPU_SHARED))
+        {
+            let req = res.requests.clone().unwrap_or_default();
+            let per_card = |v: i128| (v > 100 && v % 100 == 0).then_some(v / 100);
+            let shared = if let Some(r) = req.get(GPU_RATIO) {
+                per_card(Amount::of(r).ceil()).unwrap_or(1)
+            } else if let Some(c) = req.get(GPU_CORE) {
+                per_card(Amount::of(c).ceil()).unwrap_or(1)
+            } else {
+                1
+            };
+            for (which, list) in [("requests", &mut res.requests), ("limits", &mut res.limits)] {
+                let l = list.as_mut().ok_or_else(|| missing(which))?;
+                l.insert(GPU_SHARED.into(), int(shared));
+            }
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// One mutation step: `Ok(true)` when it changed the pod, `Err` answers 500.
+type Step<'a> = &'a dyn Fn(&mut Pod) -> Result<bool, String>;
+
+/// `/mutate-pod`.
+pub struct PodMutator;
+
+impl Mutator for PodMutator {
+    type Object = Pod;
+
+    fn mutate(&self, req: &Request<Pod>, pod: &mut Pod, ctx: &Context) -> Verdict {
+        // PM-0
+        if req.resource.resource != "pods"
+            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+            || req.operation != Operation::Create
+        {
+            return Verdict::default();
+        }
+        let ns = pod_namespace(pod, req.namespace.as_deref());
+        let mut applied = Vec::new();
+        let steps: [(&'static str, Step); 4] = [
+            ("PM-1", &|p: &mut Pod| pm_1_profiles(p, &ns, ctx)),
+            ("PM-2", &|p: &mut Pod| {
+                if ctx.gates().enabled("DisableExtendedResourceSpec") {
+                    Ok(false)
+                } else {
+                    pm_2_extended_resource_spec(p)
+                }
+            }),
+            ("PM-3", &|p: &mut Pod| {
+                if ctx.gates().enabled("MultiQuotaTree") {
+                    pm_3_multi_quota_tree(p, &ns, ctx)
+                } else {
+                    Ok(false)
+                }
+            }),
+            ("PM-4", &|p: &mut Pod| {
+                if ctx.gates().enabled("DisableDeviceResourceSpec") {
+                    Ok(false)
+                } else {
+                    pm_4_devices(p)
+                }
+            }),
+        ];
+        for (rule, step) in steps {
+            match step(pod) {
+                Ok(true) => applied.push(rule),
+                Ok(false) => {}
+                Err(e) => return Verdict::errored(rule, 500, e),
+            }
+        }
+        Verdict {
+            applied,
+            ..Verdict::default()
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! `/validate-pod` (spec §4, PV-0..PV-6): the first failing check denies with 400.
+
+use admission_kit::field::{ErrorList, FieldError, Path};
+use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+use crate::quota::{keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission};
+use crate::resources::{Amount, amounts, pod_request};
+use crate::{aggregate, raw_priority_class, raw_qos};
+
+fn label<'a>(p: &'a Pod, k: &str) -> &'a str {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(k))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+/// PV-1: the reserve-pod annotation is the scheduler's.
+fn pv_1_reserve_pod(pod: &Pod) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("scheduling.koordinator.sh/reserve-pod"))
+    {
+        errs.push(FieldError::forbidden(
+            "PV-1",
+            Path::new("annotations").child("scheduling.koordinator.sh/reserve-pod"),
+            "cannot set in annotations",
+        ));
+    }
+    errs
+}
+
+/// PV-2: QoS, priority class and resources agree.
+fn pv_2_colocation(req: &Request<Pod>, ctx: &Context) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let pod = &req.object;
+    let (qos, pc) = (raw_qos(pod), raw_priority_class(pod));
+    if req.operation == Operation::Update
+        && let Some(old) = &req.old_object
+    {
+        if raw_qos(old) != qos {
+            errs.push(FieldError::invalid(
+                "PV-2",
+                Path::new("labels").child("koordinator.sh/qosClass"),
+                qos.unwrap_or(""),
+                "field is immutable",
+            ));
+        }
+        if raw_priority_class(old) != pc {
+            errs.push(FieldError::invalid(
+                "PV-2",
+                Path::new("spec").child("priority"),
+                pc.unwrap_or(""),
+                "field is immutable",
+            ));
+        }
+        if !ctx
+            .gates()
+            .enabled("ColocationProfileSkipValidatingPriority")
+            && label(old, "koordinator.sh/priority") != label(pod, "koordinator.sh/priority")
+        {
+            errs.push(FieldError::invalid(
+                "PV-2",
+                Path::new("labels").child("koordinator.sh/priority"),
+                label(pod, "koordinator.sh/priority"),
+                "field is immutable",
+            ));
+        }
+    }
+    let request = pod.spec.as_ref().map(pod_request).unwrap_or_default();
+    let nonzero = |k: &str| request.get(k).is_some_and(|a| a.milli != 0);
+    if (nonzero("kubernetes.io/batch-cpu") || nonzero("kubernetes.io/batch-memory"))
+        && qos != Some("BE")
+    {
+        errs.push(FieldError::required(
+            "PV-2",
+            Path::new("labels").child("koordinator.sh/qosClass"),
+            "must specify koordinator QoS BE with koordinator colocation resources",
+        ));
+    }
+    let combo = |q: &str| {
+        FieldError::forbidden(
+            "PV-2",
+            Path::new("Pod"),
+            format!(
+                "koordinator.sh/qosClass={q} and priorityClass={} cannot be used in combination",
+                pc.unwrap_or("")
+            ),
+        )
+    };
+    if qos == Some("BE") && matches!(pc, None | Some("koord-prod")) {
+        errs.push(combo("BE"));
+    }
+    if qos == Some("LSR") && matches!(pc, None | Some("koord-mid" | "koord-batch" | "koord-free")) {
+        errs.push(combo("LSR"));
+    }
+    if matches!(qos, Some("LSR" | "LSE")) {
+        let path = Path::new("pod.spec.containers[*].resources.requests");
+        match request.get("cpu").filter(|a| a.milli != 0) {
+            None => errs.push(FieldError::required(
+                "PV-2",
+                path,
+                "LSR Pod must declare the requested CPUs",
+            )),
+            Some(a) if !a.is_integer() => errs.push(FieldError::invalid(
+                "PV-2",
+                path,
+                a.canonical(),
+                "the requested CPUs of LSR Pod must be integer",
+            )),
+            _ => {}
+        }
+    }
+    errs
+}
+
+/// PV-5: GPU resources are consistent per container.
+fn pv_5_devices(pod: &Pod) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let path = || Path::new("pod.spec.containers[*].resources.requests");
+    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+        let req = amounts(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
+        let v = |k: &str| req.get(k).map(Amount::ceil);
+        let (gpu, shared) = (v("koordinator.sh/gpu"), v("koordinator.sh/gpu.shared"));
+        if gpu.is_some() && shared.is_some() {
+            errs.push(FieldError::forbidden(
+                "PV-5",
+                path(),
+                "Forbidden declare GPU and GPU share at same time",
+            ));
+            continue;
+        }
+        if let Some(g) = gpu {
+            if g == 0 {
+                errs.push(FieldError::invalid(
+                    "PV-5",
+                    path(),
+                    "0",
+                    "the requested GPU must be greater than zero",
+                ));
+            } else if g > 100 && g % 100 != 0 {
+                errs.push(FieldError::invalid(
+                    "PV-5",
+                    path(),
+                    g.to_string(),
+                    "the requested GPU must be percentage of 100",
+                ));
+            }
+        }
+        if let Some(s) = shared {
+            if s == 0 {
+                errs.push(FieldError::invalid(
+                    "PV-5",
+                    path(),
+                    "0",
+                    "the requested GPU must be greater than zero",
+                ));
+            }
+            if v("huawei.com/npu-core").unwrap_or(0) != 0 {
+                continue;
+            }
+            let (mem, ratio, core) = (
+                v("koordinator.sh/gpu-memory").unwrap_or(0),
+                v("koordinator.sh/gpu-memory-ratio").unwrap_or(0),
+                v("koordinator.sh/gpu-core").unwrap_or(0),
+            );
+            if mem == 0 && ratio == 0 {
+                errs.push(FieldError::forbidden(
+                    "PV-5",
+                    path(),
+                    "GPU memory and GPU memory ratio all is zero",
+                ));
+            } else if mem != 0 && ratio != 0 {
+                errs.push(FieldError::forbidden(
+                    "PV-5",
+                    path(),
+                    "declare GPU memory and GPU memory ratio at same time",
+                ));
+            }
+            if s != 0 {
+                if core % s != 0 {
+                    errs.push(FieldError::invalid(
+                        "PV-5",
+                        path(),
+                        core.to_string(),
+                        "the requested gpuCore must multiple of shared",
+                    ));
+                }
+                if ratio % s != 0 {
+                    errs.push(FieldError::invalid(
+                        "PV-5",
+                        path(),
+                        ratio.to_string(),
+                        "the requested gpuMemoryRatio must multiple of shared",
+                    ));
+                }
+            }
+        }
+    }
+    errs
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnhancedRule {
+    #[serde(default)]
+    required_labels: Vec<String>,
+    #[serde(default)]
+    namespace_whitelist: Vec<String>,
+}
+
+/// PV-6: required labels from the enhanced-validator ConfigMap.
+fn pv_6_enhanced(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
+    if label(pod, "pod.koordinator.sh/skip-enhanced-validation") == "true" {
+        return Ok(());
+    }
+    let Some(cm) = ctx
+        .get::<ConfigMap>(
+            Some(ctx.option("enhanced-validator-config-namespace")),
+            ctx.option("enhanced-validator-config-name"),
+        )
+        .ok()
+        .flatten()
+    else {
+        return Ok(());
+    };
+    let data = &cm.data["data"];
+    let enabled = data["enable"]
+        .as_str()
+        .is_some_and(|s| s.trim().eq_ignore_ascii_case("true"));
+    if !enabled {
+        return Ok(());
+    }
+    let Ok(rules) =
+        serde_json::from_str::<Vec<EnhancedRule>>(data["rules"].as_str().unwrap_or_default())
+    else {
+        return Ok(());
+    };
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    for r in rules {
+        if r.namespace_whitelist.iter().any(|w| w == ns) {
+            continue;
+        }
+        let missing: Vec<&String> = r
+            .required_labels
+            .iter()
+            .filter(|k| !labels.contains_key(*k))
+            .collect();
+        match missing.as_slice() {
+            [] => {}
+            [one] => return Err(format!("required label '{one}' is missing")),
+            many => {
+                return Err(format!(
+                    "required labels are missing: [{}]",
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `/validate-pod`.
+pub struct PodValidator;
+
+fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, String)> {
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err((rule, aggregate(&errs)))
+    }
+}
+
+fn validate(req: &Request<Pod>, ctx: &Context) -> Result<(), (&'static str, String)> {
+    let pod = &req.object;
+    let ns = pod_namespace(pod, req.namespace.as_deref());
+    check("PV-1", pv_1_reserve_pod(pod))?;
+    check("PV-2", pv_2_colocation(req, ctx))?;
+    if req.operation == Operation::Update
+        && let Some(old) = &req.old_object
+        && label(old, keys::PREEMPTIBLE) != label(pod, keys::PREEMPTIBLE)
+    {
+        return Err(("PV-3", "Preemptible label is forbidden modify now.".into()));
+    }
+    pv_3_2_not_on_parent(pod, &ns, ctx).map_err(|e| ("PV-3", e))?;
+    if ctx.gates().enabled("EnableQuotaAdmission") {
+        pv_4_quota_admission(req, &ns, ctx).map_err(|e| ("PV-4", e))?;
+    }
+    if ctx.gates().enabled("ValidatePodDeviceResource") {
+        check("PV-5", pv_5_devices(pod))?;
+    }
+    if ctx.gates().enabled("EnablePodEnhancedValidator") {
+        pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))?;
+    }
+    Ok(())
+}
+
+impl Validator for PodValidator {
+    type Object = Pod;
+
+    fn validate(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
+        if req.resource.resource != "pods"
+            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+            || !matches!(req.operation, Operation::Create | Operation::Update)
+        {
+            return Verdict::default();
+        }
+        match validate(req, ctx) {
+            Ok(()) => Verdict::default(),
+            Err((rule, text)) => Verdict::errored(rule, 400, text),
+        }
+    }
+
+    fn allowed_status(&self) -> Option<Status> {
+        Some(Status {
+            code: Some(200),
+            ..Status::default()
+        })
+    }
+}

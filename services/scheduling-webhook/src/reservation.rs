@@ -1,0 +1,72 @@
+//! `/mutate-reservation` (spec §6, RM): ClusterColocationProfiles applied to Reservations.
+
+use std::collections::BTreeMap;
+
+use admission_kit::{Context, Mutator, Operation, Request, Verdict};
+
+use crate::profile;
+use crate::types::Reservation;
+
+/// `/mutate-reservation`.
+pub struct ReservationMutator;
+
+fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
+    let labels = r.metadata.labels.clone().unwrap_or_default();
+    let profiles = profile::matching(ctx, &labels, None)?;
+    let mut applied = false;
+    for p in &profiles {
+        if !profile::applies(&p.spec)? {
+            continue;
+        }
+        applied = true;
+        profile::apply_metadata(&p.spec, &mut r.metadata);
+        if let Some(q) = p.spec.qos_class.as_ref().filter(|s| !s.is_empty()) {
+            r.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert("koordinator.sh/qosClass".into(), q.clone());
+        }
+        if let Some(kp) = p.spec.koordinator_priority {
+            r.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert("koordinator.sh/priority".into(), kp.to_string());
+        }
+        if let Some(spec) = r
+            .spec
+            .template
+            .as_mut()
+            .map(|t| t.spec.get_or_insert_with(Default::default))
+        {
+            profile::apply_pod_spec(&p.spec, spec, ctx)?;
+        }
+        if let Some(patch) = &p.spec.patch {
+            let mut v = serde_json::to_value(&*r).map_err(|e| e.to_string())?;
+            profile::merge_patch(&mut v, patch);
+            *r = serde_json::from_value(v)
+                .map_err(|e| format!("failed to apply profile patch: {e}"))?;
+        }
+    }
+    Ok(applied)
+}
+
+impl Mutator for ReservationMutator {
+    type Object = Reservation;
+
+    fn mutate(&self, req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
+        if req.resource.resource != "reservations"
+            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+            || req.operation != Operation::Create
+        {
+            return Verdict::default();
+        }
+        match apply(r, ctx) {
+            Ok(true) => Verdict {
+                applied: vec!["RM-1"],
+                ..Verdict::default()
+            },
+            Ok(false) => Verdict::default(),
+            Err(e) => Verdict::errored("RM-1", 500, e),
+        }
+    }
+}
