@@ -335,6 +335,11 @@ async fn up() -> Result<()> {
     let mut running = Vec::new();
     for svc in &svcs {
         let bin = root().join("target/debug").join(svc);
+        let endpoints = Command::new(&bin).arg("endpoints").output()?;
+        if !endpoints.status.success() {
+            eprintln!("{svc}: not a webhook service (no endpoint table); not started");
+            continue;
+        }
         let crd = Command::new(&bin).arg("crd").output()?;
         if crd.status.success() {
             let n = apply_crds(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
@@ -374,8 +379,7 @@ async fn up() -> Result<()> {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let endpoints: Vec<EndpointInfo> =
-            serde_json::from_slice(&Command::new(&bin).arg("endpoints").output()?.stdout)?;
+        let endpoints: Vec<EndpointInfo> = serde_json::from_slice(&endpoints.stdout)?;
         let reg = Registration {
             name: svc.clone(),
             base_url: format!("https://127.0.0.1:{port}"),
