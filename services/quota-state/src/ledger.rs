@@ -60,6 +60,8 @@ pub struct QuotaSpec {
     pub max: Amounts,
     /// The admission limit: the `admission` annotation when non-empty, else `spec.max`.
     pub limit: Amounts,
+    /// Namespaces bound by the `namespaces` annotation.
+    pub namespaces: Vec<String>,
 }
 
 /// Quota names that are never checked (PV-4.2).
@@ -87,7 +89,8 @@ const QUOTA_KEYS: [&str; 14] = [
     "koordinator.sh/gpu-memory-ratio",
 ];
 
-type PodKey = (String, String);
+/// `(namespace, name)` of a pod, or `(name, namespace)` of a quota.
+pub type PodKey = (String, String);
 
 #[derive(Debug, Default)]
 struct State {
@@ -335,6 +338,45 @@ impl Ledger {
         Admission::Allowed
     }
 
+    /// QN: the quota a pod in `namespace` with quota label `label` is charged to.
+    pub fn quota_of_pod(&self, namespace: &str, label: Option<&str>) -> String {
+        if let Some(l) = label.filter(|l| !l.is_empty()) {
+            return l.to_owned();
+        }
+        let s = self.lock();
+        if s.quotas
+            .get(namespace)
+            .is_some_and(|v| v.iter().any(|q| q.namespace == namespace))
+        {
+            return namespace.to_owned();
+        }
+        let mut bound: Vec<&QuotaSpec> = s
+            .quotas
+            .values()
+            .flatten()
+            .filter(|q| q.namespaces.iter().any(|n| n == namespace))
+            .collect();
+        bound.sort_by(|a, b| a.name.cmp(&b.name));
+        bound
+            .first()
+            .map(|q| q.name.clone())
+            .unwrap_or_else(|| UNCHECKED[0].to_owned())
+    }
+
+    /// Every quota (name, namespace) and every observed pod (namespace, name): what a relist
+    /// compares against.
+    pub fn known(&self) -> (Vec<PodKey>, Vec<PodKey>) {
+        let s = self.lock();
+        (
+            s.quotas
+                .values()
+                .flatten()
+                .map(|q| (q.name.clone(), q.namespace.clone()))
+                .collect(),
+            s.pods.keys().cloned().collect(),
+        )
+    }
+
     /// What a quota's subtree uses now (tests, debugging).
     pub fn used(&self, quota: &str) -> Amounts {
         self.lock().subtree.get(quota).cloned().unwrap_or_default()
@@ -363,6 +405,7 @@ mod tests {
             parent: parent.map(Into::into),
             max: cpu(max_cpu),
             limit: cpu(max_cpu),
+            namespaces: Vec::new(),
         }
     }
 

@@ -5,6 +5,7 @@
 //! Status (issue 5, in progress): ledger and gRPC service are here and tested; feeding the ledger
 //! from kube-runtime watchers, leader election and the webhook's client are the next steps.
 
+pub mod feed;
 pub mod ledger;
 
 /// Generated gRPC types and service (`proto/quota_state.proto`).

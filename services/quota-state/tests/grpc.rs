@@ -28,6 +28,7 @@ async fn admit_release_and_health_over_grpc() {
         parent: None,
         max: cpu(2),
         limit: cpu(2),
+        namespaces: Vec::new(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

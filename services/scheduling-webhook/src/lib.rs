@@ -10,8 +10,10 @@ pub mod pod_mutate;
 pub mod pod_validate;
 pub mod profile;
 pub mod quota;
+pub mod quota_client;
 pub mod reservation;
-pub mod resources;
+/// Resource arithmetic (the kit's).
+pub use admission_kit::resources;
 pub mod types;
 
 use admission_kit::{App, FailurePolicy, FieldError, Operation, Target};
@@ -256,6 +258,17 @@ pub fn app() -> App {
         quota::QuotaValidator,
     )
     .gate("ElasticValidatingWebhook")
+    .option(
+        "quota-state-url",
+        "quota-state's gRPC address (http://host:port) for PV-4 check-and-reserve; empty: evaluate in-process from the watch caches.",
+        "",
+    )
+    .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")
+    .option(
+        "quota-unavailable",
+        "When quota-state cannot answer: deny (fail closed) or allow (admit with a warning).",
+        "deny",
+    )
     .option(
         "enhanced-validator-config-namespace",
         "Namespace of the PV-6 ConfigMap.",

@@ -5,6 +5,7 @@ use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 use crate::quota::{keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission};
+use crate::quota_client::Remote;
 use crate::resources::{Amount, amounts, pod_request};
 use crate::{aggregate, raw_priority_class, raw_qos};
 
@@ -279,7 +280,11 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
     }
 }
 
-fn validate(req: &Request<Pod>, ctx: &Context) -> Result<(), (&'static str, String)> {
+fn validate(
+    req: &Request<Pod>,
+    ctx: &Context,
+    warnings: &mut Vec<String>,
+) -> Result<(), (&'static str, String)> {
     let pod = &req.object;
     let ns = pod_namespace(pod, req.namespace.as_deref());
     check("PV-1", pv_1_reserve_pod(pod))?;
@@ -292,7 +297,28 @@ fn validate(req: &Request<Pod>, ctx: &Context) -> Result<(), (&'static str, Stri
     }
     pv_3_2_not_on_parent(pod, &ns, ctx).map_err(|e| ("PV-3", e))?;
     if ctx.gates().enabled("EnableQuotaAdmission") {
-        pv_4_quota_admission(req, &ns, ctx).map_err(|e| ("PV-4", e))?;
+        if ctx.option("quota-state-url").is_empty() {
+            pv_4_quota_admission(req, &ns, ctx).map_err(|e| ("PV-4", e))?;
+        } else {
+            match crate::quota_client::admit(req, &ns, ctx) {
+                None | Some(Remote::Allowed) => {}
+                Some(Remote::Denied(text)) => return Err(("PV-4", text)),
+                Some(Remote::Unavailable(cause)) => {
+                    if ctx.option("quota-unavailable") == "allow" {
+                        warnings.push(format!(
+                            "quota not checked: quota-state unavailable ({cause})"
+                        ));
+                    } else {
+                        return Err((
+                            "PV-4",
+                            format!(
+                                "quota-state unavailable, cannot check the pod's quota: {cause}"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
     }
     if ctx.gates().enabled("ValidatePodDeviceResource") {
         check("PV-5", pv_5_devices(pod))?;
@@ -313,10 +339,13 @@ impl Validator for PodValidator {
         {
             return Verdict::default();
         }
-        match validate(req, ctx) {
+        let mut warnings = Vec::new();
+        let mut v = match validate(req, ctx, &mut warnings) {
             Ok(()) => Verdict::default(),
             Err((rule, text)) => Verdict::errored(rule, 400, text),
-        }
+        };
+        v.warnings = warnings;
+        v
     }
 
     fn allowed_status(&self) -> Option<Status> {

@@ -5,14 +5,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A resource list.
-pub type ResourceList = BTreeMap<String, Quantity>;
+pub use admission_kit::resources::ResourceList;
 
 /// `ElasticQuota.spec` (scheduling.sigs.k8s.io/v1alpha1).
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -22,6 +22,7 @@ pub mod handler;
 pub mod metrics;
 pub mod object;
 pub mod registration;
+pub mod resources;
 pub mod review;
 pub mod selector;
 pub mod server;

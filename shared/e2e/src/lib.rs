@@ -194,6 +194,15 @@ pub struct Webhook {
 impl Webhook {
     /// Serves `app`; returns once its watch caches have synced.
     pub async fn start(app: &App, client: &kube::Client) -> Self {
+        Self::start_with(app, client, app.default_options()).await
+    }
+
+    /// As [`Webhook::start`], with these service options.
+    pub async fn start_with(
+        app: &App,
+        client: &kube::Client,
+        options: std::collections::BTreeMap<&'static str, String>,
+    ) -> Self {
         install_crypto_provider();
         let ss = must(
             SelfSigned::generate(&["127.0.0.1".into(), "localhost".into()]),
@@ -201,11 +210,7 @@ impl Webhook {
         );
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
-        let state = Arc::new(WatchState::start(
-            client.clone(),
-            &app.watches,
-            &app.default_options(),
-        ));
+        let state = Arc::new(WatchState::start(client.clone(), &app.watches, &options));
         let synced = state.clone();
         let opts = ServeOptions {
             listen: "127.0.0.1:0"
@@ -221,7 +226,7 @@ impl Webhook {
                 app,
                 Context::new(state.clone())
                     .with_gates(Arc::new(app.gates.clone()))
-                    .with_options(app.default_options()),
+                    .with_options(options),
                 certs,
                 move || synced.synced(),
                 must(Metrics::new(), "metrics"),

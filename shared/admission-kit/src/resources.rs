@@ -1,12 +1,14 @@
-//! Resource arithmetic on quantities (exact, in thousandths) and Kubernetes' pod-request formula.
+//! Resource arithmetic on quantities (exact, in thousandths) and Kubernetes' pod-request formula,
+//! shared by the services that count resources (scheduling-webhook, quota-state).
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{ParsedQuantity, Quantity as GoQuantity, QuantityFormat};
+use crate::go::{ParsedQuantity, Quantity as GoQuantity, QuantityFormat};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::types::ResourceList;
+/// A resource list (`corev1.ResourceList`).
+pub type ResourceList = BTreeMap<String, Quantity>;
 
 /// A quantity as an exact number of thousandths, with the format it prints in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
