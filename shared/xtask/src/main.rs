@@ -333,7 +333,30 @@ async fn up() -> Result<()> {
         testenv::tools::KUBERNETES_VERSION
     );
     let mut running = Vec::new();
-    for svc in &svcs {
+    // quota-state first: scheduling-webhook sends every quota check to it.
+    let mut quota_state_url = None;
+    if svcs.iter().any(|s| s == "quota-state") {
+        let port = testenv::free_port()?;
+        let log = dir.join("quota-state.log");
+        let logf = std::fs::File::create(&log)?;
+        let child = Command::new(root().join("target/debug/quota-state"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .env("KUBECONFIG", &cp.kubeconfig)
+            .stdout(logf.try_clone()?)
+            .stderr(logf)
+            .spawn()?;
+        running.push(Running {
+            name: "quota-state".into(),
+            child,
+        });
+        eprintln!(
+            "quota-state: gRPC on 127.0.0.1:{port} (log {})",
+            log.display()
+        );
+        quota_state_url = Some(format!("http://127.0.0.1:{port}"));
+    }
+    for svc in svcs.iter().filter(|s| *s != "quota-state") {
         let bin = root().join("target/debug").join(svc);
         let endpoints = Command::new(&bin).arg("endpoints").output()?;
         if !endpoints.status.success() {
@@ -364,6 +387,12 @@ async fn up() -> Result<()> {
             .arg(format!("127.0.0.1:{port}"))
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{mport}"))
+            .args(match (&quota_state_url, svc.as_str()) {
+                (Some(url), "scheduling-webhook") => {
+                    vec!["--quota-state-url".to_owned(), url.clone()]
+                }
+                _ => Vec::new(),
+            })
             .env("KUBECONFIG", &cp.kubeconfig)
             .stdout(logf.try_clone()?)
             .stderr(logf)
