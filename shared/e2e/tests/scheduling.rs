@@ -15,6 +15,16 @@ use serde_json::json;
 
 /// quota-state in-process: ledger fed by watches of the test's API server, gRPC on loopback.
 async fn quota_state(client: &kube::Client) -> String {
+    let (url, _stop) = quota_state_at(client, "127.0.0.1:0").await;
+    std::mem::forget(_stop);
+    url
+}
+
+/// quota-state on `addr`; dropping or firing the sender stops its gRPC server.
+async fn quota_state_at(
+    client: &kube::Client,
+    addr: &str,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
     let (q, p) = quota_state::feed::start(client.clone(), ledger.clone());
     eventually(Duration::from_secs(30), || async {
@@ -27,14 +37,20 @@ async fn quota_state(client: &kube::Client) -> String {
         }
     })
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(QuotaStateServer::new(quota_state::Service::new(ledger)))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                async {
+                    let _ = rx.await;
+                },
+            ),
     );
-    format!("http://{addr}")
+    (format!("http://{addr}"), tx)
 }
 
 fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
@@ -147,4 +163,211 @@ async fn quota_is_enforced_atomically_through_quota_state() {
             .map_err(|e| e.to_string())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quota_state_restart_rebuilds_usage_from_the_cluster() {
+    let env = Env::new("e2e-restart").await;
+    let app = scheduling_webhook::app();
+    env.install_crds(&app).await;
+    let (url, stop) = quota_state_at(&env.client, "127.0.0.1:0").await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut options = app.default_options();
+    options.insert("quota-state-url", url);
+    let hook = Webhook::start_with(&app, &env.client, options).await;
+    env.register("scheduling", &app, &hook, None, 10).await;
+    let quota_name = format!("q-{}", env.ns);
+    let quotas: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
+    );
+    let eq: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": quota_name}, "spec": {"max": {"cpu": "3"}}
+    }))
+    .unwrap();
+    quotas.create(&PostParams::default(), &eq).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    eventually(Duration::from_secs(30), || async {
+        pods.create(&PostParams::default(), &pod("a", &quota_name, 2))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+
+    // quota-state goes away: the Fail-closed webhook refuses, naming the cause.
+    let _ = stop.send(());
+    let msg = eventually(Duration::from_secs(20), || async {
+        match pods
+            .create(&PostParams::default(), &pod("b", &quota_name, 1))
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.message.contains("quota-state unavailable") => {
+                Ok(e.message)
+            }
+            other => Err(format!("{:?}", other.map(|p| p.metadata.name))),
+        }
+    })
+    .await;
+    assert!(msg.contains("cannot check the pod's quota"), "{msg}");
+
+    // Restarted (same address, empty memory): usage is rebuilt from the pod list.
+    let (_, _stop2) = quota_state_at(&env.client, &addr).await;
+    let msg = eventually(Duration::from_secs(30), || async {
+        match pods
+            .create(&PostParams::default(), &pod("c", &quota_name, 2))
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(e.message),
+            other => Err(format!("{:?}", other.map(|p| p.metadata.name))),
+        }
+    })
+    .await;
+    assert!(msg.contains("used: cpu=2, limited: cpu=3"), "{msg}");
+    pods.create(&PostParams::default(), &pod("d", &quota_name, 1))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_tree_invariants_and_colocation_profile() {
+    let env = Env::new("e2e-tree").await;
+    let app = scheduling_webhook::app();
+    env.install_crds(&app).await;
+    let hook = Webhook::start(&app, &env.client).await;
+    env.register("scheduling", &app, &hook, None, 10).await;
+    let quotas: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
+    );
+    let q = |name: &str, parent: Option<&str>, is_parent: bool, min: &str| -> DynamicObject {
+        let mut labels = serde_json::Map::new();
+        if let Some(p) = parent {
+            labels.insert("quota.scheduling.koordinator.sh/parent".into(), json!(p));
+        }
+        if is_parent {
+            labels.insert(
+                "quota.scheduling.koordinator.sh/is-parent".into(),
+                json!("true"),
+            );
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"max": {"cpu": "10"}, "min": {"cpu": min}}
+        }))
+        .unwrap()
+    };
+    let (parent, child) = (format!("parent-{}", env.ns), format!("child-{}", env.ns));
+    // Create: a child of an unknown parent is refused (once the webhooks are active).
+    let msg = eventually(Duration::from_secs(30), || async {
+        match quotas
+            .create(
+                &PostParams::default(),
+                &q(&child, Some(&parent), false, "2"),
+            )
+            .await
+        {
+            Err(kube::Error::Api(e)) => Ok(e.message),
+            Ok(_) => Err("created".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
+    assert!(
+        msg.contains("parent not exist") || msg.contains("not find parentInfo"),
+        "{msg}"
+    );
+    quotas
+        .create(&PostParams::default(), &q(&parent, None, true, "4"))
+        .await
+        .unwrap();
+    // The webhook's caches follow the API server: retry until the parent is known.
+    eventually(Duration::from_secs(20), || async {
+        quotas
+            .create(
+                &PostParams::default(),
+                &q(&child, Some(&parent), false, "3"),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    // Update: the child's min may not exceed what the parent guarantees.
+    let mut c = quotas.get(&child).await.unwrap();
+    c.data["spec"]["min"]["cpu"] = json!("5");
+    let err = quotas
+        .replace(&child, &PostParams::default(), &c)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("checkMinQuotaSum all brothers' MinQuota > parent MinQuota"),
+        "{err}"
+    );
+    // Delete: a quota with children cannot go.
+    let err = quotas
+        .delete(&parent, &DeleteParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "delete quota failed, quota {parent} has 1 child quotas"
+        )),
+        "{err}"
+    );
+
+    // A ClusterColocationProfile's mutation shows on a created pod.
+    let profiles: Api<DynamicObject> = Api::all_with(
+        env.client.clone(),
+        &ApiResource::erase::<scheduling_webhook::types::ClusterColocationProfile>(&()),
+    );
+    let profile: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
+        "metadata": {"name": format!("colocation-{}", env.ns)},
+        "spec": {"selector": {"matchLabels": {"e2e-colocation": env.ns.clone()}},
+                 "qosClass": "BE", "schedulerName": "koord-scheduler",
+                 "labels": {"colocated": "true", "koordinator.sh/priority-class": "koord-batch"}}
+    }))
+    .unwrap();
+    profiles
+        .create(&PostParams::default(), &profile)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "colocated", "labels": {"e2e-colocation": env.ns.clone()}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1"}]}
+    }))
+    .unwrap();
+    let created = eventually(Duration::from_secs(20), || async {
+        let dry = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        let c = pods.create(&dry, &p).await.map_err(|e| e.to_string())?;
+        if c.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("colocated"))
+            .is_some()
+        {
+            Ok(c)
+        } else {
+            Err("profile not applied yet".to_owned())
+        }
+    })
+    .await;
+    let labels = created.metadata.labels.unwrap();
+    assert_eq!(labels["koordinator.sh/qosClass"], "BE");
+    assert_eq!(
+        created.spec.unwrap().scheduler_name.as_deref(),
+        Some("koord-scheduler")
+    );
+    let stored = pods.create(&PostParams::default(), &p).await.unwrap();
+    assert_eq!(stored.metadata.labels.unwrap()["colocated"], "true");
 }
