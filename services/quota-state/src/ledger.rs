@@ -99,6 +99,9 @@ struct State {
     subtree: HashMap<String, Amounts>,
     pods: HashMap<PodKey, (String, Amounts)>,
     reservations: HashMap<PodKey, (String, Amounts, Instant)>,
+    /// Reservation deadlines in the order they were made (one TTL, so also deadline order);
+    /// entries whose reservation was replaced or dropped are skipped when popped.
+    deadlines: std::collections::VecDeque<(Instant, PodKey)>,
 }
 
 impl State {
@@ -135,14 +138,19 @@ impl State {
     }
 
     fn expire(&mut self, now: Instant) {
-        let old: Vec<PodKey> = self
-            .reservations
-            .iter()
-            .filter(|(_, (_, _, at))| *at <= now)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in old {
-            if let Some((q, a, _)) = self.reservations.remove(&k) {
+        while let Some((at, _)) = self.deadlines.front() {
+            if *at > now {
+                break;
+            }
+            let Some((at, key)) = self.deadlines.pop_front() else {
+                break;
+            };
+            if self
+                .reservations
+                .get(&key)
+                .is_some_and(|(_, _, due)| *due == at)
+                && let Some((q, a, _)) = self.reservations.remove(&key)
+            {
                 self.charge(&q, &a, -1);
             }
         }
@@ -332,8 +340,10 @@ impl Ledger {
             }
         } else if !s.pods.contains_key(&key) {
             s.charge(quota, &requested, 1);
+            let due = now + self.ttl;
+            s.deadlines.push_back((due, key.clone()));
             s.reservations
-                .insert(key, (quota.to_owned(), requested, now + self.ttl));
+                .insert(key, (quota.to_owned(), requested, due));
         }
         Admission::Allowed
     }

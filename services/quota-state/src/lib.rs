@@ -7,6 +7,7 @@
 
 pub mod feed;
 pub mod ledger;
+pub mod synthetic;
 
 /// Generated gRPC types and service (`proto/quota_state.proto`).
 #[allow(missing_docs, clippy::all)]

@@ -23,6 +23,13 @@ struct Args {
     /// How long a reservation waits for its pod to appear before it expires (seconds).
     #[arg(long, env = "QUOTA_STATE_RESERVATION_TTL", default_value_t = 30)]
     reservation_ttl_secs: u64,
+    /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
+    /// of watching a cluster.
+    #[arg(long, default_value_t = 0)]
+    synthetic_quotas: usize,
+    /// Benchmarks only: and this many synthetic running pods spread over them.
+    #[arg(long, default_value_t = 0)]
+    synthetic_pods: usize,
 }
 
 async fn shutdown() {
@@ -45,11 +52,17 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().json().init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let client = kube::Client::try_default().await.context(
-        "quota-state watches ElasticQuotas and Pods: set KUBECONFIG or run in a cluster",
-    )?;
     let ledger = Arc::new(Ledger::new(Duration::from_secs(args.reservation_ttl_secs)));
-    let (quotas_ready, pods_ready) = quota_state::feed::start(client, ledger.clone());
+    let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
+        quota_state::synthetic::fill(&ledger, args.synthetic_quotas, args.synthetic_pods);
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        (done.clone(), done)
+    } else {
+        let client = kube::Client::try_default().await.context(
+            "quota-state watches ElasticQuotas and Pods: set KUBECONFIG or run in a cluster",
+        )?;
+        quota_state::feed::start(client, ledger.clone())
+    };
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter
         .set_not_serving::<QuotaStateServer<quota_state::Service>>()

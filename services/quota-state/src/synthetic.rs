@@ -1,0 +1,64 @@
+//! Synthetic state for benchmarks: a two-level tree (one parent per 100 leaf quotas) and running
+//! pods spread over the leaves.
+
+use admission_kit::go::QuantityFormat;
+
+use crate::ledger::{Amount, Amounts, Ledger, QuotaSpec};
+
+fn cpu_mem(cpu: i64, mem_gi: i64) -> Amounts {
+    Amounts::from([
+        (
+            "cpu".to_owned(),
+            Amount {
+                milli: cpu * 1000,
+                format: QuantityFormat::DecimalSI,
+            },
+        ),
+        (
+            "memory".to_owned(),
+            Amount {
+                milli: (mem_gi << 30) * 1000,
+                format: QuantityFormat::BinarySI,
+            },
+        ),
+    ])
+}
+
+/// Name of leaf quota `i`.
+pub fn leaf(i: usize) -> String {
+    format!("leaf-{i}")
+}
+
+/// Fills `ledger` with `quotas` quotas (≈1 % of them parents) and `pods` running pods.
+pub fn fill(ledger: &Ledger, quotas: usize, pods: usize) {
+    let parents = quotas.div_ceil(101).max(1);
+    let leaves = quotas.saturating_sub(parents).max(1);
+    for p in 0..parents {
+        ledger.upsert_quota(QuotaSpec {
+            name: format!("parent-{p}"),
+            namespace: format!("team-{p}"),
+            parent: None,
+            max: cpu_mem(1_000_000, 4_000_000),
+            limit: cpu_mem(1_000_000, 4_000_000),
+            namespaces: Vec::new(),
+        });
+    }
+    for i in 0..leaves {
+        ledger.upsert_quota(QuotaSpec {
+            name: leaf(i),
+            namespace: format!("team-{}", i % parents),
+            parent: Some(format!("parent-{}", i % parents)),
+            max: cpu_mem(10_000, 40_000),
+            limit: cpu_mem(10_000, 40_000),
+            namespaces: vec![format!("ns-{i}")],
+        });
+    }
+    for n in 0..pods {
+        let q = leaf(n % leaves);
+        ledger.observe_pod(
+            &format!("ns-{}", n % leaves),
+            &format!("pod-{n}"),
+            Some((q, cpu_mem(1, 2))),
+        );
+    }
+}
