@@ -2,8 +2,11 @@
 //! quota checks over gRPC with atomic check-and-reserve ([`ledger`] states the consistency
 //! argument and its limits).
 //!
-//! Status (issue 5, in progress): ledger and gRPC service are here and tested; feeding the ledger
-//! from kube-runtime watchers, leader election and the webhook's client are the next steps.
+//! Replicas elect a leader on a coordination.k8s.io Lease (kube-lease-manager); only the leader
+//! reports SERVING, so only it receives admissions. Fail-over limit: reservations the old leader
+//! made for pods not yet visible in the new leader's Pod watch are not known to the new leader
+//! until those pods appear (an over-admission window bounded by the pods in flight at that
+//! moment). Feeding: [`feed`]; the ledger and its consistency argument: [`ledger`].
 
 pub mod feed;
 pub mod ledger;

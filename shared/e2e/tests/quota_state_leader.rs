@@ -1,0 +1,105 @@
+//! Two quota-state replicas against the real API server: exactly one holds the Lease and reports
+//! SERVING (so only it receives admissions); when it stops, the other takes over.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use e2e::{Env, eventually};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+fn binary() -> std::path::PathBuf {
+    // target/<profile>/deps/<test> → target/<profile>/quota-state
+    let exe = std::env::current_exe().unwrap_or_default();
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("quota-state"))
+        .unwrap_or_default();
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p quota-state` (cargo test --workspace does)",
+        bin.display()
+    );
+    bin
+}
+
+struct Replica(Child, u16);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(kubeconfig: &std::path::Path, ns: &str, id: &str) -> Replica {
+    let port = testenv::free_port().unwrap();
+    let child = Command::new(binary())
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--lease-namespace",
+            ns,
+            "--identity",
+            id,
+            "--lease-name",
+            "quota-state-e2e",
+        ])
+        .env("KUBECONFIG", kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Replica(child, port)
+}
+
+async fn serving(port: u16) -> bool {
+    let Ok(ep) = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}")) else {
+        return false;
+    };
+    let Ok(ch) = ep.connect().await else {
+        return false;
+    };
+    HealthClient::new(ch)
+        .check(HealthCheckRequest {
+            service: "quotastate.v1.QuotaState".into(),
+        })
+        .await
+        .map(|r| r.into_inner().status == ServingStatus::Serving as i32)
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_serves_and_the_other_takes_over() {
+    let env = Env::new("e2e-lease").await;
+    let shared = testenv::shared().unwrap();
+    let app = scheduling_webhook::app();
+    env.install_crds(&app).await; // quota-state watches ElasticQuotas
+    let a = start(&shared.kubeconfig, &env.ns, "replica-a");
+    let b = start(&shared.kubeconfig, &env.ns, "replica-b");
+    let (leader, follower) = eventually(Duration::from_secs(40), || async {
+        match (serving(a.1).await, serving(b.1).await) {
+            (true, false) => Ok((a.1, b.1)),
+            (false, true) => Ok((b.1, a.1)),
+            other => Err(format!("serving: {other:?}")),
+        }
+    })
+    .await;
+    let (mut a, mut b) = (Some(a), Some(b));
+    // Stop the leader; the follower acquires the Lease once it expires.
+    if a.as_ref().is_some_and(|r| r.1 == leader) {
+        a.take();
+    } else {
+        b.take();
+    }
+    eventually(Duration::from_secs(60), || async {
+        if serving(follower).await {
+            Ok(())
+        } else {
+            Err("follower not serving yet".to_owned())
+        }
+    })
+    .await;
+    drop((a, b));
+}
