@@ -324,3 +324,6 @@ pub fn app() -> App {
     .crd(open_crd::<ClusterColocationProfile>)
     .crd(open_crd::<Reservation>)
 }
+
+#[cfg(test)]
+mod tests;

@@ -105,7 +105,7 @@ struct ServeArgs {
     /// Read cluster state from these files (JSON/YAML objects or Lists) instead of watching the
     /// Kubernetes API: for running without a cluster. Without it, services whose rules read
     /// cluster state need KUBECONFIG or an in-cluster service account.
-    #[arg(long, num_args = 1..)]
+    #[arg(long)]
     state: Vec<PathBuf>,
 }
 
@@ -115,8 +115,9 @@ struct ReviewArgs {
     /// The endpoint path whose handler decides (as the API server would post to it).
     #[arg(long)]
     path: String,
-    /// Cluster state the rules may read: JSON or YAML objects, multi-document YAML, or Lists.
-    #[arg(long, num_args = 1..)]
+    /// Cluster state the rules may read: JSON or YAML objects, multi-document YAML, or Lists
+    /// (repeat the flag for several files).
+    #[arg(long)]
     state: Vec<PathBuf>,
     /// Feature gates, e.g. `Name=false,Other=true`.
     #[arg(long, env = "WEBHOOK_FEATURE_GATES")]

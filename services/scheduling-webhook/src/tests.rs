@@ -1,0 +1,462 @@
+//! Rule tests by spec id (fixture files cover the full request path; these pin each rule).
+
+use std::sync::Arc;
+
+use admission_kit::review::{Gvk, Gvr};
+use admission_kit::state::StaticState;
+use admission_kit::{Context, Mutator, Operation, Request, Validator};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+
+use crate::types::ElasticQuota;
+
+fn ctx(state: Vec<Value>) -> Context {
+    let mut s = StaticState::default();
+    for o in state {
+        s.add_value(o).unwrap();
+    }
+    let app = crate::app();
+    Context::new(Arc::new(s))
+        .with_gates(Arc::new(app.gates.clone()))
+        .with_options(app.default_options())
+}
+
+fn req<T: serde::de::DeserializeOwned>(
+    resource: &str,
+    op: Operation,
+    obj: Value,
+    old: Option<Value>,
+) -> Request<T> {
+    Request {
+        uid: "u".into(),
+        kind: Gvk::default(),
+        resource: Gvr {
+            resource: resource.into(),
+            ..Gvr::default()
+        },
+        sub_resource: None,
+        name: obj["metadata"]["name"].as_str().unwrap_or_default().into(),
+        namespace: Some("ns".into()),
+        operation: op,
+        user_info: Default::default(),
+        dry_run: false,
+        object: serde_json::from_value(obj).unwrap(),
+        old_object: old.map(|o| serde_json::from_value(o).unwrap()),
+    }
+}
+
+fn pod(labels: Value, spec: Value) -> Value {
+    json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels}, "spec": spec})
+}
+
+fn containers(requests: Value) -> Value {
+    json!({"containers": [{"name": "main", "resources": {"requests": requests, "limits": requests}}]})
+}
+
+fn validate(p: Value, old: Option<Value>, state: Vec<Value>) -> Option<String> {
+    let op = if old.is_some() {
+        Operation::Update
+    } else {
+        Operation::Create
+    };
+    let v =
+        crate::pod_validate::PodValidator.validate(&req::<Pod>("pods", op, p, old), &ctx(state));
+    v.refusal.map(|(rule, s)| format!("{rule} {}", s.message))
+}
+
+#[test]
+fn pv_1_reserve_pod_annotation() {
+    let mut p = pod(json!({}), containers(json!({})));
+    p["metadata"]["annotations"] = json!({"scheduling.koordinator.sh/reserve-pod": "x"});
+    assert_eq!(
+        validate(p, None, vec![]).unwrap(),
+        "PV-1 annotations.scheduling.koordinator.sh/reserve-pod: Forbidden: cannot set in annotations"
+    );
+}
+
+#[test]
+fn pv_2_batch_resources_need_be_and_be_needs_a_class() {
+    let e = validate(
+        pod(
+            json!({}),
+            containers(json!({"kubernetes.io/batch-cpu": "1000"})),
+        ),
+        None,
+        vec![],
+    )
+    .unwrap();
+    assert!(
+        e.contains("must specify koordinator QoS BE with koordinator colocation resources"),
+        "{e}"
+    );
+    let e = validate(
+        pod(
+            json!({"koordinator.sh/qosClass": "BE"}),
+            containers(json!({})),
+        ),
+        None,
+        vec![],
+    )
+    .unwrap();
+    assert!(e.ends_with("Pod: Forbidden: koordinator.sh/qosClass=BE and priorityClass= cannot be used in combination"), "{e}");
+    assert!(validate(pod(json!({"koordinator.sh/qosClass": "BE", "koordinator.sh/priority-class": "koord-batch"}), containers(json!({}))), None, vec![]).is_none());
+}
+
+#[test]
+fn pv_2_lsr_needs_whole_cpus_and_update_immutability() {
+    let lsr = |cpu: &str| {
+        pod(
+            json!({"koordinator.sh/qosClass": "LSR", "koordinator.sh/priority-class": "koord-prod"}),
+            containers(json!({"cpu": cpu})),
+        )
+    };
+    assert!(validate(lsr("2"), None, vec![]).is_none());
+    assert!(
+        validate(lsr("1500m"), None, vec![])
+            .unwrap()
+            .contains("Invalid value: \"1500m\": the requested CPUs of LSR Pod must be integer")
+    );
+    let old = pod(
+        json!({"koordinator.sh/qosClass": "LS"}),
+        containers(json!({})),
+    );
+    let new = pod(
+        json!({"koordinator.sh/qosClass": "LSE"}),
+        containers(json!({"cpu": "1"})),
+    );
+    assert!(
+        validate(new, Some(old), vec![])
+            .unwrap()
+            .contains("labels.koordinator.sh/qosClass: Invalid value: \"LSE\": field is immutable")
+    );
+}
+
+#[test]
+fn pv_3_preemptible_label_and_parent_quota() {
+    let old = pod(
+        json!({"quota.scheduling.koordinator.sh/preemptible": "true"}),
+        containers(json!({})),
+    );
+    let new = pod(json!({}), containers(json!({})));
+    assert_eq!(
+        validate(new, Some(old), vec![]).unwrap(),
+        "PV-3 Preemptible label is forbidden modify now."
+    );
+    let parent = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": "pq", "namespace": "ns", "labels": {"quota.scheduling.koordinator.sh/is-parent": "true"}}, "spec": {"max": {"cpu": "4"}}});
+    let e = validate(
+        pod(
+            json!({"quota.scheduling.koordinator.sh/name": "pq"}),
+            containers(json!({})),
+        ),
+        None,
+        vec![parent],
+    )
+    .unwrap();
+    assert_eq!(
+        e,
+        "PV-3 pod can not be linked to a parentQuotaGroup,quota:pq, pod:p"
+    );
+}
+
+#[test]
+fn pv_4_quota_exceeded_lists_only_exceeded_keys() {
+    let q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "team", "annotations": {"quota.scheduling.koordinator.sh/child-request": "{\"cpu\":\"3\",\"memory\":\"1Gi\"}"}},
+        "spec": {"max": {"cpu": "4", "memory": "8Gi"}}});
+    let e = validate(
+        pod(
+            json!({"quota.scheduling.koordinator.sh/name": "q"}),
+            containers(json!({"cpu": "2", "memory": "1Gi"})),
+        ),
+        None,
+        vec![q],
+    )
+    .unwrap();
+    assert_eq!(
+        e,
+        "PV-4 exceeded quota: team/q, requested: cpu=2, used: cpu=3, limited: cpu=4"
+    );
+}
+
+#[test]
+fn pv_5_gpu_rules() {
+    let e = validate(
+        pod(json!({}), containers(json!({"koordinator.sh/gpu": "150"}))),
+        None,
+        vec![],
+    )
+    .unwrap();
+    assert!(
+        e.contains("Invalid value: \"150\": the requested GPU must be percentage of 100"),
+        "{e}"
+    );
+    let e = validate(
+        pod(
+            json!({}),
+            containers(json!({"koordinator.sh/gpu.shared": "2", "koordinator.sh/gpu-core": "100"})),
+        ),
+        None,
+        vec![],
+    )
+    .unwrap();
+    assert!(
+        e.contains("GPU memory and GPU memory ratio all is zero"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pv_6_enhanced_validator_required_labels() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pod-enhanced-validator-config", "namespace": "koordinator-system"},
+        "data": {"enable": "true", "rules": "[{\"name\":\"r\",\"requiredLabels\":[\"team\",\"cost\"]}]"}});
+    let e = validate(
+        pod(json!({}), containers(json!({}))),
+        None,
+        vec![cm.clone()],
+    )
+    .unwrap();
+    assert_eq!(e, "PV-6 required labels are missing: [team cost]");
+    assert!(
+        validate(
+            pod(
+                json!({"pod.koordinator.sh/skip-enhanced-validation": "true"}),
+                containers(json!({}))
+            ),
+            None,
+            vec![cm]
+        )
+        .is_none()
+    );
+}
+
+fn mutate(p: Value, state: Vec<Value>) -> (admission_kit::Verdict, Pod) {
+    let r = req::<Pod>("pods", Operation::Create, p, None);
+    let mut obj = r.object.clone();
+    let v = crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx(state));
+    (v, obj)
+}
+
+#[test]
+fn pm_1_profile_and_pm_1_7_batch_translation() {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}});
+    let profile = json!({"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "batch"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "qosClass": "BE", "labels": {"koordinator.sh/priority-class": "koord-batch"}}});
+    let (v, p) = mutate(
+        pod(
+            json!({"app": "x"}),
+            containers(json!({"cpu": "500m", "memory": "1024Mi"})),
+        ),
+        vec![ns, profile],
+    );
+    assert!(v.applied.contains(&"PM-1"));
+    let req = p.spec.unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .requests
+        .unwrap();
+    assert_eq!(req["kubernetes.io/batch-cpu"].0, "500");
+    assert_eq!(req["kubernetes.io/batch-memory"].0, "1Gi");
+    assert!(!req.contains_key("cpu"));
+}
+
+#[test]
+fn pm_2_extended_resource_spec_annotation() {
+    let (v, p) = mutate(
+        pod(
+            json!({}),
+            containers(json!({"kubernetes.io/batch-cpu": "1000"})),
+        ),
+        vec![],
+    );
+    assert!(v.applied.contains(&"PM-2"));
+    assert_eq!(
+        p.metadata.annotations.unwrap()["node.koordinator.sh/extended-resource-spec"],
+        "{\"containers\":{\"main\":{\"limits\":{\"kubernetes.io/batch-cpu\":\"1k\"},\"requests\":{\"kubernetes.io/batch-cpu\":\"1k\"}}}}"
+    );
+}
+
+#[test]
+fn pm_4_gpu_split_and_shared() {
+    let (_, p) = mutate(
+        pod(json!({}), containers(json!({"koordinator.sh/gpu": "200"}))),
+        vec![],
+    );
+    let req = p.spec.unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .requests
+        .unwrap();
+    assert_eq!(
+        (
+            req["koordinator.sh/gpu-core"].0.as_str(),
+            req["koordinator.sh/gpu-memory-ratio"].0.as_str(),
+            req["koordinator.sh/gpu.shared"].0.as_str()
+        ),
+        ("200", "200", "2")
+    );
+    assert!(!req.contains_key("koordinator.sh/gpu"));
+}
+
+fn quota(name: &str, labels: Value, spec: Value) -> Value {
+    json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota", "metadata": {"name": name, "namespace": "ns", "labels": labels}, "spec": spec})
+}
+
+#[test]
+fn qm_2_to_4_defaults() {
+    let r = req::<ElasticQuota>(
+        "elasticquotas",
+        Operation::Create,
+        quota(
+            "q",
+            json!({}),
+            json!({"max": {"cpu": "1000", "memory": "1024Mi"}}),
+        ),
+        None,
+    );
+    let mut obj = r.object.clone();
+    let v = crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    assert_eq!(v.applied, ["QM-2", "QM-4"]);
+    assert_eq!(
+        obj.metadata.labels.unwrap()["quota.scheduling.koordinator.sh/parent"],
+        "koordinator-root-quota"
+    );
+    assert_eq!(
+        obj.metadata.annotations.unwrap()["quota.scheduling.koordinator.sh/shared-weight"],
+        "{\"cpu\":\"1k\",\"memory\":\"1Gi\"}"
+    );
+    let r = req::<ElasticQuota>(
+        "elasticquotas",
+        Operation::Create,
+        quota(
+            "c",
+            json!({"quota.scheduling.koordinator.sh/parent": "nope"}),
+            json!({}),
+        ),
+        None,
+    );
+    let mut obj = r.object.clone();
+    let v = crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    assert_eq!(
+        v.refusal.unwrap().1.message,
+        "fill quota c failed, parent not exist"
+    );
+}
+
+fn qv(op: Operation, obj: Value, old: Option<Value>, state: Vec<Value>) -> Option<String> {
+    let v = crate::quota::QuotaValidator.validate(
+        &req::<ElasticQuota>("elasticquotas", op, obj, old),
+        &ctx(state),
+    );
+    v.refusal.map(|(_, s)| s.message)
+}
+
+#[test]
+fn qv_s_self_checks() {
+    assert_eq!(
+        qv(
+            Operation::Create,
+            quota("q", json!({}), json!({"max": {"cpu": "-1"}})),
+            None,
+            vec![]
+        )
+        .unwrap(),
+        "q quota.Spec.Max's value < 0, in dimensions :[cpu]"
+    );
+    assert_eq!(
+        qv(
+            Operation::Create,
+            quota(
+                "q",
+                json!({}),
+                json!({"max": {"cpu": "1"}, "min": {"cpu": "2"}})
+            ),
+            None,
+            vec![]
+        )
+        .unwrap(),
+        "resourceKey cpu of quota q min 2 > max 1"
+    );
+}
+
+#[test]
+fn qv_c_t_d_tree_rules() {
+    let parent = quota(
+        "p",
+        json!({"quota.scheduling.koordinator.sh/is-parent": "true"}),
+        json!({"max": {"cpu": "10"}, "min": {"cpu": "4"}}),
+    );
+    let child = |min: &str| {
+        quota(
+            "c",
+            json!({"quota.scheduling.koordinator.sh/parent": "p"}),
+            json!({"max": {"cpu": "10"}, "min": {"cpu": min}}),
+        )
+    };
+    assert!(qv(Operation::Create, child("3"), None, vec![parent.clone()]).is_none());
+    assert_eq!(
+        qv(Operation::Create, child("5"), None, vec![parent.clone()]).unwrap(),
+        "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: p"
+    );
+    assert_eq!(
+        qv(
+            Operation::Create,
+            child("3"),
+            None,
+            vec![parent.clone(), child("3")]
+        )
+        .unwrap(),
+        "AddQuota quota already exist:c"
+    );
+    assert_eq!(
+        qv(
+            Operation::Delete,
+            parent.clone(),
+            None,
+            vec![parent, child("3")]
+        )
+        .unwrap(),
+        "delete quota failed, quota p has 1 child quotas"
+    );
+    assert_eq!(
+        qv(
+            Operation::Delete,
+            quota("koordinator-default-quota", json!({}), json!({})),
+            None,
+            vec![]
+        )
+        .unwrap(),
+        "can not delete quotaGroup :koordinator-default-quota"
+    );
+}
+
+#[test]
+fn priority_bands_and_effective_class() {
+    let p = |labels: Value, priority: Option<i32>| -> Pod {
+        let mut v = pod(labels, json!({"containers": [{"name": "m"}]}));
+        if let Some(pr) = priority {
+            v["spec"]["priority"] = json!(pr);
+        }
+        serde_json::from_value(v).unwrap()
+    };
+    assert_eq!(
+        crate::raw_priority_class(&p(json!({}), Some(5500))),
+        Some("koord-batch")
+    );
+    assert_eq!(crate::raw_priority_class(&p(json!({}), Some(6000))), None);
+    assert_eq!(
+        crate::raw_priority_class(&p(
+            json!({"koordinator.sh/priority-class": "bogus"}),
+            Some(9000)
+        )),
+        None,
+        "an invalid label wins"
+    );
+    assert_eq!(
+        crate::effective_priority_class(&p(json!({}), None)).as_deref(),
+        Some("koord-batch"),
+        "BestEffort → BE → batch"
+    );
+}
