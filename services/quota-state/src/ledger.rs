@@ -72,7 +72,7 @@ pub const UNCHECKED: [&str; 3] = [
 ];
 
 /// Resource names whose presence in `spec.max` makes a quota checked (PV-4.6).
-const QUOTA_KEYS: [&str; 14] = [
+pub const QUOTA_KEYS: [&str; 14] = [
     "cpu",
     "memory",
     "ephemeral-storage",

@@ -16,7 +16,7 @@ pub mod reservation;
 pub use admission_kit::resources;
 pub mod types;
 
-use admission_kit::{App, FailurePolicy, FieldError, Operation, Target};
+use admission_kit::{App, FailurePolicy, Operation, Target};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
@@ -181,22 +181,8 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
     )
 }
 
-/// Field errors as Kubernetes aggregates them (§0.2): duplicates dropped, one as is, several in
-/// `[a, b]`.
-pub fn aggregate(errors: &[FieldError]) -> String {
-    let mut seen = Vec::<String>::new();
-    for e in errors {
-        let s = e.to_string();
-        if !seen.contains(&s) {
-            seen.push(s);
-        }
-    }
-    if seen.len() == 1 {
-        seen.remove(0)
-    } else {
-        format!("[{}]", seen.join(", "))
-    }
-}
+/// Field errors aggregated as controller-runtime sends them (the kit's).
+pub use admission_kit::field::aggregate;
 
 fn pods(ops: &'static [Operation]) -> Target {
     Target {

@@ -242,22 +242,7 @@ pub fn pv_3_2_not_on_parent(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), St
     }
 }
 
-const QUOTA_KEYS: [&str; 14] = [
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "kubernetes.io/batch-cpu",
-    "kubernetes.io/batch-memory",
-    "kubernetes.io/mid-cpu",
-    "kubernetes.io/mid-memory",
-    "koordinator.sh/gpu",
-    "nvidia.com/gpu",
-    "koordinator.sh/gpu.shared",
-    "koordinator.sh/gpu-memory-ratio",
-];
+use quota_state::ledger::QUOTA_KEYS;
 
 fn parse_list(text: &str) -> Result<ResourceList, String> {
     if text.is_empty() {
@@ -267,9 +252,13 @@ fn parse_list(text: &str) -> Result<ResourceList, String> {
     Ok(v.unwrap_or_default())
 }
 
-/// PV-4: the pod fits its quota's limit given the admitted usage.
-pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Result<(), String> {
-    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
+/// PV-4.1, 4.2: the quota a pod is admitted against, or `None` when nothing is checked.
+pub fn admission_quota(
+    req: &Request<Pod>,
+    ns: &str,
+    ctx: &Context,
+    t: &Topology,
+) -> Option<String> {
     let quota = match req.operation {
         Operation::Create => t.quota_name_of(&req.object, ns, ctx),
         Operation::Update if ctx.gates().enabled("EnableQuotaAdmissionOnUpdate") => {
@@ -280,15 +269,21 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
                 .map(|o| t.quota_name_of(o, ns, ctx))
                 .unwrap_or_default();
             if new == old {
-                return Ok(());
+                return None;
             }
             new
         }
-        _ => return Ok(()),
+        _ => return None,
     };
-    if quota.is_empty() || [DEFAULT, SYSTEM, ROOT].contains(&quota.as_str()) {
+    (!quota.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&quota.as_str())).then_some(quota)
+}
+
+/// PV-4: the pod fits its quota's limit given the admitted usage.
+pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Result<(), String> {
+    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
+    let Some(quota) = admission_quota(req, ns, ctx, &t) else {
         return Ok(());
-    }
+    };
     let found: Vec<&ElasticQuota> = t
         .objects
         .iter()

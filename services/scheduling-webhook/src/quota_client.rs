@@ -6,14 +6,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use admission_kit::resources::pod_request;
-use admission_kit::{Context, Operation, Request};
+use admission_kit::{Context, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_state::format_code;
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::{AdmitPodRequest, Amount};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::quota::{Topology, keys};
+use crate::quota::Topology;
 
 /// The answer of a remote check.
 pub enum Remote {
@@ -49,25 +49,7 @@ pub fn admit(req: &Request<Pod>, ns: &str, ctx: &Context) -> Option<Remote> {
         Ok(t) => t,
         Err(e) => return Some(Remote::Unavailable(e.to_string())),
     };
-    let quota = match req.operation {
-        Operation::Create => t.quota_name_of(&req.object, ns, ctx),
-        Operation::Update if ctx.gates().enabled("EnableQuotaAdmissionOnUpdate") => {
-            let new = t.quota_name_of(&req.object, ns, ctx);
-            let old = req
-                .old_object
-                .as_ref()
-                .map(|o| t.quota_name_of(o, ns, ctx))
-                .unwrap_or_default();
-            if new == old {
-                return None;
-            }
-            new
-        }
-        _ => return None,
-    };
-    if quota.is_empty() || [keys::DEFAULT, keys::SYSTEM, keys::ROOT].contains(&quota.as_str()) {
-        return None;
-    }
+    let quota = crate::quota::admission_quota(req, ns, ctx, &t)?;
     let finished = matches!(
         req.object.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Failed" | "Succeeded")

@@ -192,21 +192,8 @@ pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<S
     (errs, warnings)
 }
 
-/// controller-runtime's aggregate: duplicates dropped, one message as is, several in `[a, b]`.
-pub fn aggregate(errors: &[FieldError]) -> String {
-    let mut seen = Vec::<String>::new();
-    for e in errors {
-        let s = e.to_string();
-        if !seen.contains(&s) {
-            seen.push(s);
-        }
-    }
-    if seen.len() == 1 {
-        seen.remove(0)
-    } else {
-        format!("[{}]", seen.join(", "))
-    }
-}
+/// Field errors aggregated as controller-runtime sends them (the kit's).
+pub use admission_kit::field::aggregate;
 
 /// The validator of one job kind.
 pub struct JobValidator<J>(PhantomData<J>);

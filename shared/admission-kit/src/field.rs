@@ -259,6 +259,23 @@ impl fmt::Display for FieldError {
 /// Every problem a validator found, in the order it found them.
 pub type ErrorList = Vec<FieldError>;
 
+/// The errors as apimachinery's `ErrorList.ToAggregate()` prints them (what controller-runtime
+/// sends for a validator's error): duplicates dropped, one error as is, several as `[a, b]`.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen = Vec::<String>::new();
+    for e in errors {
+        let s = e.to_string();
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    if seen.len() == 1 {
+        seen.remove(0)
+    } else {
+        format!("[{}]", seen.join(", "))
+    }
+}
+
 /// Quotes a string as Go's `strconv.Quote` (`%q`) does, which is how apimachinery prints string
 /// values: `"nginx latest"`, a tab as `\t`.
 pub fn go_quote(s: &str) -> String {
