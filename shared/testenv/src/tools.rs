@@ -169,7 +169,18 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
         tool.version,
         dir.display()
     );
-    let status = Command::new("go")
+    let mut go = Command::new("go");
+    // Go needs a home for its module and build caches; a bare CI environment may have none.
+    if std::env::var_os("HOME").is_none() {
+        let base = cache_dir();
+        if std::env::var_os("GOPATH").is_none() {
+            go.env("GOPATH", base.join("gopath"));
+        }
+        if std::env::var_os("GOCACHE").is_none() {
+            go.env("GOCACHE", base.join("gocache"));
+        }
+    }
+    let status = go
         .current_dir(module)
         .args(["build", "-trimpath"])
         .arg(format!("-ldflags=-s -w {}", tool.ldflags))
