@@ -75,8 +75,14 @@ fn cpu_memory_changed(
     })
 }
 
-/// Decodes the raw-allocatable annotation as Go decodes a `ResourceList`.
-fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
+/// Decodes a JSON object annotation as Go decodes a `map[string]T` into `go_type`: invalid JSON
+/// and non-object values fail with Go's texts, `null` is an empty map, `value` converts each entry
+/// (`Ok(None)` skips it).
+fn decode_map<T>(
+    text: &str,
+    go_type: &str,
+    value: impl Fn(serde_json::Value) -> Result<Option<T>, String>,
+) -> Result<BTreeMap<String, T>, String> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
     let mut out = BTreeMap::new();
@@ -84,13 +90,14 @@ fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
         serde_json::Value::Null => {}
         serde_json::Value::Object(m) => {
             for (k, v) in m {
-                let q: GoQuantity = serde_json::from_value(v).map_err(|e| e.to_string())?;
-                out.insert(k, q.value().clone());
+                if let Some(t) = value(v)? {
+                    out.insert(k, t);
+                }
             }
         }
         other => {
             return Err(format!(
-                "json: cannot unmarshal {} into Go value of type v1.ResourceList",
+                "json: cannot unmarshal {} into Go value of type {go_type}",
                 kind(&other)
             ));
         }
@@ -108,37 +115,24 @@ fn kind(v: &serde_json::Value) -> &'static str {
     }
 }
 
+/// Decodes the raw-allocatable annotation as Go decodes a `ResourceList`.
+fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
+    decode_map(text, "v1.ResourceList", |v| {
+        let q: GoQuantity = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        Ok(Some(q.value().clone()))
+    })
+}
+
 /// Decodes the ratio annotation as Go decodes `map[ResourceName]float64`.
 fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
-    let mut out = BTreeMap::new();
-    match v {
-        serde_json::Value::Null => {}
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                match v.as_f64() {
-                    Some(f) => {
-                        out.insert(k, f);
-                    }
-                    None if v.is_null() => {}
-                    None => {
-                        return Err(format!(
-                            "json: cannot unmarshal {} into Go value of type float64",
-                            kind(&v)
-                        ));
-                    }
-                }
-            }
-        }
-        other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type map[v1.ResourceName]float64",
-                kind(&other)
-            ));
-        }
-    }
-    Ok(out)
+    decode_map(text, "map[v1.ResourceName]float64", |v| match v.as_f64() {
+        Some(f) => Ok(Some(f)),
+        None if v.is_null() => Ok(None),
+        None => Err(format!(
+            "json: cannot unmarshal {} into Go value of type float64",
+            kind(&v)
+        )),
+    })
 }
 
 /// NS-3 (raw values, writing the annotation when they come from the new allocatable), NS-4
