@@ -112,7 +112,9 @@ async fn main() -> anyhow::Result<()> {
                 let req = AdmitPodRequest {
                     namespace: format!("ns-{leaf}"),
                     name: format!("bench-{c}-{i}"),
-                    quota: quota_state::synthetic::leaf(leaf),
+                    quota_label: quota_state::synthetic::leaf(leaf),
+                    check_parent: true,
+                    check_admission: true,
                     requests: [(
                         "cpu".to_owned(),
                         Amount {
@@ -121,7 +123,7 @@ async fn main() -> anyhow::Result<()> {
                         },
                     )]
                     .into(),
-                    dry_run: false,
+                    ..AdmitPodRequest::default()
                 };
                 let t = Instant::now();
                 if client.admit_pod(req).await.is_err() {

@@ -9,92 +9,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use admission_kit::resources::pod_request;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject};
-use kube::core::GroupVersionKind;
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
-use serde_json::Value;
 
 use crate::ledger::{Amount, Amounts, Ledger, QuotaSpec};
+use crate::tree::keys::NAME;
+use crate::types::ElasticQuota;
 
-const NAME: &str = "quota.scheduling.koordinator.sh/name";
-
-fn amounts_of(v: &Value) -> Amounts {
-    v.as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, q)| {
-                    let q = admission_kit::go::Quantity::parse(q.as_str()?).ok()?;
-                    let p = q.value();
-                    Some((
-                        k.clone(),
-                        Amount {
-                            milli: p.milli_value()?,
-                            format: p.format,
-                        },
-                    ))
-                })
-                .collect()
-        })
+/// A pod's quota label ("" when none).
+pub fn quota_label(p: &Pod) -> &str {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NAME))
+        .map(String::as_str)
         .unwrap_or_default()
 }
 
-/// The ledger's view of an ElasticQuota object.
-pub fn quota_spec(o: &DynamicObject) -> QuotaSpec {
-    let label = |k: &str| {
-        o.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(k))
-            .cloned()
-            .unwrap_or_default()
-    };
-    let ann = |k: &str| {
-        o.metadata
-            .annotations
-            .as_ref()
-            .and_then(|l| l.get(k))
-            .cloned()
-            .unwrap_or_default()
-    };
-    let max = amounts_of(&o.data["spec"]["max"]);
-    let admission: Value = serde_json::from_str(&ann("quota.scheduling.koordinator.sh/admission"))
-        .unwrap_or(Value::Null);
-    let admission = amounts_of(&admission);
-    let parent = label("quota.scheduling.koordinator.sh/parent");
-    QuotaSpec {
-        name: o.metadata.name.clone().unwrap_or_default(),
-        namespace: o.metadata.namespace.clone().unwrap_or_default(),
-        parent: (!parent.is_empty() && parent != "koordinator-root-quota").then_some(parent),
-        limit: if admission.is_empty() {
-            max.clone()
-        } else {
-            admission
-        },
-        max,
-        namespaces: serde_json::from_str(&ann("quota.scheduling.koordinator.sh/namespaces"))
-            .unwrap_or_default(),
-    }
-}
-
-/// What a live pod is charged: its quota and request; `None` once it has finished.
-pub fn pod_charge(ledger: &Ledger, p: &Pod) -> Option<(String, Amounts)> {
+/// What a pod is charged: its request (Kubernetes' pod-request formula); nothing once it has
+/// finished.
+pub fn pod_requests(p: &Pod) -> Amounts {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Failed" | "Succeeded")) {
-        return None;
+        return Amounts::new();
     }
-    let ns = p.metadata.namespace.as_deref().unwrap_or_default();
-    let quota = ledger.quota_of_pod(
-        ns,
-        p.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(NAME))
-            .map(String::as_str),
-    );
     let req = p.spec.as_ref().map(pod_request).unwrap_or_default();
-    let amounts = req
-        .into_iter()
+    req.into_iter()
         .filter_map(|(k, a)| {
             Some((
                 k,
@@ -104,20 +45,11 @@ pub fn pod_charge(ledger: &Ledger, p: &Pod) -> Option<(String, Amounts)> {
                 },
             ))
         })
-        .collect();
-    Some((quota, amounts))
-}
-
-/// The ElasticQuota resource.
-pub fn elastic_quota_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("scheduling.sigs.k8s.io", "v1alpha1", "ElasticQuota"),
-        "elasticquotas",
-    )
+        .collect()
 }
 
 async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
-    let api: Api<DynamicObject> = Api::all_with(client, &elastic_quota_resource());
+    let api: Api<ElasticQuota> = Api::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let mut seen = HashSet::new();
@@ -125,13 +57,15 @@ async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<Atomi
         match ev {
             Ok(Event::Init) => seen.clear(),
             Ok(Event::InitApply(o)) | Ok(Event::Apply(o)) => {
-                let spec = quota_spec(&o);
-                seen.insert((spec.name.clone(), spec.namespace.clone()));
+                let spec = QuotaSpec::of(&o);
+                seen.insert((spec.info.name.clone(), spec.info.namespace.clone()));
                 ledger.upsert_quota(spec);
             }
             Ok(Event::Delete(o)) => {
-                let spec = quota_spec(&o);
-                ledger.delete_quota(&spec.name, &spec.namespace);
+                ledger.delete_quota(
+                    o.metadata.name.as_deref().unwrap_or_default(),
+                    o.metadata.namespace.as_deref().unwrap_or_default(),
+                );
             }
             Ok(Event::InitDone) => {
                 for (name, ns) in ledger.known().0 {
@@ -163,7 +97,7 @@ async fn feed_pods(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicB
             Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
                 let (ns, name) = key(&p);
                 seen.insert((ns.clone(), name.clone()));
-                ledger.observe_pod(&ns, &name, pod_charge(&ledger, &p));
+                ledger.observe_pod(&ns, &name, quota_label(&p), pod_requests(&p));
             }
             Ok(Event::Delete(p)) => {
                 let (ns, name) = key(&p);

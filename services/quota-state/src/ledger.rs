@@ -12,10 +12,15 @@
 //! persisted are counted again from the list).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use admission_kit::go::{ParsedQuantity, QuantityFormat};
+use admission_kit::Operation;
+use admission_kit::go::{ParsedQuantity, Quantity as GoQuantity, QuantityFormat};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::tree::{self, PodIndex, QuotaInfo, QuotaLookup, QuotaRef, Topology, TreeGates};
+use crate::types::ElasticQuota;
 
 /// An exact amount: thousandths and print format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,20 +53,82 @@ fn add(a: &mut Amounts, b: &Amounts, sign: i64) {
 }
 
 /// One quota as the ledger needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QuotaSpec {
-    /// Name (unique across namespaces upstream; duplicates are refused at admission).
-    pub name: String,
-    /// Namespace of the object.
-    pub namespace: String,
-    /// Parent quota name; `None` for children of the root.
-    pub parent: Option<String>,
+    /// The tree entry: name (unique across namespaces upstream; duplicates are refused at
+    /// admission), namespace, parent, tree id, min and max as written.
+    pub info: QuotaInfo,
     /// `spec.max`.
     pub max: Amounts,
     /// The admission limit: the `admission` annotation when non-empty, else `spec.max`.
     pub limit: Amounts,
     /// Namespaces bound by the `namespaces` annotation.
     pub namespaces: Vec<String>,
+}
+
+fn amounts_of(rl: Option<&crate::types::ResourceList>) -> Amounts {
+    rl.into_iter()
+        .flatten()
+        .filter_map(|(k, q)| {
+            let p = GoQuantity::parse(&q.0).ok()?;
+            let p = p.value();
+            Some((
+                k.clone(),
+                Amount {
+                    milli: p.milli_value()?,
+                    format: p.format,
+                },
+            ))
+        })
+        .collect()
+}
+
+impl QuotaSpec {
+    /// The ledger's view of an ElasticQuota object.
+    pub fn of(o: &ElasticQuota) -> Self {
+        let ann = |k: &str| {
+            o.metadata
+                .annotations
+                .as_ref()
+                .and_then(|l| l.get(k))
+                .map(String::as_str)
+                .unwrap_or_default()
+        };
+        let max = amounts_of(o.spec.max.as_ref());
+        let admission: Option<crate::types::ResourceList> =
+            serde_json::from_str(ann(tree::keys::ADMISSION)).unwrap_or_default();
+        let admission = amounts_of(admission.as_ref());
+        Self {
+            info: QuotaInfo::of(o),
+            limit: if admission.is_empty() {
+                max.clone()
+            } else {
+                admission
+            },
+            max,
+            namespaces: tree::bound_namespaces(o),
+        }
+    }
+
+    /// A quota with `max` as its limit (tests, synthetic state).
+    pub fn simple(name: &str, namespace: &str, parent: Option<&str>, max: Amounts) -> Self {
+        let list: crate::types::ResourceList = max
+            .iter()
+            .map(|(k, a)| (k.clone(), Quantity(a.canonical())))
+            .collect();
+        Self {
+            info: QuotaInfo {
+                name: name.into(),
+                namespace: namespace.into(),
+                parent: parent.unwrap_or(tree::keys::ROOT).into(),
+                max: Some(list),
+                ..QuotaInfo::default()
+            },
+            limit: max.clone(),
+            max,
+            namespaces: Vec::new(),
+        }
+    }
 }
 
 /// Quota names that are never checked (PV-4.2).
@@ -92,12 +159,28 @@ pub const QUOTA_KEYS: [&str; 14] = [
 /// `(namespace, name)` of a pod, or `(name, namespace)` of a quota.
 pub type PodKey = (String, String);
 
+/// An observed pod.
+#[derive(Debug, Clone, Default)]
+struct PodEntry {
+    /// Its quota label ("" when none).
+    label: String,
+    /// The quota it is charged to (QN at the last tree build).
+    quota: String,
+    /// Its requests; empty once it has finished.
+    requests: Amounts,
+}
+
 #[derive(Debug, Default)]
 struct State {
     quotas: HashMap<String, Vec<QuotaSpec>>,
     /// Usage of each quota's subtree (itself and every descendant).
     subtree: HashMap<String, Amounts>,
-    pods: HashMap<PodKey, (String, Amounts)>,
+    /// Every observed pod, finished ones included (QV-T1 and QV-D4 read their labels).
+    pods: HashMap<PodKey, PodEntry>,
+    /// The tree; `None` after a quota changed until the next read rebuilds it together with
+    /// `subtree`. Quota events (a full list at start, rare later) thus cost O(1) each, and pods
+    /// observed before their namespace's quota are charged to it once it arrives.
+    topology: Option<Arc<Topology>>,
     reservations: HashMap<PodKey, (String, Amounts, Instant)>,
     /// Reservation deadlines in the order they were made (one TTL, so also deadline order);
     /// entries whose reservation was replaced or dropped are skipped when popped.
@@ -116,13 +199,17 @@ impl State {
                 .quotas
                 .get(&q)
                 .and_then(|v| v.first())
-                .and_then(|s| s.parent.clone());
+                .map(|s| s.info.parent.clone())
+                .filter(|p| !p.is_empty());
             out.push(q);
         }
         out
     }
 
     fn charge(&mut self, quota: &str, amounts: &Amounts, sign: i64) {
+        if self.topology.is_none() || amounts.is_empty() {
+            return; // usage is rebuilt with the tree
+        }
         for q in self.chain(quota) {
             add(self.subtree.entry(q).or_default(), amounts, sign);
         }
@@ -132,8 +219,8 @@ impl State {
         if let Some((q, a, _)) = self.reservations.remove(key) {
             self.charge(&q, &a, -1);
         }
-        if let Some((q, a)) = self.pods.remove(key) {
-            self.charge(&q, &a, -1);
+        if let Some(e) = self.pods.remove(key) {
+            self.charge(&e.quota, &e.requests, -1);
         }
     }
 
@@ -156,21 +243,33 @@ impl State {
         }
     }
 
-    fn recompute(&mut self) {
+    /// The tree, and with it `subtree` and each pod's quota, rebuilt when a quota changed.
+    fn topology(&mut self) -> Arc<Topology> {
+        if let Some(t) = &self.topology {
+            return t.clone();
+        }
+        let t = Arc::new(Topology::build(
+            self.quotas
+                .values()
+                .flatten()
+                .map(|q| (q.info.clone(), q.namespaces.clone())),
+        ));
+        self.topology = Some(t.clone());
         self.subtree.clear();
-        let charges: Vec<(String, Amounts)> = self
-            .pods
-            .values()
-            .cloned()
-            .chain(
-                self.reservations
-                    .values()
-                    .map(|(q, a, _)| (q.clone(), a.clone())),
-            )
-            .collect();
+        let mut charges = Vec::with_capacity(self.pods.len() + self.reservations.len());
+        for ((ns, _), e) in self.pods.iter_mut() {
+            e.quota = tree::quota_name(&*t, Some(&e.label), ns, false);
+            charges.push((e.quota.clone(), e.requests.clone()));
+        }
+        charges.extend(
+            self.reservations
+                .values()
+                .map(|(q, a, _)| (q.clone(), a.clone())),
+        );
         for (q, a) in charges {
             self.charge(&q, &a, 1);
         }
+        t
     }
 }
 
@@ -197,6 +296,166 @@ fn list_text(a: &Amounts) -> String {
         .join(",")
 }
 
+/// One pod to check: what scheduling-webhook's PV-3.2 and PV-4 send.
+#[derive(Debug, Clone, Copy)]
+pub struct PodCheck<'a> {
+    /// Namespace of the pod.
+    pub namespace: &'a str,
+    /// Name of the pod.
+    pub name: &'a str,
+    /// Its quota label ("" when none).
+    pub label: &'a str,
+    /// On UPDATE, the old pod's quota label.
+    pub old_label: Option<&'a str>,
+    /// Its requests.
+    pub requests: &'a Amounts,
+    /// Check only.
+    pub dry_run: bool,
+    /// Gate `DisableDefaultQuota`.
+    pub disable_default_quota: bool,
+    /// Run PV-3.2 (gate `SupportParentQuotaSubmitPod` off).
+    pub check_parent: bool,
+    /// Run PV-4.
+    pub check_admission: bool,
+}
+
+/// The outcome of [`Ledger::check_pod`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodOutcome {
+    /// Fits (and reserved unless a dry run); the pod's quota.
+    Allowed {
+        /// QN of the pod.
+        quota: String,
+    },
+    /// Refused by `rule` with upstream's text.
+    Denied {
+        /// `PV-3` or `PV-4`.
+        rule: &'static str,
+        /// Upstream's text.
+        message: String,
+    },
+}
+
+/// What [`Ledger::lookup`] answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lookup {
+    /// The asked quotas that exist.
+    pub quotas: Vec<(String, QuotaRef)>,
+    /// The quota that binds the namespace.
+    pub bound: Option<String>,
+    /// Whether a quota named like the namespace lives in it.
+    pub self_named: bool,
+}
+
+/// The observed pods as QV reads them. A scan: it runs on quota updates and deletes, which are
+/// rare, and keeps pod events (frequent) free of index upkeep.
+struct Pods<'a>(&'a HashMap<PodKey, PodEntry>);
+
+impl PodIndex for Pods<'_> {
+    fn labelled(&self, quota: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(_, e)| e.label == quota)
+            .map(|((_, name), _)| name.clone())
+            .collect()
+    }
+
+    fn any_bound(&self, quota: &str, namespaces: &[String]) -> bool {
+        self.0.iter().any(|((ns, _), e)| {
+            e.label == quota || ns.as_str() == quota || namespaces.iter().any(|n| n == ns)
+        })
+    }
+}
+
+/// PV-4 under the lock: see [`Ledger::admit`].
+#[allow(clippy::too_many_arguments)] // one call site shape: the fields of an AdmitPod request
+fn admit_locked(
+    s: &mut State,
+    ttl: Duration,
+    namespace: &str,
+    name: &str,
+    quota: &str,
+    requests: &Amounts,
+    dry_run: bool,
+    now: Instant,
+) -> Admission {
+    if quota.is_empty() || UNCHECKED.contains(&quota) {
+        return Admission::Allowed;
+    }
+    s.expire(now);
+    let spec = match s.quotas.get(quota).map(Vec::as_slice) {
+        None | Some([]) => {
+            return Admission::Denied(format!("elastic quota {quota} not found"));
+        }
+        Some([one]) => one.clone(),
+        Some(_) => {
+            return Admission::Denied(format!("more than one elastic quota {quota} found"));
+        }
+    };
+    if !spec.max.keys().any(|k| QUOTA_KEYS.contains(&k.as_str())) {
+        return Admission::Allowed;
+    }
+    let requested: Amounts = requests
+        .iter()
+        .filter(|(k, v)| v.milli != 0 && spec.max.get(*k).is_some_and(|m| m.milli != 0))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    if requested.is_empty() {
+        return Admission::Allowed;
+    }
+    // A pod asking again (reinvocation, retry) replaces its own earlier reservation.
+    let key = (namespace.to_owned(), name.to_owned());
+    let previous = s.reservations.remove(&key);
+    if let Some((q, a, _)) = &previous {
+        s.charge(q, a, -1);
+    }
+    for q in s.chain(quota) {
+        let Some(qs) = s.quotas.get(&q).and_then(|v| v.first()).cloned() else {
+            continue;
+        };
+        let used = s.subtree.get(&q).cloned().unwrap_or_default();
+        let (mut r_ex, mut u_ex, mut l_ex) = (Amounts::new(), Amounts::new(), Amounts::new());
+        for (k, r) in &requested {
+            let Some(l) = qs.limit.get(k) else { continue };
+            let u = used.get(k).copied().filter(|u| u.milli != 0);
+            if u.map(|u| u.milli).unwrap_or(0) + r.milli > l.milli {
+                r_ex.insert(k.clone(), *r);
+                if let Some(u) = u {
+                    u_ex.insert(k.clone(), u);
+                }
+                l_ex.insert(k.clone(), *l);
+            }
+        }
+        if !r_ex.is_empty() {
+            if let Some((pq, a, at)) = previous {
+                s.charge(&pq, &a, 1);
+                s.reservations.insert(key, (pq, a, at));
+            }
+            return Admission::Denied(format!(
+                "exceeded quota: {}/{}, requested: {}, used: {}, limited: {}",
+                qs.info.namespace,
+                qs.info.name,
+                list_text(&r_ex),
+                list_text(&u_ex),
+                list_text(&l_ex)
+            ));
+        }
+    }
+    if dry_run {
+        if let Some((pq, a, at)) = previous {
+            s.charge(&pq, &a, 1);
+            s.reservations.insert(key, (pq, a, at));
+        }
+    } else if !s.pods.contains_key(&key) {
+        s.charge(quota, &requested, 1);
+        let due = now + ttl;
+        s.deadlines.push_back((due, key.clone()));
+        s.reservations
+            .insert(key, (quota.to_owned(), requested, due));
+    }
+    Admission::Allowed
+}
+
 impl Ledger {
     /// An empty ledger whose reservations expire after `ttl`.
     pub fn new(ttl: Duration) -> Self {
@@ -215,40 +474,51 @@ impl Ledger {
     /// Adds or replaces a quota (watch event).
     pub fn upsert_quota(&self, spec: QuotaSpec) {
         let mut s = self.lock();
-        let entry = s.quotas.entry(spec.name.clone()).or_default();
-        entry.retain(|q| q.namespace != spec.namespace);
+        let entry = s.quotas.entry(spec.info.name.clone()).or_default();
+        entry.retain(|q| q.info.namespace != spec.info.namespace);
         entry.push(spec);
-        s.recompute();
+        s.topology = None;
     }
 
     /// Removes a quota (watch event).
     pub fn delete_quota(&self, name: &str, namespace: &str) {
         let mut s = self.lock();
         if let Some(v) = s.quotas.get_mut(name) {
-            v.retain(|q| q.namespace != namespace);
+            v.retain(|q| q.info.namespace != namespace);
             if v.is_empty() {
                 s.quotas.remove(name);
             }
         }
-        s.recompute();
+        s.topology = None;
     }
 
-    /// A live pod charged to `quota` with `requests` (watch event); its reservation, if any,
-    /// becomes usage. Terminated pods pass `None` and stop counting.
-    pub fn observe_pod(&self, namespace: &str, name: &str, charge: Option<(String, Amounts)>) {
+    /// A pod with quota label `label` ("" when none) and `requests` (watch event): charged to
+    /// its quota (QN), its reservation, if any, becoming usage. Finished pods pass empty
+    /// requests and stop counting.
+    pub fn observe_pod(&self, namespace: &str, name: &str, label: &str, requests: Amounts) {
         let mut s = self.lock();
         let key = (namespace.to_owned(), name.to_owned());
         s.uncharge_key(&key);
-        if let Some((q, a)) = charge {
-            s.charge(&q, &a, 1);
-            s.pods.insert(key, (q, a));
-        }
+        let quota = match &s.topology {
+            Some(t) => tree::quota_name(&**t, Some(label), namespace, false),
+            None => String::new(), // resolved when the tree is rebuilt
+        };
+        s.charge(&quota, &requests, 1);
+        s.pods.insert(
+            key,
+            PodEntry {
+                label: label.to_owned(),
+                quota,
+                requests,
+            },
+        );
     }
 
     /// A pod is gone (watch event).
     pub fn delete_pod(&self, namespace: &str, name: &str) {
-        self.lock()
-            .uncharge_key(&(namespace.to_owned(), name.to_owned()));
+        let mut s = self.lock();
+        let key = (namespace.to_owned(), name.to_owned());
+        s.uncharge_key(&key);
     }
 
     /// Drops a reservation that was never used.
@@ -270,107 +540,82 @@ impl Ledger {
         dry_run: bool,
         now: Instant,
     ) -> Admission {
-        if quota.is_empty() || UNCHECKED.contains(&quota) {
-            return Admission::Allowed;
-        }
         let mut s = self.lock();
-        s.expire(now);
-        let spec = match s.quotas.get(quota).map(Vec::as_slice) {
-            None | Some([]) => {
-                return Admission::Denied(format!("elastic quota {quota} not found"));
-            }
-            Some([one]) => one.clone(),
-            Some(_) => {
-                return Admission::Denied(format!("more than one elastic quota {quota} found"));
-            }
-        };
-        if !spec.max.keys().any(|k| QUOTA_KEYS.contains(&k.as_str())) {
-            return Admission::Allowed;
-        }
-        let requested: Amounts = requests
-            .iter()
-            .filter(|(k, v)| v.milli != 0 && spec.max.get(*k).is_some_and(|m| m.milli != 0))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        if requested.is_empty() {
-            return Admission::Allowed;
-        }
-        // A pod asking again (reinvocation, retry) replaces its own earlier reservation.
-        let key = (namespace.to_owned(), name.to_owned());
-        let previous = s.reservations.remove(&key);
-        if let Some((q, a, _)) = &previous {
-            s.charge(q, a, -1);
-        }
-        for q in s.chain(quota) {
-            let Some(qs) = s.quotas.get(&q).and_then(|v| v.first()).cloned() else {
-                continue;
-            };
-            let used = s.subtree.get(&q).cloned().unwrap_or_default();
-            let (mut r_ex, mut u_ex, mut l_ex) = (Amounts::new(), Amounts::new(), Amounts::new());
-            for (k, r) in &requested {
-                let Some(l) = qs.limit.get(k) else { continue };
-                let u = used.get(k).copied().filter(|u| u.milli != 0);
-                if u.map(|u| u.milli).unwrap_or(0) + r.milli > l.milli {
-                    r_ex.insert(k.clone(), *r);
-                    if let Some(u) = u {
-                        u_ex.insert(k.clone(), u);
-                    }
-                    l_ex.insert(k.clone(), *l);
-                }
-            }
-            if !r_ex.is_empty() {
-                if let Some((pq, a, at)) = previous {
-                    s.charge(&pq, &a, 1);
-                    s.reservations.insert(key, (pq, a, at));
-                }
-                return Admission::Denied(format!(
-                    "exceeded quota: {}/{}, requested: {}, used: {}, limited: {}",
-                    qs.namespace,
-                    qs.name,
-                    list_text(&r_ex),
-                    list_text(&u_ex),
-                    list_text(&l_ex)
-                ));
-            }
-        }
-        if dry_run {
-            if let Some((pq, a, at)) = previous {
-                s.charge(&pq, &a, 1);
-                s.reservations.insert(key, (pq, a, at));
-            }
-        } else if !s.pods.contains_key(&key) {
-            s.charge(quota, &requested, 1);
-            let due = now + self.ttl;
-            s.deadlines.push_back((due, key.clone()));
-            s.reservations
-                .insert(key, (quota.to_owned(), requested, due));
-        }
-        Admission::Allowed
+        s.topology();
+        admit_locked(
+            &mut s, self.ttl, namespace, name, quota, requests, dry_run, now,
+        )
     }
 
-    /// QN: the quota a pod in `namespace` with quota label `label` is charged to.
-    pub fn quota_of_pod(&self, namespace: &str, label: Option<&str>) -> String {
-        if let Some(l) = label.filter(|l| !l.is_empty()) {
-            return l.to_owned();
-        }
-        let s = self.lock();
-        if s.quotas
-            .get(namespace)
-            .is_some_and(|v| v.iter().any(|q| q.namespace == namespace))
+    /// QN, PV-3.2 and PV-4 for one pod under one lock: resolve its quota from its label and
+    /// namespace, refuse a parent quota (when asked), then check and reserve its requests (when
+    /// asked; on UPDATE only when the quota changed).
+    pub fn check_pod(&self, c: &PodCheck<'_>, now: Instant) -> PodOutcome {
+        let mut s = self.lock();
+        let t = s.topology();
+        let quota = tree::quota_name(&*t, Some(c.label), c.namespace, c.disable_default_quota);
+        if c.check_parent
+            && let Err(message) = tree::pv_3_2_not_on_parent(&*t, &quota, c.name)
         {
-            return namespace.to_owned();
+            return PodOutcome::Denied {
+                rule: "PV-3",
+                message,
+            };
         }
-        let mut bound: Vec<&QuotaSpec> = s
-            .quotas
-            .values()
-            .flatten()
-            .filter(|q| q.namespaces.iter().any(|n| n == namespace))
-            .collect();
-        bound.sort_by(|a, b| a.name.cmp(&b.name));
-        bound
-            .first()
-            .map(|q| q.name.clone())
-            .unwrap_or_else(|| UNCHECKED[0].to_owned())
+        if !c.check_admission {
+            return PodOutcome::Allowed { quota };
+        }
+        let old = c
+            .old_label
+            .map(|l| tree::quota_name(&*t, Some(l), c.namespace, c.disable_default_quota));
+        let Some(checked) = tree::admission_quota(quota.clone(), old.as_deref()) else {
+            return PodOutcome::Allowed { quota };
+        };
+        match admit_locked(
+            &mut s,
+            self.ttl,
+            c.namespace,
+            c.name,
+            &checked,
+            c.requests,
+            c.dry_run,
+            now,
+        ) {
+            Admission::Allowed => PodOutcome::Allowed { quota },
+            Admission::Denied(message) => PodOutcome::Denied {
+                rule: "PV-4",
+                message,
+            },
+        }
+    }
+
+    /// The quotas named `names` that exist, what QN needs to know of `namespace`, and the quota
+    /// that binds it (so that one answer resolves a pod's quota).
+    pub fn lookup(&self, names: &[String], namespace: &str) -> Lookup {
+        let t = self.lock().topology();
+        let bound = t.bound_to(namespace);
+        Lookup {
+            quotas: names
+                .iter()
+                .chain(bound.iter())
+                .filter_map(|n| t.quota(n).map(|q| (n.clone(), q)))
+                .collect(),
+            bound,
+            self_named: t.self_named(namespace),
+        }
+    }
+
+    /// QV: an ElasticQuota create, update or delete against the tree and the observed pods.
+    pub fn validate_quota(
+        &self,
+        operation: Operation,
+        object: &ElasticQuota,
+        old: Option<&ElasticQuota>,
+        gates: TreeGates,
+    ) -> Result<(), (&'static str, String)> {
+        let mut s = self.lock();
+        let t = s.topology();
+        tree::validate(operation, object, old, &t, &Pods(&s.pods), gates)
     }
 
     /// Every quota (name, namespace) and every observed pod (namespace, name): what a relist
@@ -381,7 +626,7 @@ impl Ledger {
             s.quotas
                 .values()
                 .flatten()
-                .map(|q| (q.name.clone(), q.namespace.clone()))
+                .map(|q| (q.info.name.clone(), q.info.namespace.clone()))
                 .collect(),
             s.pods.keys().cloned().collect(),
         )
@@ -389,7 +634,9 @@ impl Ledger {
 
     /// What a quota's subtree uses now (tests, debugging).
     pub fn used(&self, quota: &str) -> Amounts {
-        self.lock().subtree.get(quota).cloned().unwrap_or_default()
+        let mut s = self.lock();
+        s.topology();
+        s.subtree.get(quota).cloned().unwrap_or_default()
     }
 }
 
@@ -409,14 +656,7 @@ mod tests {
     }
 
     fn quota(name: &str, parent: Option<&str>, max_cpu: i64) -> QuotaSpec {
-        QuotaSpec {
-            name: name.into(),
-            namespace: "ns".into(),
-            parent: parent.map(Into::into),
-            max: cpu(max_cpu),
-            limit: cpu(max_cpu),
-            namespaces: Vec::new(),
-        }
+        QuotaSpec::simple(name, "ns", parent, cpu(max_cpu))
     }
 
     #[test]
@@ -428,7 +668,7 @@ mod tests {
             l.admit("ns", "a", "q", &cpu(3), false, now),
             Admission::Allowed
         );
-        l.observe_pod("ns", "a", Some(("q".into(), cpu(3))));
+        l.observe_pod("ns", "a", "q", cpu(3));
         assert_eq!(
             l.used("q")["cpu"].milli,
             3000,
@@ -444,6 +684,51 @@ mod tests {
         assert_eq!(
             l.admit("ns", "b", "q", &cpu(2), false, now),
             Admission::Allowed
+        );
+    }
+
+    #[test]
+    fn a_pod_seen_before_its_namespace_quota_is_charged_once_the_quota_arrives() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.observe_pod("apps", "early", "", cpu(2));
+        let mut q = quota("q", None, 3);
+        q.namespaces = vec!["apps".into()];
+        l.upsert_quota(q);
+        assert_eq!(
+            l.used("q")["cpu"].milli,
+            2000,
+            "QN-4 resolved at the rebuild"
+        );
+        let check = PodCheck {
+            namespace: "apps",
+            name: "late",
+            label: "",
+            old_label: None,
+            requests: &cpu(2),
+            dry_run: false,
+            disable_default_quota: false,
+            check_parent: true,
+            check_admission: true,
+        };
+        assert_eq!(
+            l.check_pod(&check, Instant::now()),
+            PodOutcome::Denied {
+                rule: "PV-4",
+                message: "exceeded quota: ns/q, requested: cpu=2, used: cpu=2, limited: cpu=3"
+                    .into()
+            }
+        );
+        assert_eq!(
+            l.check_pod(
+                &PodCheck {
+                    old_label: Some("q"),
+                    label: "q",
+                    ..check
+                },
+                Instant::now()
+            ),
+            PodOutcome::Allowed { quota: "q".into() },
+            "UPDATE that keeps the quota: PV-4.1 skips"
         );
     }
 
@@ -520,10 +805,7 @@ mod tests {
             Admission::Allowed
         );
         l.upsert_quota(quota("dup", None, 1));
-        l.upsert_quota(QuotaSpec {
-            namespace: "other".into(),
-            ..quota("dup", None, 1)
-        });
+        l.upsert_quota(QuotaSpec::simple("dup", "other", None, cpu(1)));
         assert_eq!(
             l.admit("ns", "a", "dup", &cpu(1), false, now),
             Admission::Denied("more than one elastic quota dup found".into())

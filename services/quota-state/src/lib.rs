@@ -11,6 +11,8 @@
 pub mod feed;
 pub mod ledger;
 pub mod synthetic;
+pub mod tree;
+pub mod types;
 
 /// Generated gRPC types and service (`proto/quota_state.proto`).
 #[allow(missing_docs, clippy::all)]
@@ -19,13 +21,20 @@ pub mod proto {
 }
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use admission_kit::Operation;
 use admission_kit::go::QuantityFormat;
-use ledger::{Admission, Amount, Amounts, Ledger};
+use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome};
 use proto::quota_state_server::QuotaState;
-use proto::{AdmitPodRequest, AdmitPodResponse, ReleaseRequest, ReleaseResponse};
+use proto::{
+    AdmitPodRequest, AdmitPodResponse, LookupRequest, LookupResponse, ReleaseRequest,
+    ReleaseResponse, ValidateQuotaRequest, ValidateQuotaResponse,
+};
 use tonic::{Request, Response, Status};
+use tree::TreeGates;
+use types::ElasticQuota;
 
 fn format_of(code: u32) -> QuantityFormat {
     match code {
@@ -48,13 +57,65 @@ pub fn format_code(f: QuantityFormat) -> u32 {
 #[derive(Clone)]
 pub struct Service {
     ledger: Arc<Ledger>,
+    serving: Arc<AtomicBool>,
 }
 
 impl Service {
-    /// Serves `ledger`.
+    /// Serves `ledger`, answering from the start.
     pub fn new(ledger: Arc<Ledger>) -> Self {
-        Self { ledger }
+        Self {
+            ledger,
+            serving: Arc::new(AtomicBool::new(true)),
+        }
     }
+
+    /// Answers only while `serving` is true (initial lists in, and leader): otherwise every call
+    /// fails with UNAVAILABLE, so a caller that reaches a follower or a replica still listing
+    /// gets no answer from a partial ledger (the webhook then applies `--quota-unavailable`).
+    pub fn with_serving(mut self, serving: Arc<AtomicBool>) -> Self {
+        self.serving = serving;
+        self
+    }
+
+    fn check_serving(&self) -> Result<(), Status> {
+        if self.serving.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(Status::unavailable(
+                "quota-state is not serving: initial lists not in yet, or not the leader",
+            ))
+        }
+    }
+}
+
+fn op_of(code: i32) -> Result<Operation, Status> {
+    match proto::Operation::try_from(code) {
+        Ok(proto::Operation::Create) => Ok(Operation::Create),
+        Ok(proto::Operation::Update) => Ok(Operation::Update),
+        Ok(proto::Operation::Delete) => Ok(Operation::Delete),
+        _ => Err(Status::invalid_argument(format!(
+            "operation {code} is not CREATE, UPDATE or DELETE"
+        ))),
+    }
+}
+
+/// The wire code of an operation (CONNECT has none: quotas are never connected to).
+pub fn operation_code(op: Operation) -> i32 {
+    match op {
+        Operation::Create => proto::Operation::Create as i32,
+        Operation::Update => proto::Operation::Update as i32,
+        Operation::Delete => proto::Operation::Delete as i32,
+        Operation::Connect => proto::Operation::Unspecified as i32,
+    }
+}
+
+fn quota_of(bytes: &[u8], what: &str) -> Result<Option<ElasticQuota>, Status> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| Status::invalid_argument(format!("{what} is not an ElasticQuota: {e}")))
 }
 
 #[tonic::async_trait]
@@ -63,6 +124,7 @@ impl QuotaState for Service {
         &self,
         req: Request<AdmitPodRequest>,
     ) -> Result<Response<AdmitPodResponse>, Status> {
+        self.check_serving()?;
         let r = req.into_inner();
         let requests: Amounts = r
             .requests
@@ -77,21 +139,28 @@ impl QuotaState for Service {
                 )
             })
             .collect();
-        let answer = match self.ledger.admit(
-            &r.namespace,
-            &r.name,
-            &r.quota,
-            &requests,
-            r.dry_run,
-            Instant::now(),
-        ) {
-            Admission::Allowed => AdmitPodResponse {
+        let check = PodCheck {
+            namespace: &r.namespace,
+            name: &r.name,
+            label: &r.quota_label,
+            old_label: r.old_quota_label.as_deref(),
+            requests: &requests,
+            dry_run: r.dry_run,
+            disable_default_quota: r.disable_default_quota,
+            check_parent: r.check_parent,
+            check_admission: r.check_admission,
+        };
+        let answer = match self.ledger.check_pod(&check, Instant::now()) {
+            PodOutcome::Allowed { quota } => AdmitPodResponse {
                 allowed: true,
-                message: String::new(),
+                quota,
+                ..AdmitPodResponse::default()
             },
-            Admission::Denied(message) => AdmitPodResponse {
+            PodOutcome::Denied { rule, message } => AdmitPodResponse {
                 allowed: false,
                 message,
+                rule: rule.to_owned(),
+                quota: String::new(),
             },
         };
         Ok(Response::new(answer))
@@ -101,8 +170,58 @@ impl QuotaState for Service {
         &self,
         req: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
+        self.check_serving()?;
         let r = req.into_inner();
         self.ledger.release(&r.namespace, &r.name);
         Ok(Response::new(ReleaseResponse {}))
+    }
+
+    async fn lookup(
+        &self,
+        req: Request<LookupRequest>,
+    ) -> Result<Response<LookupResponse>, Status> {
+        self.check_serving()?;
+        let r = req.into_inner();
+        let l = self.ledger.lookup(&r.names, &r.namespace);
+        Ok(Response::new(LookupResponse {
+            quotas: l
+                .quotas
+                .into_iter()
+                .map(|(name, q)| proto::QuotaRef {
+                    name,
+                    is_parent: q.is_parent,
+                    tree_id: q.tree_id,
+                })
+                .collect(),
+            bound: l.bound.unwrap_or_default(),
+            self_named: l.self_named,
+        }))
+    }
+
+    async fn validate_quota(
+        &self,
+        req: Request<ValidateQuotaRequest>,
+    ) -> Result<Response<ValidateQuotaResponse>, Status> {
+        self.check_serving()?;
+        let r = req.into_inner();
+        let op = op_of(r.operation)?;
+        let object = quota_of(&r.object, "object")?.unwrap_or_default();
+        let old = quota_of(&r.old_object, "old_object")?;
+        let gates = TreeGates {
+            update_resource_key: r.update_resource_key,
+        };
+        Ok(Response::new(
+            match self.ledger.validate_quota(op, &object, old.as_ref(), gates) {
+                Ok(()) => ValidateQuotaResponse {
+                    allowed: true,
+                    ..ValidateQuotaResponse::default()
+                },
+                Err((rule, message)) => ValidateQuotaResponse {
+                    allowed: false,
+                    rule: rule.to_owned(),
+                    message,
+                },
+            },
+        ))
     }
 }

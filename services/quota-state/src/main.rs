@@ -111,7 +111,10 @@ async fn main() -> anyhow::Result<()> {
     reporter
         .set_not_serving::<QuotaStateServer<quota_state::Service>>()
         .await;
-    // SERVING only while the initial lists are in and this replica leads.
+    // SERVING only while the initial lists are in and this replica leads; calls are answered
+    // only then.
+    let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = serving_flag.clone();
     tokio::spawn(async move {
         let mut serving = false;
         loop {
@@ -120,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
                 && leader.load(Ordering::Acquire);
             if now != serving {
                 serving = now;
+                flag.store(serving, Ordering::Release);
                 if serving {
                     reporter
                         .set_serving::<QuotaStateServer<quota_state::Service>>()
@@ -137,7 +141,9 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(listen = %args.listen, "starting");
     tonic::transport::Server::builder()
         .add_service(health)
-        .add_service(QuotaStateServer::new(quota_state::Service::new(ledger)))
+        .add_service(QuotaStateServer::new(
+            quota_state::Service::new(ledger).with_serving(serving_flag),
+        ))
         .serve_with_shutdown(args.listen, shutdown())
         .await?;
     Ok(())

@@ -34,31 +34,32 @@ pub fn fill(ledger: &Ledger, quotas: usize, pods: usize) {
     let parents = quotas.div_ceil(101).max(1);
     let leaves = quotas.saturating_sub(parents).max(1);
     for p in 0..parents {
-        ledger.upsert_quota(QuotaSpec {
-            name: format!("parent-{p}"),
-            namespace: format!("team-{p}"),
-            parent: None,
-            max: cpu_mem(1_000_000, 4_000_000),
-            limit: cpu_mem(1_000_000, 4_000_000),
-            namespaces: Vec::new(),
-        });
+        let mut q = QuotaSpec::simple(
+            &format!("parent-{p}"),
+            &format!("team-{p}"),
+            None,
+            cpu_mem(1_000_000, 4_000_000),
+        );
+        q.info.is_parent = true;
+        ledger.upsert_quota(q);
     }
     for i in 0..leaves {
-        ledger.upsert_quota(QuotaSpec {
-            name: leaf(i),
-            namespace: format!("team-{}", i % parents),
-            parent: Some(format!("parent-{}", i % parents)),
-            max: cpu_mem(10_000, 40_000),
-            limit: cpu_mem(10_000, 40_000),
-            namespaces: vec![format!("ns-{i}")],
-        });
+        let mut q = QuotaSpec::simple(
+            &leaf(i),
+            &format!("team-{}", i % parents),
+            Some(&format!("parent-{}", i % parents)),
+            cpu_mem(10_000, 40_000),
+        );
+        q.namespaces = vec![format!("ns-{i}")];
+        ledger.upsert_quota(q);
     }
     for n in 0..pods {
         let q = leaf(n % leaves);
         ledger.observe_pod(
             &format!("ns-{}", n % leaves),
             &format!("pod-{n}"),
-            Some((q, cpu_mem(1, 2))),
+            &q,
+            cpu_mem(1, 2),
         );
     }
 }

@@ -1,9 +1,10 @@
 //! Koordinator's Pod, Pod binding, Reservation and ElasticQuota admission
 //! (`../shared/spec/scheduling.md`). Rules carry the spec's ids (PM-, PV-, PB-, RM-, QM-, QV-).
 //!
-//! Quota rules currently read the quota topology from cluster state in-process (watch caches in
-//! `serve`, `--state` in `review`); quota-state, the gRPC service that will hold it and reserve
-//! admitted usage atomically, is the next step of its issue.
+//! With `--quota-state-url`, every quota question goes to quota-state over gRPC
+//! ([`quota_client`]): it holds the ElasticQuota tree and the usage from its own watches and
+//! reserves admitted pods atomically, and this service then watches neither ElasticQuotas nor
+//! Pods. Without it (`review --state`, `serve --state`), the same tree functions run in-process.
 
 pub mod binding;
 pub mod pod_mutate;
@@ -246,7 +247,7 @@ pub fn app() -> App {
     .gate("ElasticValidatingWebhook")
     .option(
         "quota-state-url",
-        "quota-state's gRPC address (http://host:port) for PV-4 check-and-reserve; empty: evaluate in-process from the watch caches.",
+        "quota-state's gRPC address (http://host:port), asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV); empty: evaluate in-process from the cluster state.",
         "",
     )
     .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")
@@ -298,9 +299,10 @@ pub fn app() -> App {
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()
-    .watch::<ElasticQuota>()
+    // With quota-state, quotas and pods are its watches, not ours.
+    .watch_unless::<ElasticQuota>("quota-state-url")
     .watch::<ElasticQuotaProfile>()
-    .watch::<Pod>()
+    .watch_unless::<Pod>("quota-state-url")
     .watch_one::<ConfigMap>(
         "enhanced-validator-config-namespace",
         "enhanced-validator-config-name",

@@ -11,7 +11,12 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::effective_priority_class;
 use crate::profile::{self, SKIP_UPDATE_RESOURCES};
-use crate::quota::{Topology, keys, pod_namespace};
+use std::cell::RefCell;
+
+use quota_state::tree::QuotaLookup;
+
+use crate::quota::{keys, local_topology, pod_namespace};
+use crate::quota_client;
 use crate::resources::Amount;
 use crate::types::{ElasticQuotaProfile, ResourceList};
 
@@ -217,8 +222,15 @@ fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
 }
 
 /// PM-3: pods of a quota tree get the tree's node affinity.
-fn pm_3_multi_quota_tree(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool, String> {
-    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
+///
+/// The tree id comes from quota-state when `--quota-state-url` is set; when it cannot answer and
+/// `--quota-unavailable=allow`, the pod is left as is with a warning.
+fn pm_3_multi_quota_tree(
+    pod: &mut Pod,
+    ns: &str,
+    ctx: &Context,
+    warnings: &RefCell<Vec<String>>,
+) -> Result<bool, String> {
     let name = pod
         .metadata
         .labels
@@ -227,11 +239,25 @@ fn pm_3_multi_quota_tree(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool,
         .filter(|n| !n.is_empty())
         .cloned()
         .unwrap_or_else(|| ns.to_owned());
-    let info = t
-        .quotas
-        .get(&name)
-        .or_else(|| t.namespaces.get(ns).and_then(|q| t.quotas.get(q)));
-    let Some(tree) = info.map(|i| i.tree_id.clone()).filter(|t| !t.is_empty()) else {
+    let tree_id = |view: &dyn QuotaLookup| {
+        view.quota(&name)
+            .or_else(|| view.bound_to(ns).and_then(|q| view.quota(&q)))
+            .map(|q| q.tree_id)
+            .filter(|t| !t.is_empty())
+    };
+    let found = if quota_client::enabled(ctx) {
+        match quota_client::lookup(ctx, vec![name.clone()], ns) {
+            Ok(s) => tree_id(&s),
+            Err(cause) => {
+                let w = quota_client::unavailable(ctx, "the pod's quota tree", &cause)?;
+                warnings.borrow_mut().push(w);
+                return Ok(false);
+            }
+        }
+    } else {
+        tree_id(&local_topology(ctx).map_err(|e| e.to_string())?)
+    };
+    let Some(tree) = found else {
         return Ok(false);
     };
     let mut profiles: Vec<ElasticQuotaProfile> = ctx
@@ -388,6 +414,7 @@ impl Mutator for PodMutator {
         }
         let ns = pod_namespace(pod, req.namespace.as_deref());
         let mut applied = Vec::new();
+        let warnings = RefCell::new(Vec::new());
         let steps: [(&'static str, Step); 4] = [
             ("PM-1", &|p: &mut Pod| pm_1_profiles(p, &ns, ctx)),
             ("PM-2", &|p: &mut Pod| {
@@ -399,7 +426,7 @@ impl Mutator for PodMutator {
             }),
             ("PM-3", &|p: &mut Pod| {
                 if ctx.gates().enabled("MultiQuotaTree") {
-                    pm_3_multi_quota_tree(p, &ns, ctx)
+                    pm_3_multi_quota_tree(p, &ns, ctx, &warnings)
                 } else {
                     Ok(false)
                 }
@@ -421,6 +448,7 @@ impl Mutator for PodMutator {
         }
         Verdict {
             applied,
+            warnings: warnings.into_inner(),
             ..Verdict::default()
         }
     }

@@ -4,8 +4,10 @@ use admission_kit::field::{ErrorList, FieldError, Path};
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
-use crate::quota::{keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission};
-use crate::quota_client::Remote;
+use crate::quota::{
+    admission_runs, keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission,
+};
+use crate::quota_client::{self, PodAnswer};
 use crate::resources::{Amount, amounts, pod_request};
 use crate::{aggregate, raw_priority_class, raw_qos};
 
@@ -295,38 +297,53 @@ fn validate(
     {
         return Err(("PV-3", "Preemptible label is forbidden modify now.".into()));
     }
-    pv_3_2_not_on_parent(pod, &ns, ctx).map_err(|e| ("PV-3", e))?;
-    if ctx.gates().enabled("EnableQuotaAdmission") {
-        if ctx.option("quota-state-url").is_empty() {
-            pv_4_quota_admission(req, &ns, ctx).map_err(|e| ("PV-4", e))?;
-        } else {
-            match crate::quota_client::admit(req, &ns, ctx) {
-                None | Some(Remote::Allowed) => {}
-                Some(Remote::Denied(text)) => return Err(("PV-4", text)),
-                Some(Remote::Unavailable(cause)) => {
-                    if ctx.option("quota-unavailable") == "allow" {
-                        warnings.push(format!(
-                            "quota not checked: quota-state unavailable ({cause})"
-                        ));
-                    } else {
-                        return Err((
-                            "PV-4",
-                            format!(
-                                "quota-state unavailable, cannot check the pod's quota: {cause}"
-                            ),
-                        ));
-                    }
-                }
-            }
+    let reserved = pv_3_2_and_4(req, &ns, ctx, warnings)?;
+    let rest = (|| {
+        if ctx.gates().enabled("ValidatePodDeviceResource") {
+            check("PV-5", pv_5_devices(pod))?;
+        }
+        if ctx.gates().enabled("EnablePodEnhancedValidator") {
+            pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))?;
+        }
+        Ok(())
+    })();
+    if rest.is_err() && reserved {
+        // A later rule refused the pod: give its reservation back now rather than at expiry.
+        quota_client::release(req, &ns, ctx);
+    }
+    rest
+}
+
+/// PV-3.2 and PV-4: through quota-state in one call when `--quota-state-url` is set (fail closed
+/// unless `--quota-unavailable=allow`), else in-process. `Ok(true)` when quota-state now holds a
+/// reservation for the pod.
+fn pv_3_2_and_4(
+    req: &Request<Pod>,
+    ns: &str,
+    ctx: &Context,
+    warnings: &mut Vec<String>,
+) -> Result<bool, (&'static str, String)> {
+    let check_parent = !ctx.gates().enabled("SupportParentQuotaSubmitPod");
+    let check_admission = admission_runs(req, ctx);
+    if !quota_client::enabled(ctx) {
+        pv_3_2_not_on_parent(&req.object, ns, ctx).map_err(|e| ("PV-3", e))?;
+        pv_4_quota_admission(req, ns, ctx).map_err(|e| ("PV-4", e))?;
+        return Ok(false);
+    }
+    if !check_parent && !check_admission {
+        return Ok(false);
+    }
+    match quota_client::check_pod(req, ns, ctx, check_parent, check_admission) {
+        Ok(PodAnswer::Allowed { reserved }) => Ok(reserved),
+        Ok(PodAnswer::Denied(rule, text)) => Err((rule, text)),
+        Err(cause) => {
+            let rule = if check_admission { "PV-4" } else { "PV-3" };
+            warnings.push(
+                quota_client::unavailable(ctx, "the pod's quota", &cause).map_err(|m| (rule, m))?,
+            );
+            Ok(false)
         }
     }
-    if ctx.gates().enabled("ValidatePodDeviceResource") {
-        check("PV-5", pv_5_devices(pod))?;
-    }
-    if ctx.gates().enabled("EnablePodEnhancedValidator") {
-        pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))?;
-    }
-    Ok(())
 }
 
 impl Validator for PodValidator {

@@ -1,76 +1,25 @@
-//! The ElasticQuota topology (spec §7.1) and the rules that read it: the quota name of a pod (QN),
-//! PV-3, PV-4, the ElasticQuota defaulting (QM) and validation (QV).
+//! The rules that read the ElasticQuota tree (spec §7): the quota name of a pod (QN), PV-3, PV-4,
+//! the ElasticQuota defaulting (QM) and validation (QV).
 //!
-//! The topology here is built from cluster state (`--state` in `review`, watch caches in
-//! `serve`); it is the logic quota-state will hold in memory.
+//! With `--quota-state-url` every tree question goes to quota-state ([`crate::quota_client`]),
+//! which keeps the tree and the usage from its watches. Without it (`review`, `serve --state`)
+//! the same functions of [`quota_state::tree`] run here on a tree built from the cluster state,
+//! and PV-4 reads the usage upstream's way, from each quota's `child-request` annotation.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use admission_kit::state::LookupError;
 use admission_kit::{Context, Mutator, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
+use quota_state::tree::{self, PodIndex, QuotaLookup, Topology, TreeGates};
 
+use crate::quota_client;
 use crate::resources::{Amount, Amounts, amounts, canonical_json, list_text, pod_request};
 use crate::types::{ElasticQuota, ResourceList};
 
-/// `quota.scheduling.koordinator.sh/…` keys.
-pub mod keys {
-    /// Pod label: the quota the pod is charged to.
-    pub const NAME: &str = "quota.scheduling.koordinator.sh/name";
-    /// Pod label, immutable.
-    pub const PREEMPTIBLE: &str = "quota.scheduling.koordinator.sh/preemptible";
-    /// Quota label: parent.
-    pub const PARENT: &str = "quota.scheduling.koordinator.sh/parent";
-    /// Quota label: may have children.
-    pub const IS_PARENT: &str = "quota.scheduling.koordinator.sh/is-parent";
-    /// Quota label: tree id.
-    pub const TREE_ID: &str = "quota.scheduling.koordinator.sh/tree-id";
-    /// Quota label: tree root.
-    pub const IS_ROOT: &str = "quota.scheduling.koordinator.sh/is-root";
-    /// Quota label: skip min-sum checks.
-    pub const FORCE_UPDATE: &str = "quota.scheduling.koordinator.sh/allow-force-update";
-    /// Quota annotation.
-    pub const SHARED_WEIGHT: &str = "quota.scheduling.koordinator.sh/shared-weight";
-    /// Quota annotation: bound namespaces.
-    pub const NAMESPACES: &str = "quota.scheduling.koordinator.sh/namespaces";
-    /// Quota annotation: admitted usage.
-    pub const CHILD_REQUEST: &str = "quota.scheduling.koordinator.sh/child-request";
-    /// Quota annotation: admission limit.
-    pub const ADMISSION: &str = "quota.scheduling.koordinator.sh/admission";
-    /// Quota annotation.
-    pub const STRICT_KEYS: &str = "quota.scheduling.koordinator.sh/max-strict-check-resource-keys";
-    /// The root quota.
-    pub const ROOT: &str = "koordinator-root-quota";
-    /// The system quota.
-    pub const SYSTEM: &str = "koordinator-system-quota";
-    /// The default quota.
-    pub const DEFAULT: &str = "koordinator-default-quota";
-}
 use keys::*;
-
-/// One quota as the topology keeps it.
-#[derive(Debug, Clone, Default)]
-pub struct QuotaInfo {
-    /// Name (unique across namespaces).
-    pub name: String,
-    /// Namespace of the object.
-    pub namespace: String,
-    /// Parent name.
-    pub parent: String,
-    /// May have children.
-    pub is_parent: bool,
-    /// Tree id.
-    pub tree_id: String,
-    /// Tree root.
-    pub is_root: bool,
-    /// Skips min-sum checks.
-    pub force_update: bool,
-    /// `spec.min`.
-    pub min: Option<ResourceList>,
-    /// `spec.max`.
-    pub max: Option<ResourceList>,
-}
+pub use quota_state::tree::keys;
 
 fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
     o.metadata
@@ -90,51 +39,75 @@ fn annotation<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-/// The namespaces a quota's annotation binds (invalid JSON binds none).
-pub fn bound_namespaces(o: &ElasticQuota) -> Vec<String> {
-    serde_json::from_str(annotation(o, NAMESPACES)).unwrap_or_default()
-}
-
-impl QuotaInfo {
-    /// The topology entry of a quota object.
-    pub fn of(o: &ElasticQuota) -> Self {
-        let name = o.metadata.name.clone().unwrap_or_default();
-        let parent = match label(o, PARENT) {
-            "" if name == ROOT => String::new(),
-            "" => ROOT.to_owned(),
-            p => p.to_owned(),
-        };
-        Self {
-            namespace: o.metadata.namespace.clone().unwrap_or_default(),
-            parent,
-            is_parent: label(o, IS_PARENT) == "true",
-            tree_id: label(o, TREE_ID).to_owned(),
-            is_root: label(o, IS_ROOT) == "true",
-            force_update: label(o, FORCE_UPDATE) == "true",
-            min: o.spec.min.clone(),
-            max: o.spec.max.clone(),
-            name,
-        }
-    }
-}
-
-/// The quota tree.
-#[derive(Debug, Clone, Default)]
-pub struct Topology {
-    /// Quotas by name.
-    pub quotas: BTreeMap<String, QuotaInfo>,
-    /// Children by parent name.
-    pub children: BTreeMap<String, BTreeSet<String>>,
-    /// Namespace → quota (from `namespaces` annotations).
-    pub namespaces: BTreeMap<String, String>,
-    /// The quota objects (all namespaces).
-    pub objects: Vec<ElasticQuota>,
-}
-
 fn to_quota(d: &DynamicObject) -> Option<ElasticQuota> {
     serde_json::to_value(d)
         .ok()
         .and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// Every ElasticQuota of the cluster state.
+fn state_quotas(ctx: &Context) -> Result<Vec<ElasticQuota>, LookupError> {
+    Ok(ctx
+        .list::<ElasticQuota>(None)?
+        .iter()
+        .filter_map(|d| to_quota(d))
+        .collect())
+}
+
+/// The tree built from the cluster state (in-process evaluation).
+pub fn local_topology(ctx: &Context) -> Result<Topology, LookupError> {
+    Ok(Topology::from_objects(&state_quotas(ctx)?))
+}
+
+/// QN of a pod, with the gate the service runs with.
+pub fn quota_name_of(view: &dyn QuotaLookup, pod: &Pod, ns: &str, ctx: &Context) -> String {
+    let label = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NAME))
+        .map(String::as_str);
+    tree::quota_name(view, label, ns, ctx.gates().enabled("DisableDefaultQuota"))
+}
+
+/// The pods of the cluster state as QV reads them.
+struct StatePods(Vec<Pod>);
+
+impl StatePods {
+    fn of(ctx: &Context) -> Result<Self, LookupError> {
+        Ok(Self(
+            ctx.list::<Pod>(None)?
+                .iter()
+                .filter_map(|d| to_pod(d))
+                .collect(),
+        ))
+    }
+}
+
+fn pod_label(p: &Pod) -> &str {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NAME))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+impl PodIndex for StatePods {
+    fn labelled(&self, quota: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|p| pod_label(p) == quota)
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    fn any_bound(&self, quota: &str, namespaces: &[String]) -> bool {
+        self.0.iter().any(|p| {
+            let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+            pod_label(p) == quota || ns == quota || namespaces.iter().any(|n| n == ns)
+        })
+    }
 }
 
 /// A pod from cluster state.
@@ -142,75 +115,6 @@ pub fn to_pod(d: &DynamicObject) -> Option<Pod> {
     serde_json::to_value(d)
         .ok()
         .and_then(|v| serde_json::from_value(v).ok())
-}
-
-impl Topology {
-    /// Builds the tree from every ElasticQuota in the cluster state.
-    pub fn from_state(ctx: &Context) -> Result<Self, LookupError> {
-        let mut objects: Vec<ElasticQuota> = ctx
-            .list::<ElasticQuota>(None)?
-            .iter()
-            .filter_map(|d| to_quota(d))
-            .collect();
-        objects.sort_by(|a, b| {
-            a.metadata
-                .name
-                .cmp(&b.metadata.name)
-                .then(a.metadata.namespace.cmp(&b.metadata.namespace))
-        });
-        let mut t = Topology::default();
-        t.quotas.insert(
-            ROOT.to_owned(),
-            QuotaInfo {
-                name: ROOT.into(),
-                is_parent: true,
-                ..QuotaInfo::default()
-            },
-        );
-        t.children.insert(ROOT.to_owned(), BTreeSet::new());
-        for o in &objects {
-            let info = QuotaInfo::of(o);
-            for ns in bound_namespaces(o) {
-                t.namespaces.entry(ns).or_insert_with(|| info.name.clone());
-            }
-            if info.name != ROOT {
-                t.children
-                    .entry(info.parent.clone())
-                    .or_default()
-                    .insert(info.name.clone());
-                t.children.entry(info.name.clone()).or_default();
-            }
-            t.quotas.insert(info.name.clone(), info);
-        }
-        t.objects = objects;
-        Ok(t)
-    }
-
-    /// QN: the quota a pod is charged to.
-    pub fn quota_name_of(&self, pod: &Pod, namespace: &str, ctx: &Context) -> String {
-        if let Some(n) = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(NAME))
-            .filter(|n| !n.is_empty())
-        {
-            return n.clone();
-        }
-        if ctx.gates().enabled("DisableDefaultQuota") {
-            return String::new();
-        }
-        if self.objects.iter().any(|o| {
-            o.metadata.name.as_deref() == Some(namespace)
-                && o.metadata.namespace.as_deref() == Some(namespace)
-        }) {
-            return namespace.to_owned();
-        }
-        if let Some(q) = self.namespaces.get(namespace) {
-            return q.clone();
-        }
-        DEFAULT.to_owned()
-    }
 }
 
 /// The pod's namespace: its own, or the request's when empty (PM-0.3).
@@ -223,23 +127,17 @@ pub fn pod_namespace(pod: &Pod, req_ns: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// PV-3.2: a pod cannot be charged to a parent quota.
+/// PV-3.2 in-process: a pod cannot be charged to a parent quota.
 pub fn pv_3_2_not_on_parent(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
     if ctx.gates().enabled("SupportParentQuotaSubmitPod") {
         return Ok(());
     }
-    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
-    let q = t.quota_name_of(pod, ns, ctx);
-    if q.is_empty() || q == DEFAULT {
-        return Ok(());
-    }
-    match t.quotas.get(&q) {
-        Some(info) if info.is_parent => Err(format!(
-            "pod can not be linked to a parentQuotaGroup,quota:{q}, pod:{}",
-            pod.metadata.name.as_deref().unwrap_or_default()
-        )),
-        _ => Ok(()),
-    }
+    let t = local_topology(ctx).map_err(|e| e.to_string())?;
+    tree::pv_3_2_not_on_parent(
+        &t,
+        &quota_name_of(&t, pod, ns, ctx),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    )
 }
 
 use quota_state::ledger::QUOTA_KEYS;
@@ -252,40 +150,38 @@ fn parse_list(text: &str) -> Result<ResourceList, String> {
     Ok(v.unwrap_or_default())
 }
 
-/// PV-4.1, 4.2: the quota a pod is admitted against, or `None` when nothing is checked.
-pub fn admission_quota(
-    req: &Request<Pod>,
-    ns: &str,
-    ctx: &Context,
-    t: &Topology,
-) -> Option<String> {
-    let quota = match req.operation {
-        Operation::Create => t.quota_name_of(&req.object, ns, ctx),
-        Operation::Update if ctx.gates().enabled("EnableQuotaAdmissionOnUpdate") => {
-            let new = t.quota_name_of(&req.object, ns, ctx);
-            let old = req
-                .old_object
-                .as_ref()
-                .map(|o| t.quota_name_of(o, ns, ctx))
-                .unwrap_or_default();
-            if new == old {
-                return None;
-            }
-            new
+/// Whether PV-4 runs for this request (PV-4.1: CREATE; UPDATE only with its gate).
+pub fn admission_runs(req: &Request<Pod>, ctx: &Context) -> bool {
+    ctx.gates().enabled("EnableQuotaAdmission")
+        && match req.operation {
+            Operation::Create => true,
+            Operation::Update => ctx.gates().enabled("EnableQuotaAdmissionOnUpdate"),
+            _ => false,
         }
-        _ => return None,
-    };
-    (!quota.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&quota.as_str())).then_some(quota)
 }
 
-/// PV-4: the pod fits its quota's limit given the admitted usage.
+/// PV-4 in-process: the pod fits its quota's limit given the usage recorded in the quota's
+/// `child-request` annotation (upstream's reading; quota-state keeps the usage itself).
 pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Result<(), String> {
-    let t = Topology::from_state(ctx).map_err(|e| e.to_string())?;
-    let Some(quota) = admission_quota(req, ns, ctx, &t) else {
+    if !admission_runs(req, ctx) {
+        return Ok(());
+    }
+    let objects = state_quotas(ctx).map_err(|e| e.to_string())?;
+    let t = Topology::from_objects(&objects);
+    let new = quota_name_of(&t, &req.object, ns, ctx);
+    let old = match req.operation {
+        Operation::Update => Some(
+            req.old_object
+                .as_ref()
+                .map(|o| quota_name_of(&t, o, ns, ctx))
+                .unwrap_or_default(),
+        ),
+        _ => None,
+    };
+    let Some(quota) = tree::admission_quota(new, old.as_deref()) else {
         return Ok(());
     };
-    let found: Vec<&ElasticQuota> = t
-        .objects
+    let found: Vec<&ElasticQuota> = objects
         .iter()
         .filter(|o| o.metadata.name.as_deref() == Some(quota.as_str()))
         .collect();
@@ -367,6 +263,7 @@ impl Mutator for QuotaDefaulter {
             return Verdict::default(); // QM-1
         }
         let mut applied = Vec::new();
+        let mut warnings = Vec::new();
         if label(q, PARENT).is_empty() {
             labels_mut(q).insert(PARENT.into(), ROOT.into()); // QM-2
             applied.push("QM-2");
@@ -374,11 +271,30 @@ impl Mutator for QuotaDefaulter {
         let parent = label(q, PARENT).to_owned();
         if label(q, TREE_ID).is_empty() && parent != ROOT {
             // QM-3
-            let t = match Topology::from_state(ctx) {
-                Ok(t) => t,
-                Err(e) => return Verdict::errored("QM-3", 500, e.to_string()),
+            let found = if quota_client::enabled(ctx) {
+                match quota_client::lookup(ctx, vec![parent.clone()], "") {
+                    Ok(s) => s.quota(&parent),
+                    Err(cause) => {
+                        match quota_client::unavailable(ctx, "the quota's parent", &cause) {
+                            Ok(w) => {
+                                warnings.push(w);
+                                return Verdict {
+                                    applied,
+                                    warnings,
+                                    ..Verdict::default()
+                                };
+                            }
+                            Err(m) => return Verdict::errored("QM-3", 500, m),
+                        }
+                    }
+                }
+            } else {
+                match local_topology(ctx) {
+                    Ok(t) => t.quota(&parent),
+                    Err(e) => return Verdict::errored("QM-3", 500, e.to_string()),
+                }
             };
-            match t.quotas.get(&parent) {
+            match found {
                 None => {
                     return Verdict::errored(
                         "QM-3",
@@ -436,6 +352,7 @@ impl Mutator for QuotaDefaulter {
         }
         Verdict {
             applied,
+            warnings,
             ..Verdict::default()
         }
     }
@@ -449,434 +366,29 @@ impl Mutator for QuotaDefaulter {
     }
 }
 
-fn neg_keys(rl: &Option<ResourceList>) -> Vec<String> {
-    rl.iter()
-        .flatten()
-        .filter(|(_, v)| Amount::of(v).milli < 0)
-        .map(|(k, _)| k.clone())
-        .collect()
-}
-
-/// QV-S: checks of the quota on its own.
-fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
-    let name = q.metadata.name.clone().unwrap_or_default();
-    let neg = neg_keys(&q.spec.max);
-    if !neg.is_empty() {
-        return Err(format!(
-            "{name} quota.Spec.Max's value < 0, in dimensions :[{}]",
-            neg.join(" ")
-        ));
-    }
-    let neg = neg_keys(&q.spec.min);
-    if !neg.is_empty() {
-        return Err(format!(
-            "{name} quota.Spec.Min's value < 0, in dimensions :[{}]",
-            neg.join(" ")
-        ));
-    }
-    let sw = annotation(q, SHARED_WEIGHT);
-    if !sw.is_empty() {
-        let list: Option<ResourceList> = serde_json::from_str(sw).map_err(|e| e.to_string())?;
-        let neg = neg_keys(&list);
-        if !neg.is_empty() {
-            return Err(format!(
-                "{name} quota.Annotation[{SHARED_WEIGHT}]'s value < 0, in dimension :[{}]",
-                neg.join(" ")
-            ));
-        }
-    }
-    let max = q.spec.max.clone().unwrap_or_default();
-    for (k, v) in q.spec.min.iter().flatten() {
-        match max.get(k) {
-            None => {
-                return Err(format!(
-                    "resourceKey {k} of quota {name} is included in min, which is not included in max"
-                ));
-            }
-            Some(m) if Amount::of(v).milli > Amount::of(m).milli => {
-                return Err(format!(
-                    "resourceKey {k} of quota {name} min {} > max {}",
-                    Amount::of(v).canonical(),
-                    Amount::of(m).canonical()
-                ));
-            }
-            _ => {}
-        }
-    }
-    let strict = annotation(q, STRICT_KEYS);
-    if !strict.is_empty() {
-        let keys: Vec<String> = serde_json::from_str(strict).map_err(|e| {
-            format!("{name} quota.Annotation[{STRICT_KEYS}]'s value is invalid: {e}")
-        })?;
-        let used = q
-            .status
-            .as_ref()
-            .and_then(|s| s.used.clone())
-            .unwrap_or_default();
-        for k in keys {
-            let Some(u) = used.get(&k) else { continue };
-            match max.get(&k) {
-                None => {
-                    return Err(format!(
-                        "resourceKey {k} of quota {name} is included in used, which is not included in max but should check max >= used"
-                    ));
-                }
-                Some(m) if Amount::of(m).milli < Amount::of(u).milli => {
-                    return Err(format!(
-                        "resourceKey {k} of quota {name} max {} < used {}",
-                        Amount::of(m).canonical(),
-                        Amount::of(u).canonical()
-                    ));
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-fn keys_of(rl: &Option<ResourceList>) -> BTreeSet<String> {
-    rl.iter().flatten().map(|(k, _)| k.clone()).collect()
-}
-
-fn bound_pods(name: &str, old_namespaces: &[String], ctx: &Context) -> Result<Vec<Pod>, String> {
-    let pods: Vec<Pod> = ctx
-        .list::<Pod>(None)
-        .map_err(|e| e.to_string())?
-        .iter()
-        .filter_map(|d| to_pod(d))
-        .collect();
-    Ok(pods
-        .into_iter()
-        .filter(|p| {
-            let ns = p.metadata.namespace.as_deref().unwrap_or_default();
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(NAME))
-                .map(String::as_str)
-                == Some(name)
-                || ns == name
-                || old_namespaces.iter().any(|o| o == ns)
-        })
-        .collect())
-}
-
-/// QV-T: checks against the tree.
-fn qv_t_topology(
-    new: &QuotaInfo,
-    old: Option<&QuotaInfo>,
-    old_namespaces: &[String],
-    t: &Topology,
-    ctx: &Context,
-) -> Result<(), String> {
-    let name = &new.name;
-    if name == ROOT {
-        return Ok(());
-    }
-    // QV-T1
-    if let Some(old) = old
-        && old.is_parent != new.is_parent
-    {
-        if !new.is_parent && t.children.get(name).is_some_and(|c| !c.is_empty()) {
-            return Err(format!(
-                "quota has children, isParent is forbidden to modify as false, quotaName:{name}"
-            ));
-        }
-        if new.is_parent && !bound_pods(name, old_namespaces, ctx)?.is_empty() {
-            return Err(format!(
-                "quota has bound pods, isParent is forbidden to modify as true, quotaName: {name}"
-            ));
-        }
-    }
-    // QV-T2
-    if let Some(old) = old
-        && old.tree_id != new.tree_id
-    {
-        return Err(format!(
-            "{name} tree id changed [{}] vs [{}]",
-            old.tree_id, new.tree_id
-        ));
-    }
-    if new.parent != ROOT
-        && let Some(p) = t.quotas.get(&new.parent)
-        && p.tree_id != new.tree_id
-    {
-        return Err(format!(
-            "{name} tree id is different from parent {}, [{}] vs [{}]",
-            new.parent, new.tree_id, p.tree_id
-        ));
-    }
-    let children: Vec<&String> = t
-        .children
-        .get(name)
-        .map(|c| c.iter().collect())
-        .unwrap_or_default();
-    for c in &children {
-        if let Some(ci) = t.quotas.get(*c)
-            && ci.tree_id != new.tree_id
-        {
-            return Err(format!(
-                "{name} tree id is different from child {c}, [{}] vs [{}]",
-                new.tree_id, ci.tree_id
-            ));
-        }
-    }
-    // QV-T3
-    if new.parent == ROOT && !new.is_parent {
-        return Ok(());
-    }
-    // QV-T4
-    let parent = if new.parent != ROOT {
-        let Some(p) = t.quotas.get(&new.parent) else {
-            return Err(format!(
-                "{name} has parentName {} but not find parentInfo in quotaInfoMap",
-                new.parent
-            ));
-        };
-        if !t.children.contains_key(&new.parent) {
-            return Err(format!(
-                "{name} has parentName {} but not find parentInfo in quotaHierarchyInfo",
-                new.parent
-            ));
-        }
-        if !p.is_parent {
-            return Err(format!(
-                "{name} has parentName {} but the parentQuotaInfo's IsParent is false",
-                new.parent
-            ));
-        }
-        Some(p)
-    } else {
-        None
-    };
-    // QV-T5
-    let prefix = "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: ";
-    let subset_only = ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey");
-    let check = |upper: &QuotaInfo, lower: &QuotaInfo| -> Result<(), String> {
-        let (um, lm) = (keys_of(&upper.max), keys_of(&lower.max));
-        if subset_only {
-            if !lm.is_subset(&um) {
-                return Err(format!(
-                    "{prefix}{}'s max keys are not all included in {}'s",
-                    lower.name, upper.name
-                ));
-            }
-        } else if um != lm {
-            return Err(format!(
-                "{prefix}{}'s max keys are not the same with {}'s",
-                upper.name, lower.name
-            ));
-        }
-        if !keys_of(&lower.min).is_subset(&keys_of(&upper.min)) {
-            return Err(format!(
-                "{prefix}{}'s min keys are not all included in {}'s",
-                lower.name, upper.name
-            ));
-        }
-        Ok(())
-    };
-    if let Some(p) = parent {
-        check(p, new)?;
-    }
-    for c in &children {
-        let Some(ci) = t.quotas.get(*c) else {
-            return Err(format!(
-                "{prefix}internal error: quotaInfoMap and quotaTree information out of sync, losed :{c}"
-            ));
-        };
-        // A child's max keys are compared with this quota's: the child is the lower side.
-        if subset_only {
-            if !keys_of(&ci.max).is_subset(&keys_of(&new.max)) {
-                return Err(format!(
-                    "{prefix}{c}'s max keys are not all included in {name}'s"
-                ));
-            }
-        } else if keys_of(&ci.max) != keys_of(&new.max) {
-            return Err(format!(
-                "{prefix}{c}'s max keys are not the same with {name}'s"
-            ));
-        }
-        if !keys_of(&ci.min).is_subset(&keys_of(&new.min)) {
-            return Err(format!(
-                "{prefix}{c}'s min keys are not all included in {name}'s"
-            ));
-        }
-    }
-    // QV-T6
-    if new.force_update || new.is_root {
-        return Ok(());
-    }
-    let new_min = amounts(new.min.as_ref());
-    if let Some(p) = parent {
-        let mut sum = Amounts::new();
-        for s in t
-            .children
-            .get(&p.name)
-            .into_iter()
-            .flatten()
-            .filter(|s| *s != name)
-        {
-            if let Some(si) = t.quotas.get(s) {
-                crate::resources::add(&mut sum, &amounts(si.min.as_ref()));
-            }
-        }
-        crate::resources::add(&mut sum, &new_min);
-        let pmin = amounts(p.min.as_ref());
-        if sum
-            .iter()
-            .any(|(k, v)| v.milli > pmin.get(k).map(|x| x.milli).unwrap_or(0))
-        {
-            return Err(format!(
-                "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {}",
-                p.name
-            ));
-        }
-    }
-    if !children.is_empty() {
-        let mut sum = Amounts::new();
-        for c in &children {
-            if let Some(ci) = t.quotas.get(*c) {
-                crate::resources::add(&mut sum, &amounts(ci.min.as_ref()));
-            }
-        }
-        if sum
-            .iter()
-            .any(|(k, v)| v.milli > new_min.get(k).map(|x| x.milli).unwrap_or(0))
-        {
-            return Err(format!(
-                "checkMinQuotaSum all children's MinQuota > current MinQuota, current: {name}"
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota` (QV).
 pub struct QuotaValidator;
 
-fn relevant(q: &ElasticQuota) -> (String, String, String, String, serde_json::Value) {
-    (
-        label(q, PARENT).to_owned(),
-        label(q, IS_PARENT).to_owned(),
-        label(q, TREE_ID).to_owned(),
-        annotation(q, NAMESPACES).to_owned(),
-        serde_json::to_value(&q.spec).unwrap_or_default(),
-    )
-}
-
+/// QV through quota-state, or in-process on the cluster state. `Ok` carries warnings.
 fn validate_quota(
     req: &Request<ElasticQuota>,
     ctx: &Context,
-) -> Result<(), (&'static str, String)> {
-    let t = Topology::from_state(ctx).map_err(|e| ("QV-0", e.to_string()))?;
-    let q = &req.object;
-    let name = q.metadata.name.clone().unwrap_or_default();
-    match req.operation {
-        Operation::Create => {
-            if t.quotas.contains_key(&name) {
-                return Err(("QV-C1", format!("AddQuota quota already exist:{name}")));
-            }
-            for ns in bound_namespaces(q) {
-                if let Some(other) = t.namespaces.get(&ns) {
-                    return Err((
-                        "QV-C2",
-                        format!(
-                            "AddQuota quota {name}'s annotation namespace {ns} is already bound to quota {other}"
-                        ),
-                    ));
-                }
-            }
-            qv_s_self(q).map_err(|e| ("QV-S", e))?;
-            qv_t_topology(&QuotaInfo::of(q), None, &[], &t, ctx).map_err(|e| ("QV-T", e))
-        }
-        Operation::Update => {
-            let old = req.old_object.as_ref().cloned().unwrap_or_default();
-            if relevant(&old) == relevant(q) {
-                return Ok(());
-            }
-            if name == SYSTEM || name == ROOT {
-                return Err(("QV-U2", format!("invalid quota {name}")));
-            }
-            for ns in bound_namespaces(q) {
-                if let Some(other) = t.namespaces.get(&ns)
-                    && *other != name
-                {
-                    return Err((
-                        "QV-U3",
-                        format!(
-                            "UpdadteQuota, quota {name} update namespaces, but namespace {ns} is already bound to quota {other}"
-                        ),
-                    ));
-                }
-            }
-            let Some(current) = t.quotas.get(&name) else {
-                return Err((
-                    "QV-U4",
-                    format!("UpdateQuota quota not exist in quotaInfoMap:{name}"),
-                ));
-            };
-            qv_s_self(q).map_err(|e| ("QV-S", e))?;
-            qv_t_topology(
-                &QuotaInfo::of(q),
-                Some(current),
-                &bound_namespaces(&old),
-                &t,
-                ctx,
-            )
-            .map_err(|e| ("QV-T", e))
-        }
-        Operation::Delete => {
-            if [SYSTEM, ROOT, DEFAULT].contains(&name.as_str()) {
-                return Err(("QV-D1", format!("can not delete quotaGroup :{name}")));
-            }
-            if !t.quotas.contains_key(&name) {
-                return Err(("QV-D2", format!("not found quota:{name}")));
-            }
-            let n = t.children.get(&name).map(BTreeSet::len).unwrap_or(0);
-            if n > 0 {
-                return Err((
-                    "QV-D3",
-                    format!("delete quota failed, quota {name} has {n} child quotas"),
-                ));
-            }
-            let pods: Vec<Pod> = ctx
-                .list::<Pod>(None)
-                .map_err(|e| ("QV-D4", e.to_string()))?
-                .iter()
-                .filter_map(|d| to_pod(d))
-                .collect();
-            let mut names: Vec<String> = pods
-                .iter()
-                .filter(|p| {
-                    p.metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(NAME))
-                        .map(String::as_str)
-                        == Some(name.as_str())
-                })
-                .map(|p| p.metadata.name.clone().unwrap_or_default())
-                .collect();
-            if !names.is_empty() {
-                names.sort();
-                let n = names.len();
-                let mut shown: Vec<String> = names.into_iter().take(2).collect();
-                if n > 2 {
-                    shown.push("...".into());
-                }
-                return Err((
-                    "QV-D4",
-                    format!(
-                        "delete quota failed, quota {name} has {n} child pods: {}",
-                        shown.join(", ")
-                    ),
-                ));
-            }
-            Ok(())
-        }
-        Operation::Connect => Ok(()),
+) -> Result<Vec<String>, (&'static str, String)> {
+    let old = req.old_object.as_ref();
+    if quota_client::enabled(ctx) {
+        return match quota_client::validate_quota(ctx, req.operation, &req.object, old) {
+            Ok(answer) => answer.map(|()| Vec::new()),
+            Err(cause) => quota_client::unavailable(ctx, "the ElasticQuota tree", &cause)
+                .map(|w| vec![w])
+                .map_err(|m| ("QV-0", m)),
+        };
     }
+    let t = local_topology(ctx).map_err(|e| ("QV-0", e.to_string()))?;
+    let pods = StatePods::of(ctx).map_err(|e| ("QV-0", e.to_string()))?;
+    let gates = TreeGates {
+        update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
+    };
+    tree::validate(req.operation, &req.object, old, &t, &pods, gates).map(|()| Vec::new())
 }
 
 impl Validator for QuotaValidator {
@@ -889,7 +401,10 @@ impl Validator for QuotaValidator {
             return Verdict::default();
         }
         match validate_quota(req, ctx) {
-            Ok(()) => Verdict::default(),
+            Ok(warnings) => Verdict {
+                warnings,
+                ..Verdict::default()
+            },
             Err((rule, text)) => Verdict::errored(rule, 400, text),
         }
     }

@@ -1,32 +1,53 @@
-//! PV-4 through quota-state (gRPC): the webhook resolves the pod's quota and request, quota-state
-//! checks and reserves atomically. Used when `--quota-state-url` is set; `review` (no runtime,
-//! no service) keeps the in-process evaluation of [`crate::quota`].
+//! Every quota question through quota-state (gRPC) when `--quota-state-url` is set: PV-3.2 and
+//! PV-4 ([`check_pod`], one call that also reserves), PM-3 and QM-3 ([`lookup`]), QV
+//! ([`validate_quota`]). Without the URL (`review`, or `serve --state`), the same tree functions
+//! of [`quota_state::tree`] run in-process on the cluster state.
+//!
+//! Each call carries the `--quota-state-timeout-ms` deadline, well under the webhook's
+//! timeoutSeconds, so a slow or absent quota-state is answered by us (see [`unavailable`]) rather
+//! than timed out by the API server.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use admission_kit::resources::pod_request;
-use admission_kit::{Context, Request};
+use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
-use quota_state::format_code;
 use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{AdmitPodRequest, Amount};
+use quota_state::proto::{
+    AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
+};
+use quota_state::tree::{QuotaLookup, QuotaRef};
+use quota_state::{format_code, operation_code};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::quota::Topology;
+use crate::types::ElasticQuota;
 
-/// The answer of a remote check.
-pub enum Remote {
-    /// Admitted (and reserved unless dry run).
-    Allowed,
-    /// Refused with upstream's text.
-    Denied(String),
-    /// quota-state did not answer in time or failed.
-    Unavailable(String),
+/// Whether quota questions go to quota-state.
+pub fn enabled(ctx: &Context) -> bool {
+    !ctx.option("quota-state-url").is_empty()
+}
+
+/// What to do when quota-state cannot answer: refuse naming the cause (fail closed, the default),
+/// or with `--quota-unavailable=allow` admit with a warning. `Ok` carries the warning.
+pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, String> {
+    if ctx.option("quota-unavailable") == "allow" {
+        Ok(format!(
+            "{what} not checked: quota-state unavailable ({cause})"
+        ))
+    } else {
+        Err(format!(
+            "quota-state unavailable, cannot check {what}: {cause}"
+        ))
+    }
 }
 
 static CHANNEL: Mutex<Option<(String, Channel)>> = Mutex::new(None);
 
+/// One HTTP/2 channel per process (tonic multiplexes calls over it), made lazily so that the
+/// webhook starts, and answers per `--quota-unavailable`, while quota-state is down.
 fn channel(url: &str, deadline: Duration) -> Result<Channel, String> {
     let mut g = CHANNEL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((u, c)) = g.as_ref()
@@ -43,35 +64,85 @@ fn channel(url: &str, deadline: Duration) -> Result<Channel, String> {
     Ok(c)
 }
 
-/// PV-4 for one pod through quota-state. `None` when nothing needs checking.
-pub fn admit(req: &Request<Pod>, ns: &str, ctx: &Context) -> Option<Remote> {
-    let t = match Topology::from_state(ctx) {
-        Ok(t) => t,
-        Err(e) => return Some(Remote::Unavailable(e.to_string())),
+/// Runs one call with the deadline. Rules are synchronous; the kit runs them on the
+/// multi-threaded runtime, so the call is driven with `block_in_place` (no thread is parked
+/// while other reviews wait).
+fn call<T, F, Fut>(ctx: &Context, f: F) -> Result<T, String>
+where
+    F: FnOnce(QuotaStateClient<Channel>, Duration) -> Fut,
+    Fut: Future<Output = Result<T, tonic::Status>>,
+{
+    let deadline =
+        Duration::from_millis(ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000));
+    let url = ctx.option("quota-state-url");
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return Err("no async runtime to call quota-state from".into());
     };
-    let quota = crate::quota::admission_quota(req, ns, ctx, &t)?;
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return Err("quota-state calls need the multi-threaded runtime".into());
+    }
+    let client = QuotaStateClient::new(channel(url, deadline)?);
+    tokio::task::block_in_place(|| handle.block_on(f(client, deadline)))
+        .map_err(|s| format!("{}: {}", s.code(), s.message()))
+}
+
+fn with_deadline<T>(msg: T, deadline: Duration) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.set_timeout(deadline);
+    r
+}
+
+fn quota_label(pod: &Pod) -> String {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(quota_state::tree::keys::NAME))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The name quota-state keys a pod's reservation by.
+fn pod_name(req: &Request<Pod>) -> String {
+    req.object
+        .metadata
+        .name
+        .clone()
+        .unwrap_or_else(|| req.name.clone())
+}
+
+/// quota-state's answer for one pod.
+pub enum PodAnswer {
+    /// Passed; `reserved` when quota-state now holds a reservation for it.
+    Allowed {
+        /// A reservation was made (PV-4 ran, not a dry run).
+        reserved: bool,
+    },
+    /// Refused by `rule` ("PV-3" or "PV-4") with upstream's text.
+    Denied(&'static str, String),
+}
+
+/// PV-3.2 (when `check_parent`) and PV-4 (when `check_admission`) for one pod, in one call.
+pub fn check_pod(
+    req: &Request<Pod>,
+    ns: &str,
+    ctx: &Context,
+    check_parent: bool,
+    check_admission: bool,
+) -> Result<PodAnswer, String> {
+    let pod = &req.object;
     let finished = matches!(
-        req.object.status.as_ref().and_then(|s| s.phase.as_deref()),
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Failed" | "Succeeded")
     );
     let requests = if finished {
         Default::default()
     } else {
-        req.object
-            .spec
-            .as_ref()
-            .map(pod_request)
-            .unwrap_or_default()
+        pod.spec.as_ref().map(pod_request).unwrap_or_default()
     };
     let msg = AdmitPodRequest {
         namespace: ns.to_owned(),
-        name: req
-            .object
-            .metadata
-            .name
-            .clone()
-            .unwrap_or_else(|| req.name.clone()),
-        quota,
+        name: pod_name(req),
+        quota_label: quota_label(pod),
         requests: requests
             .iter()
             .map(|(k, a)| {
@@ -85,35 +156,129 @@ pub fn admit(req: &Request<Pod>, ns: &str, ctx: &Context) -> Option<Remote> {
             })
             .collect(),
         dry_run: req.dry_run,
+        old_quota_label: match req.operation {
+            Operation::Update => Some(req.old_object.as_ref().map(quota_label).unwrap_or_default()),
+            _ => None,
+        },
+        disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
+        check_parent,
+        check_admission,
     };
-    let deadline =
-        Duration::from_millis(ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000));
-    let url = ctx.option("quota-state-url").to_owned();
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return Some(Remote::Unavailable(
-            "no async runtime to call quota-state from".into(),
-        ));
-    };
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-        return Some(Remote::Unavailable(
-            "quota-state calls need the multi-threaded runtime".into(),
-        ));
-    }
-    let result = tokio::task::block_in_place(|| {
-        handle.block_on(async move {
-            let mut client = QuotaStateClient::new(channel(&url, deadline)?);
-            let mut request = tonic::Request::new(msg);
-            request.set_timeout(deadline);
-            client
-                .admit_pod(request)
-                .await
-                .map(|r| r.into_inner())
-                .map_err(|s| format!("{}: {}", s.code(), s.message()))
-        })
-    });
-    Some(match result {
-        Ok(r) if r.allowed => Remote::Allowed,
-        Ok(r) => Remote::Denied(r.message),
-        Err(e) => Remote::Unavailable(e),
+    let dry_run = msg.dry_run;
+    let r = call(ctx, |mut c, d| async move {
+        c.admit_pod(with_deadline(msg, d))
+            .await
+            .map(|r| r.into_inner())
+    })?;
+    Ok(if r.allowed {
+        PodAnswer::Allowed {
+            reserved: check_admission && !dry_run,
+        }
+    } else if r.rule == "PV-3" {
+        PodAnswer::Denied("PV-3", r.message)
+    } else {
+        PodAnswer::Denied("PV-4", r.message)
     })
+}
+
+/// Drops the reservation of a pod that a later rule refused (best effort: an unreleased
+/// reservation expires on its own).
+pub fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
+    let msg = ReleaseRequest {
+        namespace: ns.to_owned(),
+        name: pod_name(req),
+    };
+    if let Err(e) = call(ctx, |mut c, d| async move {
+        c.release(with_deadline(msg, d)).await.map(|_| ())
+    }) {
+        tracing::warn!(error = %e, "could not release a quota reservation; it will expire");
+    }
+}
+
+/// quota-state's answer to [`lookup`]: the asked quotas and the namespace's binding.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    quotas: HashMap<String, QuotaRef>,
+    bound: Option<String>,
+    self_named: bool,
+}
+
+impl QuotaLookup for Snapshot {
+    fn quota(&self, name: &str) -> Option<QuotaRef> {
+        self.quotas.get(name).cloned()
+    }
+
+    fn self_named(&self, _namespace: &str) -> bool {
+        self.self_named
+    }
+
+    fn bound_to(&self, _namespace: &str) -> Option<String> {
+        self.bound.clone()
+    }
+}
+
+/// The quotas `names` and the binding of `namespace`, from quota-state.
+pub fn lookup(ctx: &Context, names: Vec<String>, namespace: &str) -> Result<Snapshot, String> {
+    let msg = LookupRequest {
+        names,
+        namespace: namespace.to_owned(),
+    };
+    let r = call(ctx, |mut c, d| async move {
+        c.lookup(with_deadline(msg, d))
+            .await
+            .map(|r| r.into_inner())
+    })?;
+    Ok(Snapshot {
+        quotas: r
+            .quotas
+            .into_iter()
+            .map(|q| {
+                (
+                    q.name,
+                    QuotaRef {
+                        is_parent: q.is_parent,
+                        tree_id: q.tree_id,
+                    },
+                )
+            })
+            .collect(),
+        bound: Some(r.bound).filter(|b| !b.is_empty()),
+        self_named: r.self_named,
+    })
+}
+
+/// The rule ids quota-state may answer with, as the static ids verdicts carry.
+const QV_RULES: [&str; 11] = [
+    "QV-C1", "QV-C2", "QV-U2", "QV-U3", "QV-U4", "QV-S", "QV-T", "QV-D1", "QV-D2", "QV-D3", "QV-D4",
+];
+
+/// QV through quota-state: `Ok(Err((rule, text)))` is a refusal, `Err` means no answer.
+#[allow(clippy::type_complexity)] // the two layers are the two kinds of "no"
+pub fn validate_quota(
+    ctx: &Context,
+    operation: Operation,
+    object: &ElasticQuota,
+    old: Option<&ElasticQuota>,
+) -> Result<Result<(), (&'static str, String)>, String> {
+    let to_json = |q: &ElasticQuota| serde_json::to_vec(q).map_err(|e| e.to_string());
+    let msg = ValidateQuotaRequest {
+        operation: operation_code(operation),
+        object: to_json(object)?,
+        old_object: old.map(to_json).transpose()?.unwrap_or_default(),
+        update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
+    };
+    let r = call(ctx, |mut c, d| async move {
+        c.validate_quota(with_deadline(msg, d))
+            .await
+            .map(|r| r.into_inner())
+    })?;
+    if r.allowed {
+        return Ok(Ok(()));
+    }
+    let rule = QV_RULES
+        .iter()
+        .find(|id| **id == r.rule)
+        .copied()
+        .unwrap_or("QV");
+    Ok(Err((rule, r.message)))
 }

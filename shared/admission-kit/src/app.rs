@@ -95,6 +95,8 @@ pub struct WatchSpec {
     pub resource: ApiResource,
     /// Watch one object only: the service options naming its namespace and name.
     pub only: Option<(&'static str, &'static str)>,
+    /// Not watched when this service option is set (another service answers those lookups).
+    pub unless: Option<&'static str>,
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -253,6 +255,19 @@ impl App {
         self.watches.push(WatchSpec {
             resource: ApiResource::erase::<K>(&()),
             only: None,
+            unless: None,
+        });
+        self
+    }
+
+    /// As [`App::watch`], but only while the service option `option` is empty: when it is set,
+    /// the lookups of kind `K` are answered elsewhere (scheduling-webhook's quota lookups go to
+    /// quota-state), and a cache of them would only cost memory.
+    pub fn watch_unless<K: Resource<DynamicType = ()>>(mut self, option: &'static str) -> Self {
+        self.watches.push(WatchSpec {
+            resource: ApiResource::erase::<K>(&()),
+            only: None,
+            unless: Some(option),
         });
         self
     }
@@ -267,6 +282,7 @@ impl App {
         self.watches.push(WatchSpec {
             resource: ApiResource::erase::<K>(&()),
             only: Some((namespace_option, name_option)),
+            unless: None,
         });
         self
     }

@@ -273,6 +273,12 @@ impl WatchState {
     ) -> Self {
         let mut by_type = HashMap::new();
         for spec in specs {
+            if spec
+                .unless
+                .is_some_and(|o| options.get(o).is_some_and(|v| !v.is_empty()))
+            {
+                continue;
+            }
             let ar = &spec.resource;
             let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
             let store = writer.as_reader();

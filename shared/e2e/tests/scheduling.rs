@@ -1,6 +1,7 @@
-//! scheduling-webhook with quota-state through the real kube-apiserver: quota checks go over gRPC
-//! to quota-state, which reserves atomically; 200 pods created at once against a quota of 100 CPUs
-//! end with exactly 100 admitted; a refused pod fits once another is deleted.
+//! scheduling-webhook with quota-state through the real kube-apiserver: every quota question goes
+//! over gRPC to quota-state, which reserves atomically; 200 pods created at once against a quota
+//! of 100 CPUs end with exactly 100 admitted; a refused pod fits once another is deleted;
+//! quota-state restarted rebuilds its usage; the tree invariants hold on create, update, delete.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,7 +246,11 @@ async fn quota_tree_invariants_and_colocation_profile() {
     let env = Env::new("e2e-tree").await;
     let app = scheduling_webhook::app();
     env.install_crds(&app).await;
-    let hook = Webhook::start(&app, &env.client).await;
+    // The tree rules run in quota-state, on the tree its watches keep.
+    let url = quota_state(&env.client).await;
+    let mut options = app.default_options();
+    options.insert("quota-state-url", url);
+    let hook = Webhook::start_with(&app, &env.client, options).await;
     env.register("scheduling", &app, &hook, None, 10).await;
     let quotas: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
@@ -294,7 +299,7 @@ async fn quota_tree_invariants_and_colocation_profile() {
         .create(&PostParams::default(), &q(&parent, None, true, "4"))
         .await
         .unwrap();
-    // The webhook's caches follow the API server: retry until the parent is known.
+    // quota-state's watch follows the API server: retry until the parent is known.
     eventually(Duration::from_secs(20), || async {
         quotas
             .create(

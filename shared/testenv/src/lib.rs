@@ -2,6 +2,7 @@
 //! etcd built from the Go module proxy ([`tools`]) and run on loopback ([`control_plane`]).
 
 pub mod control_plane;
+pub mod system;
 pub mod tools;
 
 use std::path::PathBuf;

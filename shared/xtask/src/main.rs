@@ -7,19 +7,13 @@
 //! - `cargo xtask tools`: builds kube-apiserver, etcd and kustomize with Go (cached by version).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use admission_kit::registration::{
-    EndpointInfo, Registration, all_namespaces_except, configurations,
-};
+use admission_kit::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 
 #[derive(Parser)]
@@ -158,101 +152,6 @@ fn services() -> Result<Vec<String>> {
     Ok(v)
 }
 
-struct Running {
-    name: String,
-    child: Child,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn http_status(addr: &str, path: &str) -> Option<u16> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut buf = vec![0u8; 64];
-    let n = s.read(&mut buf).await.ok()?;
-    String::from_utf8_lossy(&buf[..n])
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-async fn apply_crds(client: &kube::Client, yaml: &str) -> Result<usize> {
-    use serde::Deserialize;
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut names = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
-        let crd = CustomResourceDefinition::deserialize(doc)?;
-        let name = crd.metadata.name.clone().context("CRD without a name")?;
-        api.patch(
-            &name,
-            &PatchParams::apply("xtask").force(),
-            &Patch::Apply(&crd),
-        )
-        .await?;
-        names.push(name);
-    }
-    for name in &names {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let c = api.get(name).await?;
-            let established = c
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            if established {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("CRD {name} not established after 30 s");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    Ok(names.len())
-}
-
-async fn register(
-    client: &kube::Client,
-    reg: &Registration,
-    endpoints: &[EndpointInfo],
-) -> Result<()> {
-    let (m, v) = configurations(reg, endpoints);
-    let pp = PatchParams::apply("xtask").force();
-    if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
-        Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .patch(&reg.name, &pp, &Patch::Apply(&m))
-            .await?;
-    }
-    if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
-        Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .patch(&reg.name, &pp, &Patch::Apply(&v))
-            .await?;
-    }
-    Ok(())
-}
-
 fn samples(svc: &str) -> Result<Vec<(String, DynamicObject)>> {
     use serde::Deserialize;
     let dir = root().join("services").join(svc).join("examples/samples");
@@ -332,98 +231,28 @@ async fn up() -> Result<()> {
         cp.server,
         testenv::tools::KUBERNETES_VERSION
     );
-    let mut running = Vec::new();
-    // quota-state first: scheduling-webhook sends every quota check to it.
-    let mut quota_state_url = None;
-    if svcs.iter().any(|s| s == "quota-state") {
-        let port = testenv::free_port()?;
-        let log = dir.join("quota-state.log");
-        let logf = std::fs::File::create(&log)?;
-        let child = Command::new(root().join("target/debug/quota-state"))
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .env("KUBECONFIG", &cp.kubeconfig)
-            .stdout(logf.try_clone()?)
-            .stderr(logf)
-            .spawn()?;
-        running.push(Running {
-            name: "quota-state".into(),
-            child,
-        });
-        eprintln!(
-            "quota-state: gRPC on 127.0.0.1:{port} (log {})",
-            log.display()
-        );
-        quota_state_url = Some(format!("http://127.0.0.1:{port}"));
+    let opts = testenv::system::Options {
+        bin_dir: root().join("target/debug"),
+        services: svcs.clone(),
+        kubeconfig: cp.kubeconfig.clone(),
+        dir: dir.clone(),
+        namespace_selector: all_namespaces_except(&["kube-system"]),
+        name_suffix: String::new(),
+        lease_namespace: "default".into(),
+    };
+    let system = testenv::system::start(&client, &opts).await?;
+    if let Some((url, r)) = &system.quota_state {
+        eprintln!("quota-state: gRPC on {url} (log {})", r.log.display());
     }
-    for svc in svcs.iter().filter(|s| *s != "quota-state") {
-        let bin = root().join("target/debug").join(svc);
-        let endpoints = Command::new(&bin).arg("endpoints").output()?;
-        if !endpoints.status.success() {
-            eprintln!("{svc}: not a webhook service (no endpoint table); not started");
-            continue;
-        }
-        let crd = Command::new(&bin).arg("crd").output()?;
-        if crd.status.success() {
-            let n = apply_crds(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
-            eprintln!("{svc}: {n} CRDs installed");
-        }
-        let (port, mport) = (testenv::free_port()?, testenv::free_port()?);
-        let ca = dir.join(format!("{svc}-ca.pem"));
-        let log = dir.join(format!("{svc}.log"));
-        let logf = std::fs::File::create(&log)?;
-        let child = Command::new(&bin)
-            .args([
-                "serve",
-                "--self-signed",
-                "--log-format",
-                "text",
-                "--shutdown-delay",
-                "0s",
-            ])
-            .arg("--ca-bundle-out")
-            .arg(&ca)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{mport}"))
-            .args(match (&quota_state_url, svc.as_str()) {
-                (Some(url), "scheduling-webhook") => {
-                    vec!["--quota-state-url".to_owned(), url.clone()]
-                }
-                _ => Vec::new(),
-            })
-            .env("KUBECONFIG", &cp.kubeconfig)
-            .stdout(logf.try_clone()?)
-            .stderr(logf)
-            .spawn()?;
-        running.push(Running {
-            name: svc.clone(),
-            child,
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while http_status(&format!("127.0.0.1:{mport}"), "/readyz").await != Some(200) {
-            if Instant::now() > deadline {
-                bail!("{svc} not ready after 60 s; see {}", log.display());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let endpoints: Vec<EndpointInfo> = serde_json::from_slice(&endpoints.stdout)?;
-        let reg = Registration {
-            name: svc.clone(),
-            base_url: format!("https://127.0.0.1:{port}"),
-            ca_bundle: std::fs::read(&ca)?,
-            timeout_seconds: 10,
-            namespace_selector: all_namespaces_except(&["kube-system"]),
-            failure_policy: None,
-            object_labels: Default::default(),
-        };
-        register(&client, &reg, &endpoints).await?;
+    for (r, url, n) in &system.webhooks {
         eprintln!(
-            "{svc}: serving https://127.0.0.1:{port} (metrics http://127.0.0.1:{mport}/metrics, log {}), {} webhooks registered",
-            log.display(),
-            endpoints.len()
+            "{}: serving {url} (log {}), {n} webhooks registered",
+            r.name,
+            r.log.display()
         );
+    }
+    for s in &system.skipped {
+        eprintln!("{s}: not a webhook service (no endpoint table); not started");
     }
     // The API server picks up new webhook configurations asynchronously.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -456,11 +285,11 @@ async fn up() -> Result<()> {
         cp.kubeconfig.display()
     );
     shutdown_signal().await;
-    eprintln!("stopping {} services and the control plane", running.len());
-    for r in &running {
-        eprintln!("  {}", r.name);
-    }
-    drop(running);
+    eprintln!(
+        "stopping {} services and the control plane",
+        system.webhooks.len() + usize::from(system.quota_state.is_some())
+    );
+    drop(system);
     cp.stop();
     Ok(())
 }

@@ -1,0 +1,732 @@
+//! The ElasticQuota tree (spec §7.1) and the rules that read only the tree: the quota name of a
+//! pod (QN), PV-3.2 and the ElasticQuota validation (QV-C, QV-U, QV-D with QV-S and QV-T).
+//!
+//! quota-state runs them on the tree it keeps from its watches and answers scheduling-webhook
+//! over gRPC; `scheduling-webhook review` runs the same functions on a tree built from
+//! `--state` files, so both give the same decisions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use admission_kit::Operation;
+use admission_kit::resources::{Amount, Amounts, add, amounts};
+
+use crate::types::{ElasticQuota, ResourceList};
+
+/// `quota.scheduling.koordinator.sh/…` keys.
+pub mod keys {
+    /// Pod label: the quota the pod is charged to.
+    pub const NAME: &str = "quota.scheduling.koordinator.sh/name";
+    /// Pod label, immutable.
+    pub const PREEMPTIBLE: &str = "quota.scheduling.koordinator.sh/preemptible";
+    /// Quota label: parent.
+    pub const PARENT: &str = "quota.scheduling.koordinator.sh/parent";
+    /// Quota label: may have children.
+    pub const IS_PARENT: &str = "quota.scheduling.koordinator.sh/is-parent";
+    /// Quota label: tree id.
+    pub const TREE_ID: &str = "quota.scheduling.koordinator.sh/tree-id";
+    /// Quota label: tree root.
+    pub const IS_ROOT: &str = "quota.scheduling.koordinator.sh/is-root";
+    /// Quota label: skip min-sum checks.
+    pub const FORCE_UPDATE: &str = "quota.scheduling.koordinator.sh/allow-force-update";
+    /// Quota annotation.
+    pub const SHARED_WEIGHT: &str = "quota.scheduling.koordinator.sh/shared-weight";
+    /// Quota annotation: bound namespaces.
+    pub const NAMESPACES: &str = "quota.scheduling.koordinator.sh/namespaces";
+    /// Quota annotation: admitted usage.
+    pub const CHILD_REQUEST: &str = "quota.scheduling.koordinator.sh/child-request";
+    /// Quota annotation: admission limit.
+    pub const ADMISSION: &str = "quota.scheduling.koordinator.sh/admission";
+    /// Quota annotation.
+    pub const STRICT_KEYS: &str = "quota.scheduling.koordinator.sh/max-strict-check-resource-keys";
+    /// The root quota.
+    pub const ROOT: &str = "koordinator-root-quota";
+    /// The system quota.
+    pub const SYSTEM: &str = "koordinator-system-quota";
+    /// The default quota.
+    pub const DEFAULT: &str = "koordinator-default-quota";
+}
+use keys::*;
+
+/// One quota as the topology keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QuotaInfo {
+    /// Name (unique across namespaces).
+    pub name: String,
+    /// Namespace of the object.
+    pub namespace: String,
+    /// Parent name.
+    pub parent: String,
+    /// May have children.
+    pub is_parent: bool,
+    /// Tree id.
+    pub tree_id: String,
+    /// Tree root.
+    pub is_root: bool,
+    /// Skips min-sum checks.
+    pub force_update: bool,
+    /// `spec.min`.
+    pub min: Option<ResourceList>,
+    /// `spec.max`.
+    pub max: Option<ResourceList>,
+}
+
+fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
+    o.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(k))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+fn annotation<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
+    o.metadata
+        .annotations
+        .as_ref()
+        .and_then(|l| l.get(k))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+/// The namespaces a quota's annotation binds (invalid JSON binds none).
+pub fn bound_namespaces(o: &ElasticQuota) -> Vec<String> {
+    serde_json::from_str(annotation(o, NAMESPACES)).unwrap_or_default()
+}
+
+impl QuotaInfo {
+    /// The topology entry of a quota object.
+    pub fn of(o: &ElasticQuota) -> Self {
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let parent = match label(o, PARENT) {
+            "" if name == ROOT => String::new(),
+            "" => ROOT.to_owned(),
+            p => p.to_owned(),
+        };
+        Self {
+            namespace: o.metadata.namespace.clone().unwrap_or_default(),
+            parent,
+            is_parent: label(o, IS_PARENT) == "true",
+            tree_id: label(o, TREE_ID).to_owned(),
+            is_root: label(o, IS_ROOT) == "true",
+            force_update: label(o, FORCE_UPDATE) == "true",
+            min: o.spec.min.clone(),
+            max: o.spec.max.clone(),
+            name,
+        }
+    }
+}
+
+/// The quota tree.
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    /// Quotas by name.
+    pub quotas: BTreeMap<String, QuotaInfo>,
+    /// Children by parent name.
+    pub children: BTreeMap<String, BTreeSet<String>>,
+    /// Namespace → quota (from `namespaces` annotations; the first quota by name wins).
+    pub namespaces: BTreeMap<String, String>,
+    /// Quotas that live in the namespace of their own name (QN-3).
+    pub self_named: BTreeSet<String>,
+}
+
+impl Topology {
+    /// Builds the tree from quota objects (any order).
+    pub fn from_objects<'a>(objects: impl IntoIterator<Item = &'a ElasticQuota>) -> Self {
+        Self::build(
+            objects
+                .into_iter()
+                .map(|o| (QuotaInfo::of(o), bound_namespaces(o))),
+        )
+    }
+
+    /// Builds the tree from entries and the namespaces each binds (any order: sorted here by
+    /// name, then namespace, the order upstream's informer list gives).
+    pub fn build(entries: impl IntoIterator<Item = (QuotaInfo, Vec<String>)>) -> Self {
+        let mut entries: Vec<(QuotaInfo, Vec<String>)> = entries.into_iter().collect();
+        entries.sort_by(|a, b| {
+            (a.0.name.as_str(), a.0.namespace.as_str())
+                .cmp(&(b.0.name.as_str(), b.0.namespace.as_str()))
+        });
+        let mut t = Topology::default();
+        t.quotas.insert(
+            ROOT.to_owned(),
+            QuotaInfo {
+                name: ROOT.into(),
+                is_parent: true,
+                ..QuotaInfo::default()
+            },
+        );
+        t.children.insert(ROOT.to_owned(), BTreeSet::new());
+        for (info, namespaces) in entries {
+            for ns in namespaces {
+                t.namespaces.entry(ns).or_insert_with(|| info.name.clone());
+            }
+            if info.name == info.namespace {
+                t.self_named.insert(info.name.clone());
+            }
+            if info.name != ROOT {
+                t.children
+                    .entry(info.parent.clone())
+                    .or_default()
+                    .insert(info.name.clone());
+                t.children.entry(info.name.clone()).or_default();
+            }
+            t.quotas.insert(info.name.clone(), info);
+        }
+        t
+    }
+}
+
+/// What QN, PV-3.2, PM-3 and QM-3 need to know of a quota.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuotaRef {
+    /// May have children.
+    pub is_parent: bool,
+    /// Tree id ("" when none).
+    pub tree_id: String,
+}
+
+/// The lookups of the pod and quota rules: answered by a [`Topology`] in-process, or by a
+/// snapshot of quota-state's answer (scheduling-webhook's gRPC client).
+pub trait QuotaLookup {
+    /// The quota of that name, if known.
+    fn quota(&self, name: &str) -> Option<QuotaRef>;
+    /// Whether a quota named `namespace` lives in that namespace (QN-3).
+    fn self_named(&self, namespace: &str) -> bool;
+    /// The quota whose `namespaces` annotation binds `namespace` (QN-4).
+    fn bound_to(&self, namespace: &str) -> Option<String>;
+}
+
+impl QuotaLookup for Topology {
+    fn quota(&self, name: &str) -> Option<QuotaRef> {
+        self.quotas.get(name).map(|i| QuotaRef {
+            is_parent: i.is_parent,
+            tree_id: i.tree_id.clone(),
+        })
+    }
+
+    fn self_named(&self, namespace: &str) -> bool {
+        self.self_named.contains(namespace)
+    }
+
+    fn bound_to(&self, namespace: &str) -> Option<String> {
+        self.namespaces.get(namespace).cloned()
+    }
+}
+
+/// QN: the quota a pod in `namespace` with quota label `label` is charged to.
+pub fn quota_name(
+    view: &dyn QuotaLookup,
+    label: Option<&str>,
+    namespace: &str,
+    disable_default_quota: bool,
+) -> String {
+    if let Some(l) = label.filter(|l| !l.is_empty()) {
+        return l.to_owned(); // QN-1
+    }
+    if disable_default_quota {
+        return String::new(); // QN-2
+    }
+    if view.self_named(namespace) {
+        return namespace.to_owned(); // QN-3
+    }
+    view.bound_to(namespace) // QN-4
+        .unwrap_or_else(|| DEFAULT.to_owned()) // QN-5
+}
+
+/// PV-3.2: a pod cannot be charged to a parent quota (`quota` is the pod's QN).
+pub fn pv_3_2_not_on_parent(view: &dyn QuotaLookup, quota: &str, pod: &str) -> Result<(), String> {
+    if quota.is_empty() || quota == DEFAULT {
+        return Ok(());
+    }
+    match view.quota(quota) {
+        Some(q) if q.is_parent => Err(format!(
+            "pod can not be linked to a parentQuotaGroup,quota:{quota}, pod:{pod}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// PV-4.1, 4.2: the quota a pod is admitted against, from the QN of the new pod and, on UPDATE,
+/// of the old one; `None` when nothing is checked.
+pub fn admission_quota(new: String, old: Option<&str>) -> Option<String> {
+    if old.is_some_and(|o| o == new) {
+        return None;
+    }
+    (!new.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&new.as_str())).then_some(new)
+}
+
+/// The pods QV-T1 and QV-D4 read.
+pub trait PodIndex {
+    /// Names of the pods labelled with quota `quota`.
+    fn labelled(&self, quota: &str) -> Vec<String>;
+    /// Whether a pod is labelled `quota`, lives in the namespace named `quota`, or in one of
+    /// `namespaces` (QV-T1).
+    fn any_bound(&self, quota: &str, namespaces: &[String]) -> bool;
+}
+
+/// The feature gates the tree rules read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeGates {
+    /// `ElasticQuotaEnableUpdateResourceKey`: a child's max keys need only be a subset of its
+    /// parent's (QV-T5).
+    pub update_resource_key: bool,
+}
+
+fn neg_keys(rl: &Option<ResourceList>) -> Vec<String> {
+    rl.iter()
+        .flatten()
+        .filter(|(_, v)| Amount::of(v).milli < 0)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// QV-S: checks of the quota on its own.
+fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
+    let name = q.metadata.name.clone().unwrap_or_default();
+    let neg = neg_keys(&q.spec.max);
+    if !neg.is_empty() {
+        return Err(format!(
+            "{name} quota.Spec.Max's value < 0, in dimensions :[{}]",
+            neg.join(" ")
+        ));
+    }
+    let neg = neg_keys(&q.spec.min);
+    if !neg.is_empty() {
+        return Err(format!(
+            "{name} quota.Spec.Min's value < 0, in dimensions :[{}]",
+            neg.join(" ")
+        ));
+    }
+    let sw = annotation(q, SHARED_WEIGHT);
+    if !sw.is_empty() {
+        let list: Option<ResourceList> = serde_json::from_str(sw).map_err(|e| e.to_string())?;
+        let neg = neg_keys(&list);
+        if !neg.is_empty() {
+            return Err(format!(
+                "{name} quota.Annotation[{SHARED_WEIGHT}]'s value < 0, in dimension :[{}]",
+                neg.join(" ")
+            ));
+        }
+    }
+    let max = q.spec.max.clone().unwrap_or_default();
+    for (k, v) in q.spec.min.iter().flatten() {
+        match max.get(k) {
+            None => {
+                return Err(format!(
+                    "resourceKey {k} of quota {name} is included in min, which is not included in max"
+                ));
+            }
+            Some(m) if Amount::of(v).milli > Amount::of(m).milli => {
+                return Err(format!(
+                    "resourceKey {k} of quota {name} min {} > max {}",
+                    Amount::of(v).canonical(),
+                    Amount::of(m).canonical()
+                ));
+            }
+            _ => {}
+        }
+    }
+    let strict = annotation(q, STRICT_KEYS);
+    if !strict.is_empty() {
+        let keys: Vec<String> = serde_json::from_str(strict).map_err(|e| {
+            format!("{name} quota.Annotation[{STRICT_KEYS}]'s value is invalid: {e}")
+        })?;
+        let used = q
+            .status
+            .as_ref()
+            .and_then(|s| s.used.clone())
+            .unwrap_or_default();
+        for k in keys {
+            let Some(u) = used.get(&k) else { continue };
+            match max.get(&k) {
+                None => {
+                    return Err(format!(
+                        "resourceKey {k} of quota {name} is included in used, which is not included in max but should check max >= used"
+                    ));
+                }
+                Some(m) if Amount::of(m).milli < Amount::of(u).milli => {
+                    return Err(format!(
+                        "resourceKey {k} of quota {name} max {} < used {}",
+                        Amount::of(m).canonical(),
+                        Amount::of(u).canonical()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn keys_of(rl: &Option<ResourceList>) -> BTreeSet<String> {
+    rl.iter().flatten().map(|(k, _)| k.clone()).collect()
+}
+
+/// QV-T: checks against the tree.
+fn qv_t_topology(
+    new: &QuotaInfo,
+    old: Option<&QuotaInfo>,
+    old_namespaces: &[String],
+    t: &Topology,
+    pods: &dyn PodIndex,
+    gates: TreeGates,
+) -> Result<(), String> {
+    let name = &new.name;
+    if name == ROOT {
+        return Ok(());
+    }
+    // QV-T1
+    if let Some(old) = old
+        && old.is_parent != new.is_parent
+    {
+        if !new.is_parent && t.children.get(name).is_some_and(|c| !c.is_empty()) {
+            return Err(format!(
+                "quota has children, isParent is forbidden to modify as false, quotaName:{name}"
+            ));
+        }
+        if new.is_parent && pods.any_bound(name, old_namespaces) {
+            return Err(format!(
+                "quota has bound pods, isParent is forbidden to modify as true, quotaName: {name}"
+            ));
+        }
+    }
+    // QV-T2
+    if let Some(old) = old
+        && old.tree_id != new.tree_id
+    {
+        return Err(format!(
+            "{name} tree id changed [{}] vs [{}]",
+            old.tree_id, new.tree_id
+        ));
+    }
+    if new.parent != ROOT
+        && let Some(p) = t.quotas.get(&new.parent)
+        && p.tree_id != new.tree_id
+    {
+        return Err(format!(
+            "{name} tree id is different from parent {}, [{}] vs [{}]",
+            new.parent, new.tree_id, p.tree_id
+        ));
+    }
+    let children: Vec<&String> = t
+        .children
+        .get(name)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    for c in &children {
+        if let Some(ci) = t.quotas.get(*c)
+            && ci.tree_id != new.tree_id
+        {
+            return Err(format!(
+                "{name} tree id is different from child {c}, [{}] vs [{}]",
+                new.tree_id, ci.tree_id
+            ));
+        }
+    }
+    // QV-T3
+    if new.parent == ROOT && !new.is_parent {
+        return Ok(());
+    }
+    // QV-T4
+    let parent = if new.parent != ROOT {
+        let Some(p) = t.quotas.get(&new.parent) else {
+            return Err(format!(
+                "{name} has parentName {} but not find parentInfo in quotaInfoMap",
+                new.parent
+            ));
+        };
+        if !t.children.contains_key(&new.parent) {
+            return Err(format!(
+                "{name} has parentName {} but not find parentInfo in quotaHierarchyInfo",
+                new.parent
+            ));
+        }
+        if !p.is_parent {
+            return Err(format!(
+                "{name} has parentName {} but the parentQuotaInfo's IsParent is false",
+                new.parent
+            ));
+        }
+        Some(p)
+    } else {
+        None
+    };
+    // QV-T5
+    let prefix = "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: ";
+    let subset_only = gates.update_resource_key;
+    let check = |upper: &QuotaInfo, lower: &QuotaInfo| -> Result<(), String> {
+        let (um, lm) = (keys_of(&upper.max), keys_of(&lower.max));
+        if subset_only {
+            if !lm.is_subset(&um) {
+                return Err(format!(
+                    "{prefix}{}'s max keys are not all included in {}'s",
+                    lower.name, upper.name
+                ));
+            }
+        } else if um != lm {
+            return Err(format!(
+                "{prefix}{}'s max keys are not the same with {}'s",
+                upper.name, lower.name
+            ));
+        }
+        if !keys_of(&lower.min).is_subset(&keys_of(&upper.min)) {
+            return Err(format!(
+                "{prefix}{}'s min keys are not all included in {}'s",
+                lower.name, upper.name
+            ));
+        }
+        Ok(())
+    };
+    if let Some(p) = parent {
+        check(p, new)?;
+    }
+    for c in &children {
+        let Some(ci) = t.quotas.get(*c) else {
+            return Err(format!(
+                "{prefix}internal error: quotaInfoMap and quotaTree information out of sync, losed :{c}"
+            ));
+        };
+        // A child's max keys are compared with this quota's: the child is the lower side.
+        if subset_only {
+            if !keys_of(&ci.max).is_subset(&keys_of(&new.max)) {
+                return Err(format!(
+                    "{prefix}{c}'s max keys are not all included in {name}'s"
+                ));
+            }
+        } else if keys_of(&ci.max) != keys_of(&new.max) {
+            return Err(format!(
+                "{prefix}{c}'s max keys are not the same with {name}'s"
+            ));
+        }
+        if !keys_of(&ci.min).is_subset(&keys_of(&new.min)) {
+            return Err(format!(
+                "{prefix}{c}'s min keys are not all included in {name}'s"
+            ));
+        }
+    }
+    // QV-T6
+    if new.force_update || new.is_root {
+        return Ok(());
+    }
+    let new_min = amounts(new.min.as_ref());
+    if let Some(p) = parent {
+        let mut sum = Amounts::new();
+        for s in t
+            .children
+            .get(&p.name)
+            .into_iter()
+            .flatten()
+            .filter(|s| *s != name)
+        {
+            if let Some(si) = t.quotas.get(s) {
+                add(&mut sum, &amounts(si.min.as_ref()));
+            }
+        }
+        add(&mut sum, &new_min);
+        let pmin = amounts(p.min.as_ref());
+        if sum
+            .iter()
+            .any(|(k, v)| v.milli > pmin.get(k).map(|x| x.milli).unwrap_or(0))
+        {
+            return Err(format!(
+                "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {}",
+                p.name
+            ));
+        }
+    }
+    if !children.is_empty() {
+        let mut sum = Amounts::new();
+        for c in &children {
+            if let Some(ci) = t.quotas.get(*c) {
+                add(&mut sum, &amounts(ci.min.as_ref()));
+            }
+        }
+        if sum
+            .iter()
+            .any(|(k, v)| v.milli > new_min.get(k).map(|x| x.milli).unwrap_or(0))
+        {
+            return Err(format!(
+                "checkMinQuotaSum all children's MinQuota > current MinQuota, current: {name}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn relevant(q: &ElasticQuota) -> (String, String, String, String, serde_json::Value) {
+    (
+        label(q, PARENT).to_owned(),
+        label(q, IS_PARENT).to_owned(),
+        label(q, TREE_ID).to_owned(),
+        annotation(q, NAMESPACES).to_owned(),
+        serde_json::to_value(&q.spec).unwrap_or_default(),
+    )
+}
+
+/// QV-C, QV-U, QV-D with QV-S and QV-T: an ElasticQuota create, update or delete against the
+/// tree. `q` is the object (on DELETE the old object), `old` the old object on UPDATE. The error
+/// carries the rule id and upstream's text (which upstream sends with code 400).
+pub fn validate(
+    operation: Operation,
+    q: &ElasticQuota,
+    old: Option<&ElasticQuota>,
+    t: &Topology,
+    pods: &dyn PodIndex,
+    gates: TreeGates,
+) -> Result<(), (&'static str, String)> {
+    let name = q.metadata.name.clone().unwrap_or_default();
+    match operation {
+        Operation::Create => {
+            if t.quotas.contains_key(&name) {
+                return Err(("QV-C1", format!("AddQuota quota already exist:{name}")));
+            }
+            for ns in bound_namespaces(q) {
+                if let Some(other) = t.namespaces.get(&ns) {
+                    return Err((
+                        "QV-C2",
+                        format!(
+                            "AddQuota quota {name}'s annotation namespace {ns} is already bound to quota {other}"
+                        ),
+                    ));
+                }
+            }
+            qv_s_self(q).map_err(|e| ("QV-S", e))?;
+            qv_t_topology(&QuotaInfo::of(q), None, &[], t, pods, gates).map_err(|e| ("QV-T", e))
+        }
+        Operation::Update => {
+            let old = old.cloned().unwrap_or_default();
+            if relevant(&old) == relevant(q) {
+                return Ok(());
+            }
+            if name == SYSTEM || name == ROOT {
+                return Err(("QV-U2", format!("invalid quota {name}")));
+            }
+            for ns in bound_namespaces(q) {
+                if let Some(other) = t.namespaces.get(&ns)
+                    && *other != name
+                {
+                    return Err((
+                        "QV-U3",
+                        format!(
+                            "UpdadteQuota, quota {name} update namespaces, but namespace {ns} is already bound to quota {other}"
+                        ),
+                    ));
+                }
+            }
+            let Some(current) = t.quotas.get(&name) else {
+                return Err((
+                    "QV-U4",
+                    format!("UpdateQuota quota not exist in quotaInfoMap:{name}"),
+                ));
+            };
+            qv_s_self(q).map_err(|e| ("QV-S", e))?;
+            qv_t_topology(
+                &QuotaInfo::of(q),
+                Some(current),
+                &bound_namespaces(&old),
+                t,
+                pods,
+                gates,
+            )
+            .map_err(|e| ("QV-T", e))
+        }
+        Operation::Delete => {
+            if [SYSTEM, ROOT, DEFAULT].contains(&name.as_str()) {
+                return Err(("QV-D1", format!("can not delete quotaGroup :{name}")));
+            }
+            if !t.quotas.contains_key(&name) {
+                return Err(("QV-D2", format!("not found quota:{name}")));
+            }
+            let n = t.children.get(&name).map(BTreeSet::len).unwrap_or(0);
+            if n > 0 {
+                return Err((
+                    "QV-D3",
+                    format!("delete quota failed, quota {name} has {n} child quotas"),
+                ));
+            }
+            let mut names = pods.labelled(&name);
+            if !names.is_empty() {
+                names.sort();
+                let n = names.len();
+                let mut shown: Vec<String> = names.into_iter().take(2).collect();
+                if n > 2 {
+                    shown.push("...".into());
+                }
+                return Err((
+                    "QV-D4",
+                    format!(
+                        "delete quota failed, quota {name} has {n} child pods: {}",
+                        shown.join(", ")
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        Operation::Connect => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(name: &str, ns: &str, labels: &[(&str, &str)], namespaces: &str) -> ElasticQuota {
+        let mut q = ElasticQuota::default();
+        q.metadata.name = Some(name.into());
+        q.metadata.namespace = Some(ns.into());
+        q.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        if !namespaces.is_empty() {
+            q.metadata.annotations = Some([(NAMESPACES.to_owned(), namespaces.to_owned())].into());
+        }
+        q
+    }
+
+    #[test]
+    fn qn_label_gate_own_namespace_binding_default() {
+        let objects = [
+            eq("team-a", "team-a", &[], ""),
+            eq(
+                "shared",
+                "quotas",
+                &[(IS_PARENT, "true")],
+                r#"["apps","team-a"]"#,
+            ),
+            eq("zz", "quotas", &[], r#"["apps"]"#),
+        ];
+        let t = Topology::from_objects(&objects);
+        assert_eq!(quota_name(&t, Some("x"), "apps", false), "x", "QN-1");
+        assert_eq!(quota_name(&t, None, "apps", true), "", "QN-2");
+        assert_eq!(quota_name(&t, None, "team-a", false), "team-a", "QN-3");
+        assert_eq!(
+            quota_name(&t, Some(""), "apps", false),
+            "shared",
+            "QN-4: first by name"
+        );
+        assert_eq!(quota_name(&t, None, "other", false), DEFAULT, "QN-5");
+        assert_eq!(
+            pv_3_2_not_on_parent(&t, "shared", "p"),
+            Err("pod can not be linked to a parentQuotaGroup,quota:shared, pod:p".into())
+        );
+        assert_eq!(pv_3_2_not_on_parent(&t, "zz", "p"), Ok(()));
+    }
+
+    #[test]
+    fn pv_4_1_and_4_2_which_quota_is_checked() {
+        assert_eq!(admission_quota("q".into(), None), Some("q".into()));
+        assert_eq!(
+            admission_quota("q".into(), Some("q")),
+            None,
+            "UPDATE, same quota"
+        );
+        assert_eq!(admission_quota("q".into(), Some("p")), Some("q".into()));
+        for unchecked in ["", DEFAULT, SYSTEM, ROOT] {
+            assert_eq!(admission_quota(unchecked.into(), None), None);
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The services started the way `cargo xtask up` starts them, so that end-to-end tests exercise
+//! the same path: the built binaries, quota-state first (scheduling-webhook sends it every quota
+//! question), then each webhook service with a self-signed certificate, its CRDs from `<bin> crd`
+//! and its webhook configurations from `<bin> endpoints`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use admission_kit::registration::{EndpointInfo, Registration, configurations};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::{Api, Patch, PatchParams};
+
+use crate::free_port;
+
+/// Why the services could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SystemError {
+    /// Files, processes, ports.
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    /// The API server refused a CRD or a webhook configuration.
+    #[error("{0}: {1}")]
+    Api(String, kube::Error),
+    /// A binary's output or a CRD could not be read.
+    #[error("{0}")]
+    Invalid(String),
+    /// A service never became ready.
+    #[error("{0} not ready after {1:?}; see {2}")]
+    NotReady(String, Duration, PathBuf),
+}
+
+/// A started service process; stopped with SIGTERM (then SIGKILL after 10 s) when dropped.
+#[derive(Debug)]
+pub struct Running {
+    /// Binary name.
+    pub name: String,
+    /// Where it logs.
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Running {
+    /// Stops it now (SIGKILL: a crash, not a graceful stop).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How to start the services.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the built binaries are (`target/debug`).
+    pub bin_dir: PathBuf,
+    /// The services, by binary name.
+    pub services: Vec<String>,
+    /// The admin kubeconfig the services watch with.
+    pub kubeconfig: PathBuf,
+    /// Where logs and CA bundles go.
+    pub dir: PathBuf,
+    /// Which namespaces the webhooks see.
+    pub namespace_selector: LabelSelector,
+    /// Appended to each webhook configuration's name (tests sharing a control plane).
+    pub name_suffix: String,
+    /// Namespace of quota-state's leader Lease.
+    pub lease_namespace: String,
+}
+
+/// The started services.
+#[derive(Debug, Default)]
+pub struct System {
+    /// quota-state's gRPC URL and process, when it is one of the services.
+    pub quota_state: Option<(String, Running)>,
+    /// The webhook services with their HTTPS base URL and registered endpoint count.
+    pub webhooks: Vec<(Running, String, usize)>,
+    /// Services that have no endpoint table (not webhooks), not started.
+    pub skipped: Vec<String>,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
+    let what = what.into();
+    move |e| SystemError::Io(what, e)
+}
+
+/// Starts quota-state listening on `port` (also used to restart it on the same address).
+pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError> {
+    let log = o.dir.join("quota-state.log");
+    let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
+    let err = logf.try_clone().map_err(io("log file"))?;
+    let child = Command::new(o.bin_dir.join("quota-state"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--lease-namespace")
+        .arg(&o.lease_namespace)
+        .env("KUBECONFIG", &o.kubeconfig)
+        .stdout(logf)
+        .stderr(err)
+        .spawn()
+        .map_err(io(o.bin_dir.join("quota-state").display().to_string()))?;
+    Ok(Running {
+        name: "quota-state".into(),
+        log,
+        child,
+    })
+}
+
+/// Starts every service of `o.services` and registers the webhooks. quota-state's readiness is
+/// not awaited: the webhook answers per `--quota-unavailable` until it is.
+pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemError> {
+    let mut system = System::default();
+    if o.services.iter().any(|s| s == "quota-state") {
+        let port = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
+        let r = spawn_quota_state(o, port)?;
+        system.quota_state = Some((format!("http://127.0.0.1:{port}"), r));
+    }
+    for svc in o.services.iter().filter(|s| *s != "quota-state") {
+        let bin = o.bin_dir.join(svc);
+        let endpoints = Command::new(&bin)
+            .arg("endpoints")
+            .output()
+            .map_err(io(bin.display().to_string()))?;
+        if !endpoints.status.success() {
+            system.skipped.push(svc.clone());
+            continue;
+        }
+        let crd = Command::new(&bin)
+            .arg("crd")
+            .output()
+            .map_err(io(bin.display().to_string()))?;
+        if crd.status.success() {
+            apply_crds(client, &String::from_utf8_lossy(&crd.stdout)).await?;
+        }
+        let (port, mport) = (
+            free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
+            free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
+        );
+        let ca = o.dir.join(format!("{svc}-ca.pem"));
+        let log = o.dir.join(format!("{svc}.log"));
+        let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
+        let err = logf.try_clone().map_err(io("log file"))?;
+        let mut cmd = Command::new(&bin);
+        cmd.args([
+            "serve",
+            "--self-signed",
+            "--log-format",
+            "text",
+            "--shutdown-delay",
+            "0s",
+        ])
+        .arg("--ca-bundle-out")
+        .arg(&ca)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{mport}"))
+        .env("KUBECONFIG", &o.kubeconfig)
+        .stdout(logf)
+        .stderr(err);
+        if let (Some((url, _)), "scheduling-webhook") = (&system.quota_state, svc.as_str()) {
+            cmd.arg("--quota-state-url").arg(url);
+        }
+        let child = cmd.spawn().map_err(io(bin.display().to_string()))?;
+        let running = Running {
+            name: svc.clone(),
+            log: log.clone(),
+            child,
+        };
+        let wait = Duration::from_secs(60);
+        let deadline = Instant::now() + wait;
+        while http_status(&format!("127.0.0.1:{mport}"), "/readyz").await != Some(200) {
+            if Instant::now() > deadline {
+                return Err(SystemError::NotReady(svc.clone(), wait, log));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let endpoints: Vec<EndpointInfo> = serde_json::from_slice(&endpoints.stdout)
+            .map_err(|e| SystemError::Invalid(format!("{svc} endpoints: {e}")))?;
+        let base_url = format!("https://127.0.0.1:{port}");
+        let reg = Registration {
+            name: format!("{svc}{}", o.name_suffix),
+            base_url: base_url.clone(),
+            ca_bundle: std::fs::read(&ca).map_err(io(ca.display().to_string()))?,
+            timeout_seconds: 10,
+            namespace_selector: o.namespace_selector.clone(),
+            failure_policy: None,
+            object_labels: Default::default(),
+        };
+        register(client, &reg, &endpoints).await?;
+        system.webhooks.push((running, base_url, endpoints.len()));
+    }
+    Ok(system)
+}
+
+/// The HTTP status of `GET path` on a plain-HTTP address (readiness probes).
+pub async fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut buf = vec![0u8; 64];
+    let n = s.read(&mut buf).await.ok()?;
+    String::from_utf8_lossy(&buf[..n])
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Server-side applies the CRDs of a multi-document YAML and waits until each is established.
+pub async fn apply_crds(client: &kube::Client, yaml: &str) -> Result<usize, SystemError> {
+    use serde::Deserialize;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let crd = CustomResourceDefinition::deserialize(doc)
+            .map_err(|e| SystemError::Invalid(format!("CRD: {e}")))?;
+        let name = crd
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| SystemError::Invalid("CRD without a name".into()))?;
+        api.patch(
+            &name,
+            &PatchParams::apply("xtask").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| SystemError::Api(format!("CRD {name}"), e))?;
+        names.push(name);
+    }
+    for name in &names {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let c = api
+                .get(name)
+                .await
+                .map_err(|e| SystemError::Api(format!("CRD {name}"), e))?;
+            let established = c
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(SystemError::Invalid(format!(
+                    "CRD {name} not established after 30 s"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(names.len())
+}
+
+/// Server-side applies the Mutating- and ValidatingWebhookConfiguration of one service.
+pub async fn register(
+    client: &kube::Client,
+    reg: &Registration,
+    endpoints: &[EndpointInfo],
+) -> Result<(), SystemError> {
+    let (m, v) = configurations(reg, endpoints);
+    let pp = PatchParams::apply("xtask").force();
+    if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<MutatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&m))
+            .await
+            .map_err(|e| {
+                SystemError::Api(format!("MutatingWebhookConfiguration {}", reg.name), e)
+            })?;
+    }
+    if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&v))
+            .await
+            .map_err(|e| {
+                SystemError::Api(format!("ValidatingWebhookConfiguration {}", reg.name), e)
+            })?;
+    }
+    Ok(())
+}
+
+/// `target/<profile>` of the running test or tool binary (`target/<profile>/deps/<test>` or
+/// `target/<profile>/<tool>`), where the service binaries are built.
+pub fn bin_dir_of_current_exe() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    Some(if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent()?.to_path_buf()
+    } else {
+        dir.to_path_buf()
+    })
+}
+
+/// Whether `dir` holds the binaries of `services`; the error names the missing one and the
+/// command that builds it.
+pub fn check_binaries(dir: &Path, services: &[String]) -> Result<(), SystemError> {
+    for s in services {
+        if !dir.join(s).is_file() {
+            return Err(SystemError::Invalid(format!(
+                "{} is missing: build it with `cargo build -p {s}` (cargo test --workspace does)",
+                dir.join(s).display()
+            )));
+        }
+    }
+    Ok(())
+}
