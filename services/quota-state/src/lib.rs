@@ -1,6 +1,8 @@
-//! quota-state: the ElasticQuota tree and per-quota usage in memory, answering scheduling-webhook's
-//! quota checks over gRPC with atomic check-and-reserve ([`ledger`] states the consistency
-//! argument and its limits).
+//! quota-state: the ElasticQuota tree and per-quota usage in memory, answering every quota question
+//! of scheduling-webhook over gRPC: `AdmitPod` (QN, PV-3.2 and PV-4 with atomic check-and-reserve;
+//! [`ledger`] states the consistency argument and its limits), `Lookup` (PM-3, QM-3),
+//! `ValidateQuota` (QV) and `Release`. The tree rules are [`tree`]'s, shared with the webhook's
+//! offline `review`.
 //!
 //! Replicas elect a leader on a coordination.k8s.io Lease (kube-lease-manager); only the leader
 //! reports SERVING, so only it receives admissions. Fail-over limit: reservations the old leader
