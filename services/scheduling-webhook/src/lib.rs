@@ -3,8 +3,7 @@
 //!
 //! With `--quota-state-url`, every quota question goes to quota-state over gRPC
 //! ([`quota_client`]): it holds the ElasticQuota tree and the usage from its own watches and
-//! reserves admitted pods atomically, and this service then watches neither ElasticQuotas nor
-//! Pods. Without it (`review --state`, `serve --state`), the same tree functions run in-process.
+//! reserves admitted pods atomically, and this service then does not watch ElasticQuotas. Without it (`review --state`, `serve --state`), the same tree functions run in-process.
 
 pub mod binding;
 pub mod pod_mutate;
@@ -299,10 +298,10 @@ pub fn app() -> App {
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()
-    // With quota-state, quotas and pods are its watches, not ours.
+    // With quota-state, the quotas are its watch, not ours. Pods stay: PB reads the bound pod.
     .watch_unless::<ElasticQuota>("quota-state-url")
     .watch::<ElasticQuotaProfile>()
-    .watch_unless::<Pod>("quota-state-url")
+    .watch::<Pod>()
     .watch_one::<ConfigMap>(
         "enhanced-validator-config-namespace",
         "enhanced-validator-config-name",
