@@ -14,18 +14,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::ledger::{Amount, Amounts, Ledger, QuotaSpec};
-use crate::tree::keys::NAME;
+use crate::tree::pod_quota_label as quota_label;
 use crate::types::ElasticQuota;
-
-/// A pod's quota label ("" when none).
-pub fn quota_label(p: &Pod) -> &str {
-    p.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(NAME))
-        .map(String::as_str)
-        .unwrap_or_default()
-}
 
 /// What a pod is charged: its request (Kubernetes' pod-request formula); nothing once it has
 /// finished.

@@ -70,7 +70,8 @@ pub struct QuotaInfo {
     pub max: Option<ResourceList>,
 }
 
-fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
+/// A quota's label `k` ("" when absent).
+pub fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
     o.metadata
         .labels
         .as_ref()
@@ -79,11 +80,22 @@ fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-fn annotation<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
+/// A quota's annotation `k` ("" when absent).
+pub fn annotation<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
     o.metadata
         .annotations
         .as_ref()
         .and_then(|l| l.get(k))
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+/// A pod's quota label `quota.scheduling.koordinator.sh/name` ("" when absent).
+pub fn pod_quota_label(p: &k8s_openapi::api::core::v1::Pod) -> &str {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NAME))
         .map(String::as_str)
         .unwrap_or_default()
 }

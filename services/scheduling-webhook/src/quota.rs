@@ -12,7 +12,9 @@ use admission_kit::state::LookupError;
 use admission_kit::{Context, Mutator, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
-use quota_state::tree::{self, PodIndex, QuotaLookup, Topology, TreeGates};
+use quota_state::tree::{
+    self, PodIndex, QuotaLookup, Topology, TreeGates, annotation, label, pod_quota_label,
+};
 
 use crate::quota_client;
 use crate::resources::{Amount, Amounts, amounts, canonical_json, list_text, pod_request};
@@ -20,24 +22,6 @@ use crate::types::{ElasticQuota, ResourceList};
 
 use keys::*;
 pub use quota_state::tree::keys;
-
-fn label<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
-    o.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(k))
-        .map(String::as_str)
-        .unwrap_or_default()
-}
-
-fn annotation<'a>(o: &'a ElasticQuota, k: &str) -> &'a str {
-    o.metadata
-        .annotations
-        .as_ref()
-        .and_then(|l| l.get(k))
-        .map(String::as_str)
-        .unwrap_or_default()
-}
 
 fn to_quota(d: &DynamicObject) -> Option<ElasticQuota> {
     serde_json::to_value(d)
@@ -84,20 +68,11 @@ impl StatePods {
     }
 }
 
-fn pod_label(p: &Pod) -> &str {
-    p.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(NAME))
-        .map(String::as_str)
-        .unwrap_or_default()
-}
-
 impl PodIndex for StatePods {
     fn labelled(&self, quota: &str) -> Vec<String> {
         self.0
             .iter()
-            .filter(|p| pod_label(p) == quota)
+            .filter(|p| pod_quota_label(p) == quota)
             .map(|p| p.metadata.name.clone().unwrap_or_default())
             .collect()
     }
@@ -105,7 +80,7 @@ impl PodIndex for StatePods {
     fn any_bound(&self, quota: &str, namespaces: &[String]) -> bool {
         self.0.iter().any(|p| {
             let ns = p.metadata.namespace.as_deref().unwrap_or_default();
-            pod_label(p) == quota || ns == quota || namespaces.iter().any(|n| n == ns)
+            pod_quota_label(p) == quota || ns == quota || namespaces.iter().any(|n| n == ns)
         })
     }
 }

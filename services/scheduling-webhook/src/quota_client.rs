@@ -19,7 +19,7 @@ use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::{
     AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
 };
-use quota_state::tree::{QuotaLookup, QuotaRef};
+use quota_state::tree::{QuotaLookup, QuotaRef, pod_quota_label};
 use quota_state::{format_code, operation_code};
 use tonic::transport::{Channel, Endpoint};
 
@@ -92,15 +92,6 @@ fn with_deadline<T>(msg: T, deadline: Duration) -> tonic::Request<T> {
     r
 }
 
-fn quota_label(pod: &Pod) -> String {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(quota_state::tree::keys::NAME))
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// The name quota-state keys a pod's reservation by.
 fn pod_name(req: &Request<Pod>) -> String {
     req.object
@@ -142,7 +133,7 @@ pub fn check_pod(
     let msg = AdmitPodRequest {
         namespace: ns.to_owned(),
         name: pod_name(req),
-        quota_label: quota_label(pod),
+        quota_label: pod_quota_label(pod).to_owned(),
         requests: requests
             .iter()
             .map(|(k, a)| {
@@ -157,7 +148,13 @@ pub fn check_pod(
             .collect(),
         dry_run: req.dry_run,
         old_quota_label: match req.operation {
-            Operation::Update => Some(req.old_object.as_ref().map(quota_label).unwrap_or_default()),
+            Operation::Update => Some(
+                req.old_object
+                    .as_ref()
+                    .map(pod_quota_label)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
             _ => None,
         },
         disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
