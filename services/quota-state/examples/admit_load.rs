@@ -55,7 +55,11 @@ async fn main() -> anyhow::Result<()> {
             "--synthetic-pods",
             &args.pods.to_string(),
         ])
-        .args(["--reservation-ttl-secs", "5"])
+        .args(["--reservation-ttl-secs", "5", "--insecure-plaintext"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        // Every call reserves under a new name: lift the bounds that protect a real cluster.
+        .args(["--max-reservations", "10000000"])
+        .args(["--max-reservations-per-namespace", "10000000"])
         .stdout(Stdio::null())
         .spawn()?;
     let url = format!("http://127.0.0.1:{port}");
@@ -119,7 +123,7 @@ async fn main() -> anyhow::Result<()> {
                         "cpu".to_owned(),
                         Amount {
                             milli: 1000,
-                            format: 0,
+                            ..Amount::default()
                         },
                     )]
                     .into(),

@@ -6,36 +6,30 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use admission_kit::resources::pod_request;
+use admission_kit::resources::try_pod_request;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
-use crate::ledger::{Amount, Amounts, Ledger, QuotaSpec};
+use crate::ledger::{Amounts, Ledger, QuotaSpec};
 use crate::tree::pod_quota_label as quota_label;
 use crate::types::ElasticQuota;
 
-/// What a pod is charged: its request (Kubernetes' pod-request formula); nothing once it has
-/// finished.
-pub fn pod_requests(p: &Pod) -> Amounts {
+/// What a pod is charged: its request (Kubernetes' pod-request formula), exactly; nothing once it
+/// has finished. `Err` names the amount that cannot be counted.
+pub fn pod_requests(p: &Pod) -> Result<Amounts, String> {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Failed" | "Succeeded")) {
-        return Amounts::new();
+        return Ok(Amounts::new());
     }
-    let req = p.spec.as_ref().map(pod_request).unwrap_or_default();
-    req.into_iter()
-        .filter_map(|(k, a)| {
-            Some((
-                k,
-                Amount {
-                    milli: i64::try_from(a.milli).ok()?,
-                    format: a.format,
-                },
-            ))
-        })
-        .collect()
+    p.spec
+        .as_ref()
+        .map(try_pod_request)
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| e.to_string())
 }
 
 async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
@@ -87,7 +81,7 @@ async fn feed_pods(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicB
             Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
                 let (ns, name) = key(&p);
                 seen.insert((ns.clone(), name.clone()));
-                ledger.observe_pod(&ns, &name, quota_label(&p), pod_requests(&p));
+                ledger.observe_pod_usage(&ns, &name, quota_label(&p), pod_requests(&p));
             }
             Ok(Event::Delete(p)) => {
                 let (ns, name) = key(&p);

@@ -10,8 +10,11 @@
 //! until those pods appear (an over-admission window bounded by the pods in flight at that
 //! moment). Feeding: [`feed`]; the ledger and its consistency argument: [`ledger`].
 
+pub mod auth;
 pub mod feed;
+pub mod input;
 pub mod ledger;
+pub mod metrics;
 pub mod synthetic;
 pub mod tree;
 pub mod types;
@@ -28,6 +31,7 @@ use std::time::Instant;
 
 use admission_kit::Operation;
 use admission_kit::go::QuantityFormat;
+use auth::Policy;
 use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome};
 use proto::quota_state_server::QuotaState;
 use proto::{
@@ -38,11 +42,13 @@ use tonic::{Request, Response, Status};
 use tree::TreeGates;
 use types::ElasticQuota;
 
-fn format_of(code: u32) -> QuantityFormat {
+/// The print format of a wire code, or `None` for an unknown code.
+fn format_of(code: u32) -> Option<QuantityFormat> {
     match code {
-        1 => QuantityFormat::BinarySI,
-        2 => QuantityFormat::DecimalExponent,
-        _ => QuantityFormat::DecimalSI,
+        0 => Some(QuantityFormat::DecimalSI),
+        1 => Some(QuantityFormat::BinarySI),
+        2 => Some(QuantityFormat::DecimalExponent),
+        _ => None,
     }
 }
 
@@ -55,19 +61,43 @@ pub fn format_code(f: QuantityFormat) -> u32 {
     }
 }
 
+/// An amount on the wire: its 128 bits of thousandths split in two (see `Amount` in the proto).
+pub fn wire_amount(a: &Amount) -> proto::Amount {
+    proto::Amount {
+        // Bit-for-bit halves of the two's-complement value.
+        milli: a.milli as i64,
+        milli_high: (a.milli >> 64) as i64,
+        format: format_code(a.format),
+    }
+}
+
+/// An amount from the wire, or why it is not one.
+pub fn amount_of_wire(resource: &str, a: &proto::Amount) -> Result<Amount, String> {
+    let format = format_of(a.format)
+        .ok_or_else(|| format!("{resource}: unknown quantity format {}", a.format))?;
+    Ok(Amount {
+        milli: (i128::from(a.milli_high) << 64) | i128::from(a.milli as u64),
+        format,
+    })
+}
+
 /// The gRPC service over a ledger.
 #[derive(Clone)]
 pub struct Service {
     ledger: Arc<Ledger>,
     serving: Arc<AtomicBool>,
+    policy: Policy,
+    metrics: metrics::Metrics,
 }
 
 impl Service {
-    /// Serves `ledger`, answering from the start.
-    pub fn new(ledger: Arc<Ledger>) -> Self {
+    /// Serves `ledger` to callers that `policy` allows, answering from the start.
+    pub fn new(ledger: Arc<Ledger>, policy: Policy, metrics: metrics::Metrics) -> Self {
         Self {
             ledger,
             serving: Arc::new(AtomicBool::new(true)),
+            policy,
+            metrics,
         }
     }
 
@@ -79,14 +109,50 @@ impl Service {
         self
     }
 
-    fn check_serving(&self) -> Result<(), Status> {
-        if self.serving.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(Status::unavailable(
-                "quota-state is not serving: initial lists not in yet, or not the leader",
-            ))
+    /// The caller's identity, once it is known to be allowed and quota-state serves; a refusal
+    /// is logged and counted.
+    fn begin<T>(&self, method: &'static str, req: &Request<T>) -> Result<String, Status> {
+        let caller = self.policy.authorize(req).inspect_err(|s| {
+            self.refuse(method, s);
+        })?;
+        if !self.serving.load(Ordering::Acquire) {
+            return Err(self.refuse(
+                method,
+                &Status::unavailable(
+                    "quota-state is not serving: initial lists not in yet, or not the leader",
+                ),
+            ));
         }
+        Ok(caller)
+    }
+
+    /// Counts and logs a refused call; returns the status to answer with.
+    fn refuse(&self, method: &'static str, s: &Status) -> Status {
+        let reason = match s.code() {
+            tonic::Code::Unauthenticated => "unauthenticated",
+            tonic::Code::PermissionDenied => "forbidden",
+            tonic::Code::InvalidArgument => "invalid_argument",
+            tonic::Code::Unavailable => "not_serving",
+            _ => "other",
+        };
+        self.metrics.refused(method, reason);
+        if reason != "not_serving" {
+            tracing::warn!(method, reason, message = s.message(), "refused a call");
+        }
+        self.metrics
+            .calls
+            .with_label_values(&[method, &format!("{:?}", s.code())])
+            .inc();
+        s.clone()
+    }
+
+    fn ok<T>(&self, method: &'static str, v: T) -> Result<Response<T>, Status> {
+        self.metrics.calls.with_label_values(&[method, "Ok"]).inc();
+        Ok(Response::new(v))
+    }
+
+    fn invalid(&self, method: &'static str, message: String) -> Status {
+        self.refuse(method, &Status::invalid_argument(message))
     }
 }
 
@@ -126,21 +192,16 @@ impl QuotaState for Service {
         &self,
         req: Request<AdmitPodRequest>,
     ) -> Result<Response<AdmitPodResponse>, Status> {
-        self.check_serving()?;
+        const M: &str = "AdmitPod";
+        let caller = self.begin(M, &req)?;
         let r = req.into_inner();
+        input::admit_pod(&r).map_err(|e| self.invalid(M, e))?;
         let requests: Amounts = r
             .requests
             .iter()
-            .map(|(k, a)| {
-                (
-                    k.clone(),
-                    Amount {
-                        milli: a.milli,
-                        format: format_of(a.format),
-                    },
-                )
-            })
-            .collect();
+            .map(|(k, a)| Ok((k.clone(), amount_of_wire(k, a)?)))
+            .collect::<Result<_, String>>()
+            .map_err(|e| self.invalid(M, e))?;
         let check = PodCheck {
             namespace: &r.namespace,
             name: &r.name,
@@ -151,6 +212,7 @@ impl QuotaState for Service {
             disable_default_quota: r.disable_default_quota,
             check_parent: r.check_parent,
             check_admission: r.check_admission,
+            caller: &caller,
         };
         let answer = match self.ledger.check_pod(&check, Instant::now()) {
             PodOutcome::Allowed { quota } => AdmitPodResponse {
@@ -165,54 +227,68 @@ impl QuotaState for Service {
                 quota: String::new(),
             },
         };
-        Ok(Response::new(answer))
+        self.ok(M, answer)
     }
 
     async fn release(
         &self,
         req: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
-        self.check_serving()?;
+        const M: &str = "Release";
+        let caller = self.begin(M, &req)?;
         let r = req.into_inner();
-        self.ledger.release(&r.namespace, &r.name);
-        Ok(Response::new(ReleaseResponse {}))
+        input::release(&r).map_err(|e| self.invalid(M, e))?;
+        if !self.ledger.release(&r.namespace, &r.name, &caller) {
+            tracing::debug!(namespace = %r.namespace, name = %r.name, caller, "nothing of this caller's to release");
+        }
+        self.ok(M, ReleaseResponse {})
     }
 
     async fn lookup(
         &self,
         req: Request<LookupRequest>,
     ) -> Result<Response<LookupResponse>, Status> {
-        self.check_serving()?;
+        const M: &str = "Lookup";
+        self.begin(M, &req)?;
         let r = req.into_inner();
+        input::lookup(&r).map_err(|e| self.invalid(M, e))?;
         let l = self.ledger.lookup(&r.names, &r.namespace);
-        Ok(Response::new(LookupResponse {
-            quotas: l
-                .quotas
-                .into_iter()
-                .map(|(name, q)| proto::QuotaRef {
-                    name,
-                    is_parent: q.is_parent,
-                    tree_id: q.tree_id,
-                })
-                .collect(),
-            bound: l.bound.unwrap_or_default(),
-            self_named: l.self_named,
-        }))
+        self.ok(
+            M,
+            LookupResponse {
+                quotas: l
+                    .quotas
+                    .into_iter()
+                    .map(|(name, q)| proto::QuotaRef {
+                        name,
+                        is_parent: q.is_parent,
+                        tree_id: q.tree_id,
+                    })
+                    .collect(),
+                bound: l.bound.unwrap_or_default(),
+                self_named: l.self_named,
+            },
+        )
     }
 
     async fn validate_quota(
         &self,
         req: Request<ValidateQuotaRequest>,
     ) -> Result<Response<ValidateQuotaResponse>, Status> {
-        self.check_serving()?;
+        const M: &str = "ValidateQuota";
+        self.begin(M, &req)?;
         let r = req.into_inner();
-        let op = op_of(r.operation)?;
-        let object = quota_of(&r.object, "object")?.unwrap_or_default();
-        let old = quota_of(&r.old_object, "old_object")?;
+        input::validate_quota(&r).map_err(|e| self.invalid(M, e))?;
+        let op = op_of(r.operation).map_err(|e| self.refuse(M, &e))?;
+        let object = quota_of(&r.object, "object")
+            .map_err(|e| self.refuse(M, &e))?
+            .unwrap_or_default();
+        let old = quota_of(&r.old_object, "old_object").map_err(|e| self.refuse(M, &e))?;
         let gates = TreeGates {
             update_resource_key: r.update_resource_key,
         };
-        Ok(Response::new(
+        self.ok(
+            M,
             match self.ledger.validate_quota(op, &object, old.as_ref(), gates) {
                 Ok(()) => ValidateQuotaResponse {
                     allowed: true,
@@ -224,6 +300,6 @@ impl QuotaState for Service {
                     message,
                 },
             },
-        ))
+        )
     }
 }

@@ -6,9 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use std::path::PathBuf;
+
+use admission_kit::mtls::MtlsFiles;
 use anyhow::Context as _;
 use clap::Parser;
-use quota_state::ledger::Ledger;
+use quota_state::auth::Policy;
+use quota_state::ledger::{Ledger, ReservationLimits};
+use quota_state::metrics::Metrics;
 use quota_state::proto::quota_state_server::QuotaStateServer;
 
 #[derive(Parser, Debug)]
@@ -36,9 +41,57 @@ struct Args {
     /// This replica's identity in the Lease.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// PEM certificate served to callers (mutual TLS; reloaded when the file changes).
+    #[arg(
+        long,
+        env = "QUOTA_STATE_TLS_CERT_FILE",
+        required_unless_present = "insecure_plaintext"
+    )]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of `--tls-cert-file`.
+    #[arg(
+        long,
+        env = "QUOTA_STATE_TLS_KEY_FILE",
+        required_unless_present = "insecure_plaintext"
+    )]
+    tls_key_file: Option<PathBuf>,
+    /// PEM CA that callers' client certificates must chain to (reloaded when the file changes).
+    #[arg(
+        long,
+        env = "QUOTA_STATE_CLIENT_CA_FILE",
+        required_unless_present = "insecure_plaintext"
+    )]
+    client_ca_file: Option<PathBuf>,
+    /// Identities allowed to call: a client certificate must carry one of these names (as its
+    /// common name, a DNS or a URI subject alternative name). Comma-separated.
+    #[arg(
+        long,
+        env = "QUOTA_STATE_ALLOWED_CLIENTS",
+        value_delimiter = ',',
+        default_value = "scheduling-webhook"
+    )]
+    allowed_clients: Vec<String>,
+    /// Serve gRPC in plaintext and answer anyone: for benchmarks and local runs only, never in a
+    /// cluster (any Pod could then reserve or release quota).
+    #[arg(long, env = "QUOTA_STATE_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
+    /// Probes and Prometheus metrics (`/healthz`, `/readyz`, `/metrics`), plain HTTP.
+    #[arg(
+        long,
+        env = "QUOTA_STATE_METRICS_LISTEN",
+        default_value = "0.0.0.0:8080"
+    )]
+    metrics_listen: SocketAddr,
+    /// Outstanding reservations (pods admitted, not yet created) allowed per namespace.
+    #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS_PER_NAMESPACE", default_value_t = ReservationLimits::default().per_namespace)]
+    max_reservations_per_namespace: usize,
+    /// Outstanding reservations allowed in all.
+    #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS", default_value_t = ReservationLimits::default().total)]
+    max_reservations: usize,
     /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
-    /// of watching a cluster.
-    #[arg(long, default_value_t = 0)]
+    /// of watching a cluster (nothing is then rebuilt after a restart). Needs
+    /// `--insecure-plaintext`.
+    #[arg(long, default_value_t = 0, requires = "insecure_plaintext")]
     synthetic_quotas: usize,
     /// Benchmarks only: and this many synthetic running pods spread over them.
     #[arg(long, default_value_t = 0)]
@@ -65,7 +118,43 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().json().init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let ledger = Arc::new(Ledger::new(Duration::from_secs(args.reservation_ttl_secs)));
+    let ledger = Arc::new(
+        Ledger::new(Duration::from_secs(args.reservation_ttl_secs)).with_limits(
+            ReservationLimits {
+                per_namespace: args.max_reservations_per_namespace,
+                total: args.max_reservations,
+            },
+        ),
+    );
+    let metrics = Metrics::new().context("metrics")?;
+    let tls = match (
+        &args.tls_cert_file,
+        &args.tls_key_file,
+        &args.client_ca_file,
+    ) {
+        (Some(cert), Some(key), Some(ca)) if !args.insecure_plaintext => Some(
+            admission_kit::mtls::server(
+                MtlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    ca: ca.clone(),
+                },
+                Duration::from_secs(5),
+            )
+            .context("mutual TLS")?,
+        ),
+        _ => {
+            tracing::warn!(
+                "--insecure-plaintext: gRPC in plaintext, every caller allowed; never do this in a cluster"
+            );
+            None
+        }
+    };
+    let policy = if tls.is_some() {
+        Policy::Names(args.allowed_clients.iter().cloned().collect())
+    } else {
+        Policy::Anyone
+    };
     let leader = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
         quota_state::synthetic::fill(&ledger, args.synthetic_quotas, args.synthetic_pods);
@@ -115,6 +204,7 @@ async fn main() -> anyhow::Result<()> {
     // only then.
     let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = serving_flag.clone();
+    let gauge = metrics.serving.clone();
     tokio::spawn(async move {
         let mut serving = false;
         loop {
@@ -124,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
             if now != serving {
                 serving = now;
                 flag.store(serving, Ordering::Release);
+                gauge.set(i64::from(serving));
                 if serving {
                     reporter
                         .set_serving::<QuotaStateServer<quota_state::Service>>()
@@ -138,13 +229,48 @@ async fn main() -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    tracing::info!(listen = %args.listen, "starting");
-    tonic::transport::Server::builder()
+    let probes = tokio::net::TcpListener::bind(args.metrics_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.metrics_listen))?;
+    {
+        let (m, l, ready) = (metrics.clone(), ledger.clone(), serving_flag.clone());
+        tokio::spawn(admission_kit::server::serve_probes(
+            probes,
+            Arc::new(move || {
+                m.reservations
+                    .set(i64::try_from(l.reservations()).unwrap_or(i64::MAX));
+                m.render()
+            }),
+            Arc::new(move || {
+                if ready.load(Ordering::Acquire) {
+                    Ok(())
+                } else {
+                    Err("not serving: initial lists not in yet, or not the leader")
+                }
+            }),
+        ));
+    }
+    tracing::info!(listen = %args.listen, metrics = %args.metrics_listen, mtls = tls.is_some(), "starting");
+    let service = QuotaStateServer::new(
+        quota_state::Service::new(ledger, policy, metrics.clone()).with_serving(serving_flag),
+    )
+    .max_decoding_message_size(4 * quota_state::input::MAX_OBJECT_BYTES);
+    let router = tonic::transport::Server::builder()
         .add_service(health)
-        .add_service(QuotaStateServer::new(
-            quota_state::Service::new(ledger).with_serving(serving_flag),
-        ))
-        .serve_with_shutdown(args.listen, shutdown())
-        .await?;
+        .add_service(service);
+    match tls {
+        Some(tls) => {
+            let listener = tokio::net::TcpListener::bind(args.listen)
+                .await
+                .with_context(|| format!("cannot listen on {}", args.listen))?;
+            router
+                .serve_with_incoming_shutdown(
+                    quota_state::auth::incoming(listener, tls, metrics),
+                    shutdown(),
+                )
+                .await?
+        }
+        None => router.serve_with_shutdown(args.listen, shutdown()).await?,
+    }
     Ok(())
 }

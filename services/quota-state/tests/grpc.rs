@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission_kit::go::QuantityFormat;
+use admission_kit::mtls::{Pki, Reloading};
+use quota_state::auth::Policy;
 use quota_state::ledger::{Amount, Amounts, Ledger, QuotaSpec};
+use quota_state::metrics::Metrics;
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::quota_state_server::QuotaStateServer;
 use quota_state::proto::{
@@ -16,10 +19,93 @@ fn cpu(n: i64) -> Amounts {
     Amounts::from([(
         "cpu".to_owned(),
         Amount {
-            milli: n * 1000,
+            milli: i128::from(n) * 1000,
             format: QuantityFormat::DecimalSI,
         },
     )])
+}
+
+/// quota-state served over mutual TLS on loopback, with a CA of its own.
+struct Served {
+    addr: std::net::SocketAddr,
+    pki: Pki,
+    dir: tempfile::TempDir,
+    metrics: Metrics,
+}
+
+async fn serve(ledger: Arc<Ledger>, allowed: &[&str]) -> Served {
+    admission_kit::tls::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("quota-state test CA").unwrap();
+    let files = pki
+        .write(dir.path(), "server", &["quota-state".into()], true, false)
+        .unwrap();
+    let tls = admission_kit::mtls::server(files, Duration::from_secs(1)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter
+        .set_serving::<QuotaStateServer<quota_state::Service>>()
+        .await;
+    let metrics = Metrics::new().unwrap();
+    let policy = Policy::Names(allowed.iter().map(|s| s.to_string()).collect());
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health)
+            .add_service(QuotaStateServer::new(quota_state::Service::new(
+                ledger,
+                policy,
+                metrics.clone(),
+            )))
+            .serve_with_incoming(quota_state::auth::incoming(listener, tls, metrics.clone())),
+    );
+    Served {
+        addr,
+        pki,
+        dir,
+        metrics,
+    }
+}
+
+impl Served {
+    /// A client presenting a certificate for `name` issued by `pki` (or none).
+    fn client_with(
+        &self,
+        pki: Option<&Pki>,
+        name: &str,
+    ) -> QuotaStateClient<tonic::transport::Channel> {
+        let cfg = match pki {
+            Some(pki) => {
+                let mut files = pki
+                    .write(self.dir.path(), name, &[name.to_owned()], false, true)
+                    .unwrap();
+                // Trust the server's CA whoever issued the client certificate.
+                files.ca = self.dir.path().join("server-ca.crt");
+                admission_kit::mtls::client(files, Duration::from_secs(1)).unwrap()
+            }
+            None => {
+                let mut roots = rustls::RootCertStore::empty();
+                let pem = std::fs::read(self.dir.path().join("server-ca.crt")).unwrap();
+                for c in rustls_pemfile::certs(&mut &pem[..]) {
+                    roots.add(c.unwrap()).unwrap();
+                }
+                let mut c = rustls::ClientConfig::builder()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                c.alpn_protocols = vec![b"h2".to_vec()];
+                Reloading::fixed(Arc::new(c))
+            }
+        };
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("https://{}", self.addr)).unwrap();
+        QuotaStateClient::new(
+            quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+        )
+    }
+
+    fn client(&self, name: &str) -> QuotaStateClient<tonic::transport::Channel> {
+        self.client_with(Some(&self.pki), name)
+    }
 }
 
 #[tokio::test]
@@ -33,25 +119,21 @@ async fn admit_release_and_health_over_grpc() {
     q.info.tree_id = "t1".into();
     q.namespaces = vec!["apps".into()];
     ledger.upsert_quota(q);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (reporter, health) = tonic_health::server::health_reporter();
-    reporter
-        .set_serving::<QuotaStateServer<quota_state::Service>>()
-        .await;
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(health)
-            .add_service(QuotaStateServer::new(quota_state::Service::new(
-                ledger.clone(),
-            )))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
+    let served = serve(ledger.clone(), &["scheduling-webhook"]).await;
+    let endpoint =
+        tonic::transport::Endpoint::from_shared(format!("https://{}", served.addr)).unwrap();
+    let files = served
+        .pki
+        .write(
+            served.dir.path(),
+            "webhook",
+            &["scheduling-webhook".into()],
+            false,
+            true,
+        )
         .unwrap();
+    let cfg = admission_kit::mtls::client(files, Duration::from_secs(1)).unwrap();
+    let channel = quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap();
     let mut client = QuotaStateClient::new(channel.clone());
     let req = |name: &str, n: i64| AdmitPodRequest {
         namespace: "team".into(),
@@ -63,7 +145,7 @@ async fn admit_release_and_health_over_grpc() {
             "cpu".to_owned(),
             quota_state::proto::Amount {
                 milli: n * 1000,
-                format: 0,
+                ..Default::default()
             },
         )]
         .into(),
@@ -186,5 +268,180 @@ async fn admit_release_and_health_over_grpc() {
     assert_eq!(
         status,
         tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+}
+
+fn admit(ns: &str, name: &str, quota: &str, cpu_milli: i128) -> AdmitPodRequest {
+    let a = quota_state::wire_amount(&Amount {
+        milli: cpu_milli,
+        format: QuantityFormat::DecimalSI,
+    });
+    AdmitPodRequest {
+        namespace: ns.into(),
+        name: name.into(),
+        quota_label: quota.into(),
+        check_admission: true,
+        requests: [("cpu".to_owned(), a)].into(),
+        ..AdmitPodRequest::default()
+    }
+}
+
+#[tokio::test]
+async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    ledger.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10)));
+    let served = serve(ledger.clone(), &["scheduling-webhook", "second-webhook"]).await;
+    let every_call = |mut c: QuotaStateClient<tonic::transport::Channel>| async move {
+        vec![
+            c.admit_pod(admit("team", "a", "q", 1000)).await.map(|_| ()),
+            c.release(ReleaseRequest {
+                namespace: "team".into(),
+                name: "a".into(),
+            })
+            .await
+            .map(|_| ()),
+            c.lookup(LookupRequest::default()).await.map(|_| ()),
+            c.validate_quota(ValidateQuotaRequest::default())
+                .await
+                .map(|_| ()),
+        ]
+    };
+    // No client certificate, or one from another CA: the handshake fails, no call gets through.
+    let rogue = Pki::new("rogue CA").unwrap();
+    for client in [
+        served.client_with(None, "scheduling-webhook"),
+        served.client_with(Some(&rogue), "scheduling-webhook"),
+    ] {
+        for r in every_call(client).await {
+            let code = r.unwrap_err().code();
+            assert!(
+                matches!(code, tonic::Code::Unavailable | tonic::Code::Unknown),
+                "{code:?}"
+            );
+        }
+    }
+    // A certificate from the right CA for another identity: every call PERMISSION_DENIED.
+    for r in every_call(served.client("registry-webhook")).await {
+        assert_eq!(r.unwrap_err().code(), tonic::Code::PermissionDenied);
+    }
+    assert_eq!(ledger.reservations(), 0);
+    let text = String::from_utf8(served.metrics.render()).unwrap();
+    assert!(
+        text.contains(r#"quota_state_refused_calls_total{method="AdmitPod",reason="forbidden"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"quota_state_refused_calls_total{method="handshake",reason="tls"}"#),
+        "{text}"
+    );
+
+    // The allowed identity reserves; another allowed identity cannot release its reservation.
+    let mut webhook = served.client("scheduling-webhook");
+    let ok = webhook
+        .admit_pod(admit("team", "a", "q", 6000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ok.allowed, "{}", ok.message);
+    let mut second = served.client("second-webhook");
+    second
+        .release(ReleaseRequest {
+            namespace: "team".into(),
+            name: "a".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(ledger.reservations(), 1, "not released by another caller");
+    webhook
+        .release(ReleaseRequest {
+            namespace: "team".into(),
+            name: "a".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(ledger.reservations(), 0, "released by its owner");
+}
+
+#[tokio::test]
+async fn amounts_are_exact_and_bad_input_is_refused() {
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    ledger.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10_000)));
+    let served = serve(ledger.clone(), &["scheduling-webhook"]).await;
+    let mut c = served.client("scheduling-webhook");
+    let ok = c
+        .admit_pod(admit("team", "filler", "q", 9_901_000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ok.allowed);
+    // The overflow pod: a valid quantity whose sum with the usage passes 2^63 thousandths.
+    let huge = c
+        .admit_pod(admit("team", "huge", "q", 9_223_372_036_854_775_000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        huge.message,
+        "exceeded quota: team/q, requested: cpu=9223372036854775, used: cpu=9901, limited: cpu=10k"
+    );
+    let more = c
+        .admit_pod(admit("team", "next", "q", 100_000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!more.allowed, "the quota keeps refusing once full");
+    let negative = c
+        .admit_pod(admit("team", "neg", "q", -5_000_000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (negative.allowed, negative.message.as_str()),
+        (false, "pod team/neg: cpu=-5k is negative")
+    );
+    let beyond = c
+        .admit_pod(admit("team", "beyond", "q", (1i128 << 100) + 1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        beyond
+            .message
+            .contains("above the largest amount quota-state counts"),
+        "{}",
+        beyond.message
+    );
+    assert_eq!(
+        ledger.used("q")["cpu"].milli,
+        9_901_000,
+        "nothing else charged"
+    );
+    for bad in [
+        admit("Team", "p", "q", 1),
+        admit("team", "p/../x", "q", 1),
+        AdmitPodRequest {
+            requests: [(
+                "cpu".to_owned(),
+                quota_state::proto::Amount {
+                    format: 9,
+                    ..Default::default()
+                },
+            )]
+            .into(),
+            ..admit("team", "p", "q", 1)
+        },
+    ] {
+        assert_eq!(
+            c.admit_pod(bad).await.unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+    }
+    let many = LookupRequest {
+        names: vec!["q".into(); 65],
+        namespace: String::new(),
+    };
+    assert_eq!(
+        c.lookup(many).await.unwrap_err().code(),
+        tonic::Code::InvalidArgument
     );
 }

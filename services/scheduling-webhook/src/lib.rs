@@ -246,7 +246,23 @@ pub fn app() -> App {
     .gate("ElasticValidatingWebhook")
     .option(
         "quota-state-url",
-        "quota-state's gRPC address (http://host:port), asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV); empty: evaluate in-process from the cluster state.",
+        "quota-state's gRPC address, asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV): https://host:port with mutual TLS (the --quota-state-*-file options), http://host:port only against a quota-state run with --insecure-plaintext; empty: evaluate in-process from the cluster state.",
+        "",
+    )
+    .option(
+        "quota-state-ca-file",
+        "PEM CA that quota-state's serving certificate must chain to (https URLs; reloaded when it changes).",
+        "",
+    )
+    .option(
+        "quota-state-cert-file",
+        "PEM client certificate presented to quota-state (its names must include one quota-state allows, scheduling-webhook by default; reloaded when it changes).",
+        "",
+    )
+    .option("quota-state-key-file", "PEM private key of --quota-state-cert-file.", "")
+    .option(
+        "quota-state-server-name",
+        "Name quota-state's certificate must carry (default: the URL's host).",
         "",
     )
     .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")

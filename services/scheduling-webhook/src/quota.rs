@@ -17,7 +17,9 @@ use quota_state::tree::{
 };
 
 use crate::quota_client;
-use crate::resources::{Amount, Amounts, amounts, canonical_json, list_text, pod_request};
+use crate::resources::{
+    Amount, Amounts, amounts, canonical_json, list_text, try_amounts, try_pod_request,
+};
 use crate::types::{ElasticQuota, ResourceList};
 
 use keys::*;
@@ -165,7 +167,8 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
         [one] => *one,
         _ => return Err(format!("more than one elastic quota {quota} found")),
     };
-    let used = amounts(Some(&parse_list(annotation(eq, CHILD_REQUEST))?));
+    let used = try_amounts(Some(&parse_list(annotation(eq, CHILD_REQUEST))?))
+        .map_err(|e| format!("elastic quota {quota} {CHILD_REQUEST}: {e}"))?;
     let admission = parse_list(annotation(eq, ADMISSION))?;
     let max = eq.spec.max.clone().unwrap_or_default();
     let limit = amounts(Some(if admission.is_empty() {
@@ -184,7 +187,17 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
     let request: Amounts = if finished {
         Amounts::new()
     } else {
-        let r = pod.spec.as_ref().map(pod_request).unwrap_or_default();
+        // Exact amounts: one that cannot be counted refuses the pod, naming it (never clamped).
+        let r = pod
+            .spec
+            .as_ref()
+            .map(try_pod_request)
+            .transpose()
+            .map_err(|e| {
+                let name = pod.metadata.name.as_deref().unwrap_or(&req.name);
+                format!("pod {ns}/{name}: {e}")
+            })?
+            .unwrap_or_default();
         r.into_iter()
             .filter(|(k, v)| v.milli != 0 && max.get(k).is_some_and(|m| Amount::of(m).milli != 0))
             .collect()
@@ -196,7 +209,8 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
     for (k, r) in &request {
         let Some(l) = limit.get(k) else { continue };
         let u = used.get(k).copied();
-        if u.map(|u| u.milli).unwrap_or(0) + r.milli > l.milli {
+        let total = u.map(|u| u.milli).unwrap_or(0).checked_add(r.milli);
+        if total.is_none_or(|t| t > l.milli) {
             r_ex.insert(k.clone(), *r);
             if let Some(u) = u {
                 u_ex.insert(k.clone(), u);

@@ -12,15 +12,14 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use admission_kit::resources::pod_request;
+use admission_kit::mtls::MtlsFiles;
+use admission_kit::resources::try_pod_request;
 use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{
-    AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
-};
+use quota_state::proto::{AdmitPodRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest};
 use quota_state::tree::{QuotaLookup, QuotaRef, pod_quota_label};
-use quota_state::{format_code, operation_code};
+use quota_state::{operation_code, wire_amount};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::types::ElasticQuota;
@@ -47,21 +46,60 @@ pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, Str
 static CHANNEL: Mutex<Option<(String, Channel)>> = Mutex::new(None);
 
 /// One HTTP/2 channel per process (tonic multiplexes calls over it), made lazily so that the
-/// webhook starts, and answers per `--quota-unavailable`, while quota-state is down.
-fn channel(url: &str, deadline: Duration) -> Result<Channel, String> {
+/// webhook starts, and answers per `--quota-unavailable`, while quota-state is down. An https
+/// URL connects with mutual TLS ([`tls_connector`]).
+fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, String> {
     let mut g = CHANNEL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((u, c)) = g.as_ref()
         && u == url
     {
         return Ok(c.clone());
     }
-    let c = Endpoint::from_shared(url.to_owned())
+    let endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| format!("bad --quota-state-url {url}: {e}"))?
         .connect_timeout(deadline)
-        .timeout(deadline)
-        .connect_lazy();
+        .timeout(deadline);
+    let c = match endpoint.uri().scheme_str() {
+        Some("https") => tls_channel(ctx, endpoint)?,
+        Some("http") => endpoint.connect_lazy(),
+        _ => {
+            return Err(format!(
+                "--quota-state-url {url}: use https:// (or http:// for a plaintext quota-state)"
+            ));
+        }
+    };
     *g = Some((url.to_owned(), c.clone()));
     Ok(c)
+}
+
+/// The mutual-TLS channel of the `--quota-state-*-file` options (reloaded when the files
+/// change: new connections use the new certificate).
+fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
+    let file = |o: &str| {
+        let v = ctx.option(o);
+        if v.is_empty() {
+            Err(format!("an https --quota-state-url needs --{o}"))
+        } else {
+            Ok(std::path::PathBuf::from(v))
+        }
+    };
+    let files = MtlsFiles {
+        cert: file("quota-state-cert-file")?,
+        key: file("quota-state-key-file")?,
+        ca: file("quota-state-ca-file")?,
+    };
+    let config = admission_kit::mtls::client(files, Duration::from_secs(5))
+        .map_err(|e| format!("quota-state client TLS: {e}"))?;
+    let name = match ctx.option("quota-state-server-name") {
+        "" => endpoint
+            .uri()
+            .host()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_owned(),
+        n => n.to_owned(),
+    };
+    quota_state::auth::mtls_channel(endpoint, config, &name)
 }
 
 /// Runs one call with the deadline. Rules are synchronous; the kit runs them on the
@@ -81,7 +119,7 @@ where
     if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
         return Err("quota-state calls need the multi-threaded runtime".into());
     }
-    let client = QuotaStateClient::new(channel(url, deadline)?);
+    let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
     tokio::task::block_in_place(|| handle.block_on(f(client, deadline)))
         .map_err(|s| format!("{}: {}", s.code(), s.message()))
 }
@@ -125,10 +163,18 @@ pub fn check_pod(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Failed" | "Succeeded")
     );
-    let requests = if finished {
-        Default::default()
-    } else {
-        pod.spec.as_ref().map(pod_request).unwrap_or_default()
+    // Exact amounts (never clamped): one that cannot be counted refuses the pod here, naming it,
+    // when PV-4 would count it; PV-3.2 alone does not read amounts.
+    let requests = match pod.spec.as_ref().filter(|_| !finished).map(try_pod_request) {
+        None => Default::default(),
+        Some(Ok(r)) => r,
+        Some(Err(_)) if !check_admission => Default::default(),
+        Some(Err(e)) => {
+            return Ok(PodAnswer::Denied(
+                "PV-4",
+                format!("pod {ns}/{}: {e}", pod_name(req)),
+            ));
+        }
     };
     let msg = AdmitPodRequest {
         namespace: ns.to_owned(),
@@ -136,15 +182,7 @@ pub fn check_pod(
         quota_label: pod_quota_label(pod).to_owned(),
         requests: requests
             .iter()
-            .map(|(k, a)| {
-                (
-                    k.clone(),
-                    Amount {
-                        milli: i64::try_from(a.milli).unwrap_or(i64::MAX),
-                        format: format_code(a.format),
-                    },
-                )
-            })
+            .map(|(k, a)| (k.clone(), wire_amount(a)))
             .collect(),
         dry_run: req.dry_run,
         old_quota_label: match req.operation {

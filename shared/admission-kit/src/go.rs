@@ -377,20 +377,31 @@ impl ParsedQuantity {
 
     /// Go's `Quantity.MilliValue()`: the value × 1000, rounded up; `None` beyond 64 bits.
     pub fn milli_value(&self) -> Option<i64> {
+        i64::try_from(self.milli_value_wide()?).ok()
+    }
+
+    /// The value × 1000, rounded up, exactly in 128 bits; `None` beyond (above about 1.7e35
+    /// units). Go's `MilliValue` wraps silently beyond 64 bits, where `Quantity.Cmp` stays exact:
+    /// sums and comparisons of resource amounts use this width so that memory in the petabytes
+    /// (whose milli-value exceeds 64 bits) still counts exactly.
+    pub fn milli_value_wide(&self) -> Option<i128> {
         let (m, e) = self.decimal()?;
-        let e = e + 3;
-        let v = if e >= 0 {
-            m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)?
+        let e = e.checked_add(3)?;
+        if e >= 0 {
+            m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)
         } else {
-            let d = 10i128.checked_pow(u32::try_from(-e).ok()?)?;
+            let Some(d) = u32::try_from(-e).ok().and_then(|x| 10i128.checked_pow(x)) else {
+                // Smaller than one thousandth: rounds up to 1 (or 0 for zero and negatives).
+                return Some(i128::from(m > 0));
+            };
             let q = m.div_euclid(d);
-            if m.rem_euclid(d) != 0 { q + 1 } else { q }
-        };
-        i64::try_from(v).ok()
+            Some(if m.rem_euclid(d) != 0 { q + 1 } else { q })
+        }
     }
 
     /// A value of `milli` thousandths, printed in `format` (Go's `NewMilliQuantity`).
-    pub fn from_milli(milli: i64, format: QuantityFormat) -> Self {
+    pub fn from_milli(milli: impl Into<i128>, format: QuantityFormat) -> Self {
+        let milli: i128 = milli.into();
         let digits = milli.unsigned_abs().to_string();
         let zero = milli == 0;
         let mut q = Self {

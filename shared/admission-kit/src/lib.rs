@@ -20,6 +20,7 @@ pub mod gates;
 pub mod go;
 pub mod handler;
 pub mod metrics;
+pub mod mtls;
 pub mod object;
 pub mod registration;
 pub mod resources;

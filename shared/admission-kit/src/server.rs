@@ -167,10 +167,10 @@ pub fn review_error(
     json(code, out.to_bytes())
 }
 
-fn health(path: &str, readiness: &Readiness) -> Option<Response<Body>> {
+fn health(path: &str, ready: &dyn Fn() -> Result<(), &'static str>) -> Option<Response<Body>> {
     match path {
         "/healthz" | "/livez" => Some(text(StatusCode::OK, "ok")),
-        "/readyz" => Some(match readiness.check() {
+        "/readyz" => Some(match ready() {
             Ok(()) => text(StatusCode::OK, "ok"),
             Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, why),
         }),
@@ -585,7 +585,7 @@ impl Router {
             let Ok(r) = stack.svc.clone().oneshot(req).await;
             return r;
         }
-        health(path, &self.readiness)
+        health(path, &|| self.readiness.check())
             .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
     }
 }
@@ -661,7 +661,11 @@ impl Server {
             let metrics = self.metrics.clone();
             let readiness = self.readiness.clone();
             // Not watched by the graceful shutdown: probes and metrics stay up until exit.
-            tokio::spawn(serve_metrics(l, metrics, readiness));
+            tokio::spawn(serve_probes(
+                l,
+                Arc::new(move || metrics.render()),
+                Arc::new(move || readiness.check()),
+            ));
         }
         let delay = self.opts.shutdown_delay;
         let readiness = self.readiness.clone();
@@ -738,19 +742,27 @@ impl Server {
     }
 }
 
-async fn serve_metrics(listener: TcpListener, metrics: Metrics, readiness: Arc<Readiness>) {
+/// What `/metrics` serves.
+pub type Render = Arc<dyn Fn() -> Vec<u8> + Send + Sync>;
+/// What `/readyz` answers: `Err` says why not ready.
+pub type Ready = Arc<dyn Fn() -> Result<(), &'static str> + Send + Sync>;
+
+/// Serves the probe port: `/metrics` (Prometheus text from `render`), `/healthz` and `/livez`
+/// (always ok), `/readyz` (from `ready`), over HTTP/1.1 and HTTP/2 cleartext. Every service's
+/// probe port, quota-state's included.
+pub async fn serve_probes(listener: TcpListener, render: Render, ready: Ready) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let metrics = metrics.clone();
-        let readiness = readiness.clone();
+        let render = render.clone();
+        let ready = ready.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let path = req.uri().path();
                 let resp = if path == "/metrics" {
-                    let mut r = text(StatusCode::OK, metrics.render());
+                    let mut r = text(StatusCode::OK, render());
                     r.headers_mut().insert(
                         header::CONTENT_TYPE,
                         header::HeaderValue::from_static(
@@ -759,7 +771,7 @@ async fn serve_metrics(listener: TcpListener, metrics: Metrics, readiness: Arc<R
                     );
                     r
                 } else {
-                    health(path, &readiness)
+                    health(path, &*ready)
                         .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
                 };
                 async move { Ok::<_, Infallible>(resp) }

@@ -193,28 +193,12 @@ pub struct SelfSigned {
 impl SelfSigned {
     /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
     pub fn generate(names: &[String]) -> Result<Self, TlsError> {
-        use rcgen::{
-            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
-            IsCa, KeyPair, KeyUsagePurpose,
-        };
-        let mut ca = CertificateParams::new(Vec::<String>::new())?;
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(DnType::CommonName, "admission-kit self-signed CA");
-        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
-        let mut leaf = CertificateParams::new(names.to_vec())?;
-        leaf.distinguished_name.push(
-            DnType::CommonName,
-            names.first().cloned().unwrap_or_else(|| "localhost".into()),
-        );
-        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let leaf_key = KeyPair::generate()?;
-        let cert = leaf.signed_by(&leaf_key, &ca)?;
+        let ca = crate::mtls::Pki::new("admission-kit self-signed CA")?;
+        let (cert_pem, key_pem) = ca.issue(names, true, false)?;
         Ok(Self {
-            ca_pem: ca.pem(),
-            cert_pem: cert.pem(),
-            key_pem: leaf_key.serialize_pem(),
+            ca_pem: ca.ca_pem(),
+            cert_pem,
+            key_pem,
         })
     }
 

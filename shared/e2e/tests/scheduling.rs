@@ -14,7 +14,8 @@ use quota_state::ledger::Ledger;
 use quota_state::proto::quota_state_server::QuotaStateServer;
 use serde_json::json;
 
-/// quota-state in-process: ledger fed by watches of the test's API server, gRPC on loopback.
+/// quota-state in-process: ledger fed by watches of the test's API server, gRPC on loopback in
+/// plaintext (its mutual TLS is exercised with the real binaries in `up_system.rs`).
 async fn quota_state(client: &kube::Client) -> String {
     let (url, _stop) = quota_state_at(client, "127.0.0.1:0").await;
     std::mem::forget(_stop);
@@ -43,7 +44,11 @@ async fn quota_state_at(
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(QuotaStateServer::new(quota_state::Service::new(ledger)))
+            .add_service(QuotaStateServer::new(quota_state::Service::new(
+                ledger,
+                quota_state::auth::Policy::Anyone,
+                quota_state::metrics::Metrics::new().unwrap(),
+            )))
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(listener),
                 async {
