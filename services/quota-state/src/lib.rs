@@ -61,12 +61,14 @@ pub fn format_code(f: QuantityFormat) -> u32 {
     }
 }
 
-/// An amount on the wire: its 128 bits of thousandths split in two (see `Amount` in the proto).
+/// An amount on the wire: `milli` (signed) plus `milli_high` × 2^64 (see `Amount` in the proto).
+/// Exact for every amount within the kit's bound (`resources::MAX_MILLI`, 2^126), that is every
+/// exact amount; the arithmetic wraps only far outside it.
 pub fn wire_amount(a: &Amount) -> proto::Amount {
+    let low = a.milli as i64; // the low 64 bits, read as signed
     proto::Amount {
-        // Bit-for-bit halves of the two's-complement value.
-        milli: a.milli as i64,
-        milli_high: (a.milli >> 64) as i64,
+        milli: low,
+        milli_high: (a.milli.wrapping_sub(i128::from(low)) >> 64) as i64,
         format: format_code(a.format),
     }
 }
@@ -75,10 +77,53 @@ pub fn wire_amount(a: &Amount) -> proto::Amount {
 pub fn amount_of_wire(resource: &str, a: &proto::Amount) -> Result<Amount, String> {
     let format = format_of(a.format)
         .ok_or_else(|| format!("{resource}: unknown quantity format {}", a.format))?;
-    Ok(Amount {
-        milli: (i128::from(a.milli_high) << 64) | i128::from(a.milli as u64),
-        format,
-    })
+    let milli = (i128::from(a.milli_high) << 64)
+        .checked_add(i128::from(a.milli))
+        .ok_or_else(|| format!("{resource}: amount out of range"))?;
+    Ok(Amount { milli, format })
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+
+    #[test]
+    fn amounts_cross_the_wire_exactly() {
+        for milli in [
+            0,
+            1,
+            -1,
+            i128::from(i64::MAX),
+            i128::from(i64::MAX) + 1,
+            i128::from(i64::MIN) - 1,
+            1 << 100,
+            -(1 << 100),
+            1 << 126,
+            -(1 << 126),
+        ] {
+            let a = Amount {
+                milli,
+                format: QuantityFormat::BinarySI,
+            };
+            assert_eq!(amount_of_wire("cpu", &wire_amount(&a)), Ok(a), "{milli}");
+        }
+        // A value below 2^63 is one plain int64, as any caller would write it; so is a negative.
+        let w = wire_amount(&Amount {
+            milli: -5000,
+            format: QuantityFormat::DecimalSI,
+        });
+        assert_eq!((w.milli, w.milli_high), (-5000, 0));
+        assert!(amount_of_wire("cpu", &proto::Amount { format: 7, ..w }).is_err());
+        let edge = proto::Amount {
+            milli: -1,
+            milli_high: i64::MIN,
+            format: 0,
+        };
+        assert_eq!(
+            amount_of_wire("cpu", &edge),
+            Err("cpu: amount out of range".into())
+        );
+    }
 }
 
 /// The gRPC service over a ledger.

@@ -31,7 +31,7 @@ pub enum AmountError {
         /// The parser's text (Go's wording).
         message: String,
     },
-    /// The quantity is beyond what 128-bit thousandths hold (about 1.7e35 units).
+    /// The quantity is beyond [`MAX_MILLI`] thousandths (about 8.5e34 units).
     #[error(
         "{resource}={text} is too large to be counted (the limit is {} units)",
         MAX_COUNTABLE_UNITS
@@ -42,7 +42,7 @@ pub enum AmountError {
         /// The quantity as written.
         text: String,
     },
-    /// A sum of amounts leaves the 128-bit range.
+    /// A sum of amounts leaves the range of [`MAX_MILLI`].
     #[error(
         "the total of {resource} is too large to be counted (the limit is {} units)",
         MAX_COUNTABLE_UNITS
@@ -53,8 +53,16 @@ pub enum AmountError {
     },
 }
 
-/// The largest amount, in whole units, that is counted exactly (`i128::MAX / 1000`).
-pub const MAX_COUNTABLE_UNITS: i128 = i128::MAX / 1000;
+/// The largest magnitude of an exact amount, in thousandths: 2^126. Every exact amount and sum
+/// stays within it, so that it also crosses 128-bit wire formats with room to spare.
+pub const MAX_MILLI: i128 = 1 << 126;
+
+/// [`MAX_MILLI`] in whole units.
+pub const MAX_COUNTABLE_UNITS: i128 = MAX_MILLI / 1000;
+
+fn within(m: i128) -> Option<i128> {
+    (m.unsigned_abs() <= MAX_MILLI.unsigned_abs()).then_some(m)
+}
 
 impl Amount {
     /// Parses a quantity leniently, for rules that only look at an amount's rough size:
@@ -96,10 +104,13 @@ impl Amount {
         p: &ParsedQuantity,
     ) -> Result<Self, AmountError> {
         Ok(Self {
-            milli: p.milli_value_wide().ok_or_else(|| AmountError::TooLarge {
-                resource: resource.to_owned(),
-                text: text.to_owned(),
-            })?,
+            milli: p
+                .milli_value_wide()
+                .and_then(within)
+                .ok_or_else(|| AmountError::TooLarge {
+                    resource: resource.to_owned(),
+                    text: text.to_owned(),
+                })?,
             format: p.format,
         })
     }
@@ -148,7 +159,7 @@ pub fn add(a: &mut Amounts, b: &Amounts) {
 }
 
 /// `a += b`, keeping the first format seen per key, or the first resource whose sum leaves the
-/// 128-bit range (then `a` is left partly added: callers drop it).
+/// range of [`MAX_MILLI`] (then `a` is left partly added: callers drop it).
 pub fn try_add(a: &mut Amounts, b: &Amounts) -> Result<(), AmountError> {
     for (k, v) in b {
         match a.get_mut(k) {
@@ -156,6 +167,7 @@ pub fn try_add(a: &mut Amounts, b: &Amounts) -> Result<(), AmountError> {
                 x.milli = x
                     .milli
                     .checked_add(v.milli)
+                    .and_then(within)
                     .ok_or_else(|| AmountError::Overflow {
                         resource: k.clone(),
                     })?;
@@ -309,8 +321,8 @@ mod tests {
         );
         // Two amounts that fit, whose sum does not.
         let s = spec(json!({"containers": [
-            {"name": "a", "resources": {"requests": {"cpu": "1e35"}}},
-            {"name": "b", "resources": {"requests": {"cpu": "1e35"}}}
+            {"name": "a", "resources": {"requests": {"cpu": "5e34"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "5e34"}}}
         ]}));
         assert_eq!(
             try_pod_request(&s).unwrap_err(),
@@ -318,8 +330,8 @@ mod tests {
                 resource: "cpu".into()
             }
         );
-        // The lenient path saturates instead of wrapping.
-        assert_eq!(pod_request(&s)["cpu"].milli, i128::MAX);
+        // The lenient path adds without the bound (and saturates rather than wrap).
+        assert_eq!(pod_request(&s)["cpu"].milli, 100_000 * 10i128.pow(33));
         let s = spec(json!({"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "9223372036854775", "memory": "8Ei"}}}
         ], "overhead": {"cpu": "1"}}));

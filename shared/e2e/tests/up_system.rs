@@ -1,8 +1,10 @@
 //! quota-state and scheduling-webhook as `cargo xtask up` starts them ([`testenv::system`]: the
 //! built binaries, self-signed TLS, CRDs from `crd`, webhooks registered from `endpoints`),
 //! through the real API server: 200 pods created at once against 100 CPUs end with exactly 100
-//! admitted; a refused pod fits once another is deleted; quota-state killed refuses (fail
-//! closed), restarted rebuilds its usage from the cluster and admits again.
+//! admitted; a pod asking for 9.2e15 CPUs is refused naming the value, and the full quota keeps
+//! refusing; a refused pod fits once another is deleted; quota-state killed refuses (fail
+//! closed), restarted rebuilds its usage from the cluster and admits again; its gRPC port
+//! refuses every call without scheduling-webhook's client certificate, and a negative amount.
 
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use e2e::{Env, eventually};
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use quota_state::proto::quota_state_client::QuotaStateClient;
 use serde_json::json;
 use testenv::system::{Options, bin_dir_of_current_exe, check_binaries, spawn_quota_state};
 
@@ -110,6 +113,24 @@ async fn quota_through_both_services_started_as_up_does() {
         )),
         "{msg}"
     );
+    // One pod asking for 9,223,372,036,854,775 CPUs (a valid quantity; with the usage its
+    // thousandths pass 2^63) is refused, naming the value, and the quota keeps refusing after it.
+    let mut overflow = pod("overflow", &quota_name, 1);
+    if let Some(c) = overflow.spec.as_mut().map(|s| &mut s.containers[0]) {
+        c.resources = serde_json::from_value(
+            json!({"requests": {"cpu": "9223372036854775"}, "limits": {"cpu": "9223372036854775"}}),
+        )
+        .unwrap();
+    }
+    let msg = refusal(&pods, &overflow).await.unwrap();
+    assert!(
+        msg.contains("requested: cpu=9223372036854775, used: cpu=100, limited: cpu=100"),
+        "{msg}"
+    );
+    let msg = refusal(&pods, &pod("after-overflow", &quota_name, 1))
+        .await
+        .unwrap();
+    assert!(msg.contains("used: cpu=100, limited: cpu=100"), "{msg}");
     pods.delete(
         &admitted[0],
         &DeleteParams {
@@ -148,6 +169,7 @@ async fn quota_through_both_services_started_as_up_does() {
     // the pod list, takes the Lease again, and answers.
     let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
     let _qs = spawn_quota_state(&opts, port).unwrap();
+    callers_are_authenticated(&opts, &url, &quota_name, &env.ns).await;
     let msg = eventually(Duration::from_secs(60), || async {
         refusal(&pods, &pod("after-restart", &quota_name, 1))
             .await
@@ -172,4 +194,115 @@ async fn quota_through_both_services_started_as_up_does() {
         .map_err(|e| e.to_string())
     })
     .await;
+}
+
+/// A client of the real quota-state binary presenting `client` (or no certificate).
+fn grpc_client(
+    url: &str,
+    client: Option<&admission_kit::mtls::MtlsFiles>,
+    server_ca: &std::path::Path,
+) -> QuotaStateClient<tonic::transport::Channel> {
+    let cfg = match client {
+        Some(files) => admission_kit::mtls::client(files.clone(), Duration::from_secs(1)).unwrap(),
+        None => {
+            let mut roots = rustls::RootCertStore::empty();
+            let pem = std::fs::read(server_ca).unwrap();
+            for c in rustls_pemfile::certs(&mut &pem[..]) {
+                roots.add(c.unwrap()).unwrap();
+            }
+            let mut c = rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            c.alpn_protocols = vec![b"h2".to_vec()];
+            admission_kit::mtls::Reloading::fixed(std::sync::Arc::new(c))
+        }
+    };
+    let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
+    QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
+}
+
+/// Every RPC of the real binary with the wrong client certificate, none, or another identity is
+/// refused; with scheduling-webhook's certificate a negative amount is refused.
+async fn callers_are_authenticated(opts: &Options, url: &str, quota: &str, ns: &str) {
+    use quota_state::proto::{
+        AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
+    };
+    let (server, webhook) = testenv::system::quota_state_tls(opts).unwrap();
+    let rogue_dir = opts.dir.join("rogue");
+    std::fs::create_dir_all(&rogue_dir).unwrap();
+    let rogue_ca = admission_kit::mtls::Pki::new("rogue CA").unwrap();
+    let mut rogue = rogue_ca
+        .write(
+            &rogue_dir,
+            "rogue",
+            &["scheduling-webhook".into()],
+            false,
+            true,
+        )
+        .unwrap();
+    rogue.ca = server.ca.clone();
+    let admit = |milli: i64| AdmitPodRequest {
+        namespace: ns.into(),
+        name: "direct".into(),
+        quota_label: quota.into(),
+        check_admission: true,
+        requests: [(
+            "cpu".to_owned(),
+            Amount {
+                milli,
+                ..Amount::default()
+            },
+        )]
+        .into(),
+        ..AdmitPodRequest::default()
+    };
+    for (what, files) in [
+        ("no certificate", None),
+        ("a rogue CA's certificate", Some(&rogue)),
+    ] {
+        let mut c = grpc_client(url, files, &server.ca);
+        let codes = [
+            c.admit_pod(admit(1000)).await.map(|_| ()),
+            c.release(ReleaseRequest {
+                namespace: ns.into(),
+                name: "p-0".into(),
+            })
+            .await
+            .map(|_| ()),
+            c.lookup(LookupRequest::default()).await.map(|_| ()),
+            c.validate_quota(ValidateQuotaRequest::default())
+                .await
+                .map(|_| ()),
+        ];
+        for r in codes {
+            assert!(r.is_err(), "{what}: a call was answered");
+        }
+    }
+    let mut c = grpc_client(url, Some(&webhook), &server.ca);
+    let neg = eventually(Duration::from_secs(30), || {
+        let mut c = c.clone();
+        let req = admit(-5_000_000);
+        async move {
+            c.admit_pod(req)
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|e| e.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        (neg.allowed, neg.message.as_str()),
+        (
+            false,
+            format!("pod {ns}/direct: cpu=-5k is negative").as_str()
+        )
+    );
+    let denied = c
+        .lookup(LookupRequest {
+            names: vec!["bad name".into()],
+            namespace: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::InvalidArgument);
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use admission_kit::mtls::{MtlsFiles, Pki};
 use admission_kit::registration::{EndpointInfo, Registration, configurations};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -105,14 +106,57 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
     move |e| SystemError::Io(what, e)
 }
 
-/// Starts quota-state listening on `port` (also used to restart it on the same address).
+/// The mutual-TLS files between scheduling-webhook and quota-state, made once per `o.dir` by a
+/// CA of the run's own (a cluster gets them from cert-manager): quota-state's serving pair (for
+/// the name `quota-state` and 127.0.0.1) and scheduling-webhook's client pair (identity
+/// `scheduling-webhook`), each with the CA.
+pub fn quota_state_tls(o: &Options) -> Result<(MtlsFiles, MtlsFiles), SystemError> {
+    let server = MtlsFiles {
+        cert: o.dir.join("quota-state.crt"),
+        key: o.dir.join("quota-state.key"),
+        ca: o.dir.join("quota-state-ca.crt"),
+    };
+    let client = MtlsFiles {
+        cert: o.dir.join("scheduling-webhook-client.crt"),
+        key: o.dir.join("scheduling-webhook-client.key"),
+        ca: o.dir.join("scheduling-webhook-client-ca.crt"),
+    };
+    if !(server.cert.is_file() && client.cert.is_file()) {
+        let tls = |e: admission_kit::tls::TlsError| SystemError::Invalid(e.to_string());
+        let pki = Pki::new("quota-state CA").map_err(tls)?;
+        let names = ["quota-state".to_owned(), "127.0.0.1".to_owned()];
+        pki.write(&o.dir, "quota-state", &names, true, false)
+            .map_err(tls)?;
+        pki.write(
+            &o.dir,
+            "scheduling-webhook-client",
+            &["scheduling-webhook".to_owned()],
+            false,
+            true,
+        )
+        .map_err(tls)?;
+    }
+    Ok((server, client))
+}
+
+/// Starts quota-state listening on `port` with mutual TLS (also used to restart it on the same
+/// address); its probes and metrics on a free port, named in the log.
 pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError> {
+    let (tls, _) = quota_state_tls(o)?;
     let log = o.dir.join("quota-state.log");
     let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let err = logf.try_clone().map_err(io("log file"))?;
     let child = Command::new(o.bin_dir.join("quota-state"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
+        .arg("--metrics-listen")
+        .arg("127.0.0.1:0")
+        .arg("--tls-cert-file")
+        .arg(&tls.cert)
+        .arg("--tls-key-file")
+        .arg(&tls.key)
+        .arg("--client-ca-file")
+        .arg(&tls.ca)
         .arg("--lease-namespace")
         .arg(&o.lease_namespace)
         .env("KUBECONFIG", &o.kubeconfig)
@@ -134,7 +178,7 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
     if o.services.iter().any(|s| s == "quota-state") {
         let port = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
         let r = spawn_quota_state(o, port)?;
-        system.quota_state = Some((format!("http://127.0.0.1:{port}"), r));
+        system.quota_state = Some((format!("https://127.0.0.1:{port}"), r));
     }
     for svc in o.services.iter().filter(|s| *s != "quota-state") {
         let bin = o.bin_dir.join(svc);
@@ -180,7 +224,17 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
         .stdout(logf)
         .stderr(err);
         if let (Some((url, _)), "scheduling-webhook") = (&system.quota_state, svc.as_str()) {
-            cmd.arg("--quota-state-url").arg(url);
+            let (_, client) = quota_state_tls(o)?;
+            cmd.arg("--quota-state-url")
+                .arg(url)
+                .arg("--quota-state-cert-file")
+                .arg(&client.cert)
+                .arg("--quota-state-key-file")
+                .arg(&client.key)
+                .arg("--quota-state-ca-file")
+                .arg(&client.ca)
+                .arg("--quota-state-server-name")
+                .arg("quota-state");
         }
         let child = cmd.spawn().map_err(io(bin.display().to_string()))?;
         let running = Running {
