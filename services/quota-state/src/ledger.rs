@@ -477,6 +477,13 @@ struct Admit<'a> {
     now: Instant,
 }
 
+/// The first negative amount, named.
+fn negative(requests: &Amounts) -> Option<String> {
+    requests
+        .iter()
+        .find_map(|(k, v)| (v.milli < 0).then(|| countable(k, v).err()).flatten())
+}
+
 /// PV-4 under the lock: see [`Ledger::admit`].
 fn admit_locked(
     s: &mut State,
@@ -485,17 +492,13 @@ fn admit_locked(
     a: &Admit<'_>,
 ) -> Admission {
     let (namespace, name, quota) = (a.namespace, a.name, a.quota);
-    if let Some(e) = a
-        .requests
-        .iter()
-        .find_map(|(k, v)| (v.milli < 0).then(|| countable(k, v).err()).flatten())
-    {
+    s.expire(a.now);
+    if let Some(e) = negative(a.requests) {
         return Admission::Denied(format!("pod {namespace}/{name}: {e}"));
     }
     if quota.is_empty() || UNCHECKED.contains(&quota) {
         return Admission::Allowed;
     }
-    s.expire(a.now);
     let spec = match s.quotas.get(quota).map(Vec::as_slice) {
         None | Some([]) => {
             return Admission::Denied(format!("elastic quota {quota} not found"));
@@ -750,6 +753,16 @@ impl Ledger {
     /// asked; on UPDATE only when the quota changed).
     pub fn check_pod(&self, c: &PodCheck<'_>, now: Instant) -> PodOutcome {
         let mut s = self.lock();
+        s.expire(now);
+        if c.check_admission
+            && let Some(e) = negative(c.requests)
+        {
+            // Whatever the quota: no honest caller sends one (the API server refuses them).
+            return PodOutcome::Denied {
+                rule: "PV-4",
+                message: format!("pod {}/{}: {e}", c.namespace, c.name),
+            };
+        }
         let t = s.topology();
         let quota = tree::quota_name(&*t, Some(c.label), c.namespace, c.disable_default_quota);
         if c.check_parent
