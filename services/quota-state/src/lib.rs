@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod feed;
+pub mod fuzzing;
 pub mod input;
 pub mod ledger;
 pub mod metrics;

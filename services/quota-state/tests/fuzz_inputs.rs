@@ -1,0 +1,94 @@
+//! The fuzzing entry point (`quota_state::fuzzing::run`, also the libFuzzer target in
+//! `services/quota-state/fuzz`) on seeded inputs, bounded, in the test command: random bytes, and
+//! sequences of well-formed calls with extreme amounts, names and sizes. Nothing may panic.
+
+use prost::Message;
+use quota_state::proto::{AdmitPodRequest, Amount, LookupRequest, ReleaseRequest};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn chunk(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+    out.push(kind);
+    out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+fn name(rng: &mut StdRng) -> String {
+    match rng.random_range(0..6) {
+        0 => String::new(),
+        1 => "x".repeat(rng.random_range(60..300)),
+        2 => "Bad Name/..".into(),
+        _ => format!("p{}", rng.random_range(0..4)),
+    }
+}
+
+fn amount(rng: &mut StdRng) -> Amount {
+    let milli = match rng.random_range(0..6) {
+        0 => i64::MAX,
+        1 => i64::MIN,
+        2 => -rng.random_range(1..1_000_000),
+        _ => rng.random_range(0..100_000),
+    };
+    Amount {
+        milli,
+        milli_high: match rng.random_range(0..5) {
+            0 => i64::MAX,
+            1 => i64::MIN,
+            2 => 1,
+            _ => 0,
+        },
+        format: rng.random_range(0..4),
+    }
+}
+
+#[test]
+fn arbitrary_inputs_never_panic() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for _ in 0..2_000 {
+        let len = rng.random_range(0..2048);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        quota_state::fuzzing::run(&bytes);
+    }
+    let quota = br#"{"metadata":{"name":"p0","namespace":"p1","labels":{"quota.scheduling.koordinator.sh/parent":"p2"}},"spec":{"max":{"cpu":"1e40","memory":"-1"}}}"#;
+    for _ in 0..500 {
+        let mut data = Vec::new();
+        chunk(&mut data, 4, quota);
+        for _ in 0..rng.random_range(1..40) {
+            let kind = rng.random_range(0..7u8);
+            let payload = match kind {
+                1 | 6 => ReleaseRequest {
+                    namespace: name(&mut rng),
+                    name: name(&mut rng),
+                }
+                .encode_to_vec(),
+                2 => LookupRequest {
+                    names: (0..rng.random_range(0..80))
+                        .map(|_| name(&mut rng))
+                        .collect(),
+                    namespace: name(&mut rng),
+                }
+                .encode_to_vec(),
+                _ => AdmitPodRequest {
+                    namespace: name(&mut rng),
+                    name: name(&mut rng),
+                    quota_label: name(&mut rng),
+                    check_admission: rng.random(),
+                    check_parent: rng.random(),
+                    dry_run: rng.random_bool(0.2),
+                    requests: (0..rng.random_range(0..4))
+                        .map(|i| {
+                            (
+                                ["cpu", "memory", "nvidia.com/gpu", ""][i].to_owned(),
+                                amount(&mut rng),
+                            )
+                        })
+                        .collect(),
+                    ..AdmitPodRequest::default()
+                }
+                .encode_to_vec(),
+            };
+            chunk(&mut data, kind, &payload);
+        }
+        quota_state::fuzzing::run(&data);
+    }
+}
