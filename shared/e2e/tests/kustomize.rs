@@ -85,6 +85,21 @@ async fn overlays_render_and_pass_server_dry_run() {
             assert!(kinds.iter().any(|x| x == k), "{name}: overlay has no {k}");
         }
         registered_as_served(&name, &text);
+        // quota-state's gRPC is mutual TLS only, and the webhook calls it that way.
+        if name == "quota-state" {
+            assert!(
+                text.contains("QUOTA_STATE_CLIENT_CA_FILE")
+                    && !text.to_lowercase().contains("insecure"),
+                "quota-state must require client certificates"
+            );
+        }
+        if name == "scheduling-webhook" {
+            assert!(
+                text.contains("--quota-state-url=https://quota-state:9090")
+                    && text.contains("--quota-state-cert-file="),
+                "scheduling-webhook must call quota-state with mutual TLS"
+            );
+        }
     }
     assert!(checked > 0, "no object checked");
 }
