@@ -12,6 +12,14 @@
 //! persisted are counted again from the list). Quota changes invalidate the tree; the next read
 //! rebuilds it and re-derives every pod's quota and the usage (O(quotas + pods), under the lock:
 //! a pause of a few milliseconds per quota change at 100,000 pods; quota changes are rare).
+//!
+//! Arithmetic: amounts are exact thousandths in `i128`. One amount is at most
+//! [`MAX_AMOUNT_MILLI`] (2^100), so usage sums stay far inside `i128` and every comparison is
+//! exact; a request beyond it, or negative, is refused naming the pod, the resource and the value,
+//! and an observed pod beyond it makes the quotas on its chain refuse admissions while it lives
+//! (counted in `uncountable`, never guessed). Reservations are bounded per namespace and in all
+//! ([`ReservationLimits`]) and belong to the caller that made them. `tests/ledger_model.rs` checks
+//! all of this against an exact reference model.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

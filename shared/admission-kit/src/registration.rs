@@ -88,14 +88,24 @@ pub struct Registration {
     pub object_labels: BTreeMap<String, String>,
 }
 
-/// A selector of every namespace except those named.
+/// The namespace label that opts a namespace out of every webhook of ours (any value).
+pub const OPT_OUT_LABEL: &str = "admission-webhooks.io/exclude";
+
+/// A selector of every namespace except those named and those carrying [`OPT_OUT_LABEL`].
 pub fn all_namespaces_except(names: &[&str]) -> LabelSelector {
     LabelSelector {
-        match_expressions: Some(vec![LabelSelectorRequirement {
-            key: "kubernetes.io/metadata.name".into(),
-            operator: "NotIn".into(),
-            values: Some(names.iter().map(|s| (*s).to_owned()).collect()),
-        }]),
+        match_expressions: Some(vec![
+            LabelSelectorRequirement {
+                key: "kubernetes.io/metadata.name".into(),
+                operator: "NotIn".into(),
+                values: Some(names.iter().map(|s| (*s).to_owned()).collect()),
+            },
+            LabelSelectorRequirement {
+                key: OPT_OUT_LABEL.into(),
+                operator: "DoesNotExist".into(),
+                values: None,
+            },
+        ]),
         ..LabelSelector::default()
     }
 }

@@ -130,6 +130,17 @@ fn registered_as_served(service: &str, rendered: &str) {
         }
         for hook in v["webhooks"].as_array().unwrap() {
             let path = hook["clientConfig"]["service"]["path"].as_str().unwrap();
+            // Never the control plane, our own namespace, or an opted-out namespace.
+            let exprs = hook["namespaceSelector"]["matchExpressions"].to_string();
+            for must in [
+                r#""operator":"NotIn","values":["kube-system","admission-webhooks"]"#,
+                r#"{"key":"admission-webhooks.io/exclude","operator":"DoesNotExist"}"#,
+            ] {
+                assert!(
+                    exprs.contains(must),
+                    "{service} {path}: namespaceSelector {exprs}"
+                );
+            }
             let ep = served
                 .iter()
                 .find(|e| e.path == path)
