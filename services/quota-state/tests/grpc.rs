@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admission_kit::go::QuantityFormat;
-use admission_kit::mtls::{Pki, Reloading};
+use admission_kit::mtls::Pki;
 use quota_state::auth::Policy;
 use quota_state::ledger::{Amount, Amounts, Ledger, QuotaSpec};
 use quota_state::metrics::Metrics;
@@ -83,18 +83,10 @@ impl Served {
                 files.ca = self.dir.path().join("server-ca.crt");
                 admission_kit::mtls::client(files, Duration::from_secs(1)).unwrap()
             }
-            None => {
-                let mut roots = rustls::RootCertStore::empty();
-                let pem = std::fs::read(self.dir.path().join("server-ca.crt")).unwrap();
-                for c in rustls_pemfile::certs(&mut &pem[..]) {
-                    roots.add(c.unwrap()).unwrap();
-                }
-                let mut c = rustls::ClientConfig::builder()
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
-                c.alpn_protocols = vec![b"h2".to_vec()];
-                Reloading::fixed(Arc::new(c))
-            }
+            None => admission_kit::mtls::client_without_certificate(
+                &self.dir.path().join("server-ca.crt"),
+            )
+            .unwrap(),
         };
         let endpoint =
             tonic::transport::Endpoint::from_shared(format!("https://{}", self.addr)).unwrap();

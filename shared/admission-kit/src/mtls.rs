@@ -178,6 +178,20 @@ pub fn client(
     reloading(files, every, client_config_of)
 }
 
+/// A client configuration that trusts `ca` and presents no certificate: what an unauthenticated
+/// caller looks like, to show that a mutual-TLS server refuses it (tests, diagnostics).
+pub fn client_without_certificate(
+    ca: &Path,
+) -> Result<Arc<Reloading<rustls::ClientConfig>>, TlsError> {
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .map_err(TlsError::Config)?
+        .with_root_certificates(roots(&read(ca)?)?)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Reloading::fixed(Arc::new(cfg)))
+}
+
 /// The names a peer certificate carries: its subject common names, DNS and URI subject
 /// alternative names. Empty when the certificate does not parse (rustls has verified it by then).
 pub fn peer_names(cert: &CertificateDer<'_>) -> Vec<String> {

@@ -204,18 +204,7 @@ fn grpc_client(
 ) -> QuotaStateClient<tonic::transport::Channel> {
     let cfg = match client {
         Some(files) => admission_kit::mtls::client(files.clone(), Duration::from_secs(1)).unwrap(),
-        None => {
-            let mut roots = rustls::RootCertStore::empty();
-            let pem = std::fs::read(server_ca).unwrap();
-            for c in rustls_pemfile::certs(&mut &pem[..]) {
-                roots.add(c.unwrap()).unwrap();
-            }
-            let mut c = rustls::ClientConfig::builder()
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            c.alpn_protocols = vec![b"h2".to_vec()];
-            admission_kit::mtls::Reloading::fixed(std::sync::Arc::new(c))
-        }
+        None => admission_kit::mtls::client_without_certificate(server_ca).unwrap(),
     };
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
     QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
