@@ -179,6 +179,36 @@ fn pv_4_quota_exceeded_lists_only_exceeded_keys() {
     );
 }
 
+/// S-FIX-1: exact amounts in-process too; what cannot be counted is refused, named.
+#[test]
+fn pv_4_amounts_are_exact_and_never_clamped() {
+    let q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "team", "annotations": {"quota.scheduling.koordinator.sh/child-request": "{\"cpu\":\"9901\",\"memory\":\"9Pi\"}"}},
+        "spec": {"max": {"cpu": "10k", "memory": "10Pi"}}});
+    let check = |requests: Value| {
+        validate(
+            pod(
+                json!({"quota.scheduling.koordinator.sh/name": "q"}),
+                containers(requests),
+            ),
+            None,
+            vec![q.clone()],
+        )
+    };
+    assert_eq!(
+        check(json!({"cpu": "9223372036854775"})).unwrap(),
+        "PV-4 exceeded quota: team/q, requested: cpu=9223372036854775, used: cpu=9901, limited: cpu=10k"
+    );
+    // Petabytes: thousandths beyond 2^63, still exact (1Pi fits, 1Pi + 1 does not).
+    assert_eq!(check(json!({"memory": "1Pi"})), None);
+    assert_eq!(
+        check(json!({"memory": "1125899906842625"})).unwrap(),
+        "PV-4 exceeded quota: team/q, requested: memory=1125899906842625, used: memory=9Pi, limited: memory=10Pi"
+    );
+    let e = check(json!({"cpu": "1e40"})).unwrap();
+    assert!(e.contains("cpu=1e40 is too large to be counted"), "{e}");
+}
+
 #[test]
 fn pv_5_gpu_rules() {
     let e = validate(
