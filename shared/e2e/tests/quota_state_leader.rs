@@ -1,12 +1,11 @@
-//! Two quota-state replicas against the real API server: exactly one holds the Lease and reports
-//! SERVING (so only it receives admissions); when it stops, the other takes over.
+//! Two quota-state replicas against the real API server, with mutual TLS as deployed: exactly one
+//! holds the Lease and is ready (`/readyz` on the probe port, as the Deployment's readiness probe
+//! asks, so only it receives admissions); when it stops, the other takes over.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use e2e::{Env, eventually};
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 fn binary() -> std::path::PathBuf {
     // target/<profile>/deps/<test> → target/<profile>/quota-state
@@ -33,12 +32,19 @@ impl Drop for Replica {
     }
 }
 
-fn start(kubeconfig: &std::path::Path, ns: &str, id: &str) -> Replica {
-    let port = testenv::free_port().unwrap();
+fn start(
+    kubeconfig: &std::path::Path,
+    tls: &admission_kit::mtls::MtlsFiles,
+    ns: &str,
+    id: &str,
+) -> Replica {
+    let (port, probes) = (testenv::free_port().unwrap(), testenv::free_port().unwrap());
     let child = Command::new(binary())
         .args([
             "--listen",
             &format!("127.0.0.1:{port}"),
+            "--metrics-listen",
+            &format!("127.0.0.1:{probes}"),
             "--lease-namespace",
             ns,
             "--identity",
@@ -46,28 +52,22 @@ fn start(kubeconfig: &std::path::Path, ns: &str, id: &str) -> Replica {
             "--lease-name",
             "quota-state-e2e",
         ])
+        .arg("--tls-cert-file")
+        .arg(&tls.cert)
+        .arg("--tls-key-file")
+        .arg(&tls.key)
+        .arg("--client-ca-file")
+        .arg(&tls.ca)
         .env("KUBECONFIG", kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    Replica(child, port)
+    Replica(child, probes)
 }
 
-async fn serving(port: u16) -> bool {
-    let Ok(ep) = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}")) else {
-        return false;
-    };
-    let Ok(ch) = ep.connect().await else {
-        return false;
-    };
-    HealthClient::new(ch)
-        .check(HealthCheckRequest {
-            service: "quotastate.v1.QuotaState".into(),
-        })
-        .await
-        .map(|r| r.into_inner().status == ServingStatus::Serving as i32)
-        .unwrap_or(false)
+async fn serving(probes: u16) -> bool {
+    testenv::system::http_status(&format!("127.0.0.1:{probes}"), "/readyz").await == Some(200)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,8 +76,14 @@ async fn one_leader_serves_and_the_other_takes_over() {
     let shared = testenv::shared().unwrap();
     let app = scheduling_webhook::app();
     env.install_crds(&app).await; // quota-state watches ElasticQuotas
-    let a = start(&shared.kubeconfig, &env.ns, "replica-a");
-    let b = start(&shared.kubeconfig, &env.ns, "replica-b");
+    let dir = shared.kubeconfig.with_file_name(&env.ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pki = admission_kit::mtls::Pki::new("quota-state e2e CA").unwrap();
+    let tls = pki
+        .write(&dir, "quota-state", &["quota-state".into()], true, false)
+        .unwrap();
+    let a = start(&shared.kubeconfig, &tls, &env.ns, "replica-a");
+    let b = start(&shared.kubeconfig, &tls, &env.ns, "replica-b");
     let (leader, follower) = eventually(Duration::from_secs(40), || async {
         match (serving(a.1).await, serving(b.1).await) {
             (true, false) => Ok((a.1, b.1)),
