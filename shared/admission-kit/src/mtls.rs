@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 
-use crate::tls::TlsError;
+use crate::tls::{TlsError, pem_chain as chain, pem_key as key, read};
 
 /// The three PEM files of one side of a mutual-TLS link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,33 +29,10 @@ pub struct MtlsFiles {
 /// The bytes of the three files, compared to notice a change.
 type Contents = (Vec<u8>, Vec<u8>, Vec<u8>);
 
-fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
 impl MtlsFiles {
     fn contents(&self) -> Result<Contents, TlsError> {
         Ok((read(&self.cert)?, read(&self.key)?, read(&self.ca)?))
     }
-}
-
-fn chain(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &pem[..])
-        .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Pem(format!("bad {what} PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(TlsError::Pem(format!("no certificate in the {what} file")));
-    }
-    Ok(certs)
-}
-
-fn key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
-    rustls_pemfile::private_key(&mut &pem[..])
-        .map_err(|e| TlsError::Pem(format!("bad key PEM: {e}")))?
-        .ok_or_else(|| TlsError::Pem("no private key in the key file".into()))
 }
 
 fn roots(pem: &[u8]) -> Result<Arc<rustls::RootCertStore>, TlsError> {

@@ -96,26 +96,35 @@ pub fn server_config(store: Arc<CertStore>) -> Result<Arc<rustls::ServerConfig>,
     Ok(Arc::new(cfg))
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|source| TlsError::Read {
         path: path.display().to_string(),
         source,
     })
 }
 
+/// The certificates of a PEM file (`what` names it in errors); at least one.
+pub(crate) fn pem_chain(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &pem[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Pem(format!("bad {what} PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem(format!("no certificate in the {what} file")));
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file.
+pub(crate) fn pem_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
+    rustls_pemfile::private_key(&mut &pem[..])
+        .map_err(|e| TlsError::Pem(format!("bad key PEM: {e}")))?
+        .ok_or_else(|| TlsError::Pem("no private key in the key file".into()))
+}
+
 /// Builds a served key from PEM certificate chain and PEM private key.
 pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, TlsError> {
-    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
-        .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Pem(format!("bad certificate PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(TlsError::Pem(
-            "no certificate in the certificate file".into(),
-        ));
-    }
-    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
-        .map_err(|e| TlsError::Pem(format!("bad key PEM: {e}")))?
-        .ok_or_else(|| TlsError::Pem("no private key in the key file".into()))?;
+    let certs = pem_chain(cert_pem, "certificate")?;
+    let key = pem_key(key_pem)?;
     let signing = rustls::crypto::ring::sign::any_supported_type(&key).map_err(TlsError::Key)?;
     Ok(CertifiedKey::new(certs, signing))
 }
