@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve the webhooks over HTTPS.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Decide one AdmissionReview offline, exactly as the server would, and print the answer.
     Review(ReviewArgs),
     /// Print the CustomResourceDefinitions of the kinds this service serves, as YAML.
@@ -73,6 +73,8 @@ struct ServeArgs {
     /// Make a CA and a serving certificate in memory instead of reading files (local use).
     #[arg(long, env = "WEBHOOK_SELF_SIGNED")]
     self_signed: bool,
+    #[command(flatten)]
+    managed: ManagedArgs,
     /// Names the self-signed certificate is valid for (DNS names or IPs, comma-separated).
     #[arg(
         long,
@@ -107,6 +109,102 @@ struct ServeArgs {
     /// cluster state need KUBECONFIG or an in-cluster service account.
     #[arg(long)]
     state: Vec<PathBuf>,
+}
+
+/// Where the serving certificate comes from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum TlsMode {
+    /// From `--tls-cert-file` and `--tls-private-key-file` (cert-manager, a secret volume),
+    /// reloaded when they change.
+    Files,
+    /// Kept by the service itself in a Secret of its namespace: CA and serving certificate made,
+    /// rotated and put into the webhook configurations' caBundle, no cert-manager needed.
+    Managed,
+}
+
+/// How the webhook configurations learn the managed CA.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum RegistrationMode {
+    /// Patch only the caBundle of the configurations applied from manifests.
+    CaBundle,
+    /// Create and update the configurations from the endpoint table.
+    #[value(name = "self")]
+    SelfRegister,
+    /// Leave the configurations alone.
+    None,
+}
+
+/// Flags of `serve --tls-mode=managed`.
+#[derive(Args, Debug)]
+struct ManagedArgs {
+    /// Where the serving certificate comes from: `files` (cert-manager or a secret volume) or
+    /// `managed` (the service keeps its own CA in a Secret, rotates it and keeps the webhook
+    /// configurations' caBundle current).
+    #[arg(long, env = "WEBHOOK_TLS_MODE", value_enum, default_value = "files")]
+    tls_mode: TlsMode,
+    /// Managed mode: the Secret holding CA and serving certificate [default: <service>-certificates].
+    #[arg(long, env = "WEBHOOK_CERT_SECRET")]
+    cert_secret: Option<String>,
+    /// Managed mode: the service's namespace (of the Secret, the Lease and the Service)
+    /// [default: $POD_NAMESPACE, else the service account's namespace].
+    #[arg(long, env = "POD_NAMESPACE")]
+    namespace: Option<String>,
+    /// Managed mode: the Service the API server calls; the certificate is valid for
+    /// <name>.<namespace>.svc and <name>.<namespace>.svc.cluster.local [default: <service>].
+    #[arg(long, env = "WEBHOOK_SERVICE_NAME")]
+    service_name: Option<String>,
+    /// Managed mode: more names (DNS names or IP addresses) the certificate is valid for.
+    #[arg(long, env = "WEBHOOK_TLS_EXTRA_NAMES", value_delimiter = ',')]
+    tls_extra_names: Vec<String>,
+    /// Managed mode: CA lifetime, renewed at two thirds (8 months). A year keeps the CA that
+    /// the API server trusts stable for long while still rotating it yearly, as cert-manager's
+    /// and kubeadm's CAs are rotated; each renewal goes through a trusted-both phase.
+    #[arg(long, env = "WEBHOOK_CA_LIFETIME", default_value = "8760h", value_parser = duration)]
+    ca_lifetime: Duration,
+    /// Managed mode: serving certificate lifetime, renewed at two thirds (60 days). 90 days is
+    /// the lifetime cert-manager and public CAs default to: a leaked key is useful for weeks,
+    /// not years, and a month of margin survives a long writer outage.
+    #[arg(long, env = "WEBHOOK_SERVING_CERT_LIFETIME", default_value = "2160h", value_parser = duration)]
+    serving_cert_lifetime: Duration,
+    /// Managed mode: how long a new CA is trusted in the caBundle before a certificate it signs
+    /// is served, and how long the old CA stays trusted afterwards. The API server applies a
+    /// configuration change within seconds; a minute covers several API servers and a slow
+    /// replica.
+    #[arg(long, env = "WEBHOOK_CA_BUNDLE_PROPAGATION", default_value = "1m", value_parser = duration)]
+    ca_bundle_propagation: Duration,
+    /// Managed mode: how often the writer re-checks the Secret and the configurations when
+    /// nothing wakes it earlier (it also wakes at every Secret change and when a renewal is due).
+    #[arg(long, env = "WEBHOOK_CERT_CHECK_INTERVAL", default_value = "1m", value_parser = duration)]
+    cert_check_interval: Duration,
+    /// Managed mode: duration of the writer Lease; a dead writer is replaced within it. Keep it
+    /// well under a third of the serving certificate lifetime.
+    #[arg(long, env = "WEBHOOK_LEASE_DURATION", default_value = "15s", value_parser = duration)]
+    lease_duration: Duration,
+    /// Managed mode: this replica's identity in the Lease [default: $HOSTNAME].
+    #[arg(long, env = "WEBHOOK_IDENTITY")]
+    identity: Option<String>,
+    /// Managed mode: how the webhook configurations get the CA bundle: `ca-bundle` patches only
+    /// the caBundle of configurations applied from manifests; `self` creates and updates them
+    /// from the endpoint table; `none` leaves them alone.
+    #[arg(
+        long,
+        env = "WEBHOOK_REGISTRATION",
+        value_enum,
+        default_value = "ca-bundle"
+    )]
+    registration: RegistrationMode,
+    /// Managed mode: name of the Mutating- and ValidatingWebhookConfiguration [default: <service>].
+    #[arg(long, env = "WEBHOOK_CONFIGURATION_NAME")]
+    webhook_configuration_name: Option<String>,
+    /// `--registration=self`: register `url` clientConfigs with this base (`https://host:port`)
+    /// instead of the Service (loopback runs).
+    #[arg(long, env = "WEBHOOK_REGISTRATION_URL")]
+    registration_url: Option<String>,
+    /// `--registration=self`: the namespaceSelector of every webhook, as JSON [default: every
+    /// namespace but kube-system, the service's own and those labelled
+    /// admission-webhooks.io/exclude].
+    #[arg(long, env = "WEBHOOK_NAMESPACE_SELECTOR")]
+    registration_namespace_selector: Option<String>,
 }
 
 /// Flags of `review`.
@@ -197,7 +295,7 @@ pub fn main(app: App) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match rt.block_on(serve(app.clone(), a, options)) {
+            match rt.block_on(serve(app.clone(), *a, options)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{}: {e}", app.name);
@@ -319,6 +417,127 @@ async fn shutdown_signal() {
     }
 }
 
+/// The service account's namespace, as mounted in every Pod.
+const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// Starts the managed-certificate loader (every replica) and writer (the Lease holder). Returns
+/// once both run; readiness stays false until the loader has served a valid pair.
+async fn start_managed(
+    app: &App,
+    a: &ManagedArgs,
+    certs: &Arc<CertStore>,
+    metrics: &Metrics,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::managed::{Lifetimes, Managed, ManagedMetrics, Policy, spawn_loader, spawn_writer};
+    use crate::registration::{
+        ClientTarget, EndpointInfo, Registrar, Registration, all_namespaces_except,
+    };
+    let namespace = match &a.namespace {
+        Some(n) => n.clone(),
+        None => std::fs::read_to_string(SA_NAMESPACE)
+            .map(|s| s.trim().to_owned())
+            .map_err(|e| {
+                format!("--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({SA_NAMESPACE}: {e})")
+            })?,
+    };
+    let service = a
+        .service_name
+        .clone()
+        .unwrap_or_else(|| app.name.to_owned());
+    let mut names = vec![
+        format!("{service}.{namespace}.svc"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+    ];
+    names.extend(a.tls_extra_names.iter().filter(|n| !n.is_empty()).cloned());
+    let secret = a
+        .cert_secret
+        .clone()
+        .unwrap_or_else(|| format!("{}-certificates", app.name));
+    let identity = a
+        .identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| format!("{}-{}", app.name, std::process::id()));
+    let config_name = a
+        .webhook_configuration_name
+        .clone()
+        .unwrap_or_else(|| app.name.to_owned());
+    let field_manager = format!("{}-certificates", app.name);
+    let registrar = match a.registration {
+        RegistrationMode::None => Registrar::Off,
+        RegistrationMode::CaBundle => Registrar::CaBundle {
+            name: config_name,
+            field_manager,
+        },
+        RegistrationMode::SelfRegister => {
+            let namespace_selector = match &a.registration_namespace_selector {
+                Some(json) => serde_json::from_str(json)
+                    .map_err(|e| format!("--registration-namespace-selector: {e}"))?,
+                None => all_namespaces_except(&["kube-system", &namespace]),
+            };
+            let client = match &a.registration_url {
+                Some(u) => ClientTarget::Url(u.trim_end_matches('/').to_owned()),
+                None => ClientTarget::Service {
+                    namespace: namespace.clone(),
+                    name: service.clone(),
+                    port: 443,
+                },
+            };
+            Registrar::Full {
+                registration: Registration {
+                    name: config_name,
+                    client,
+                    ca_bundle: Vec::new(),
+                    timeout_seconds: 10,
+                    namespace_selector,
+                    failure_policy: None,
+                    object_labels: Default::default(),
+                },
+                endpoints: EndpointInfo::of(app),
+                field_manager,
+            }
+        }
+    };
+    let managed = Managed {
+        namespace,
+        lease: secret.clone(),
+        secret,
+        identity,
+        lease_duration: a.lease_duration,
+        check_interval: a.cert_check_interval,
+        policy: Policy {
+            names,
+            service,
+            lifetimes: Lifetimes {
+                ca: a.ca_lifetime,
+                serving: a.serving_cert_lifetime,
+                propagation: a.ca_bundle_propagation,
+            },
+        },
+    };
+    let client = kube::Client::try_default().await.map_err(|e| {
+        format!("--tls-mode=managed keeps its certificates in a Secret, which needs the Kubernetes API (set KUBECONFIG or run in a cluster): {e}")
+    })?;
+    let mm = ManagedMetrics::new(metrics.registry())?;
+    let changed = Arc::new(tokio::sync::Notify::new());
+    tracing::info!(
+        secret = %managed.secret,
+        namespace = %managed.namespace,
+        names = ?managed.policy.names,
+        registration = ?a.registration,
+        "managed certificates"
+    );
+    spawn_loader(
+        client.clone(),
+        managed.clone(),
+        certs.clone(),
+        mm.clone(),
+        changed.clone(),
+    );
+    spawn_writer(client, managed, registrar, mm, changed);
+    Ok(())
+}
+
 async fn serve(
     app: App,
     a: ServeArgs,
@@ -335,8 +554,14 @@ async fn serve(
         );
     }
     let app = prepared.app;
+    let metrics = Metrics::new()?;
     let certs = CertStore::new();
-    if a.self_signed {
+    for c in certs.collectors() {
+        metrics.registry().register(c)?;
+    }
+    if a.managed.tls_mode == TlsMode::Managed {
+        start_managed(&app, &a.managed, &certs, &metrics).await?;
+    } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);
         if let Some(out) = &a.ca_bundle_out {
@@ -350,6 +575,7 @@ async fn serve(
             key: a.tls_private_key_file.clone(),
         };
         if let Err(e) = files.load_into(&certs) {
+            certs.reject();
             tracing::warn!(error = %e, "serving certificate not loaded yet; not ready until it is");
         }
         files.spawn_reloader(certs.clone(), a.cert_reload_interval);
@@ -375,7 +601,6 @@ async fn serve(
         (Context::new(state), Box::new(move || s2.synced()))
     };
     let ctx = ctx.with_gates(prepared.gates.clone()).with_options(options);
-    let metrics = Metrics::new()?;
     for e in &app.endpoints {
         let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);
         metrics

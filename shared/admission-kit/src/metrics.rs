@@ -93,6 +93,11 @@ impl Metrics {
         })
     }
 
+    /// The registry, for other parts of the service to register their metrics with.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The metrics in Prometheus text format.
     pub fn render(&self) -> Vec<u8> {
         let mut buf = Vec::new();

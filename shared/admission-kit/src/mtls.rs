@@ -192,37 +192,118 @@ pub fn peer_names(cert: &CertificateDer<'_>) -> Vec<String> {
     names
 }
 
-/// A CA in memory that issues server and client certificates: local runs and tests (a cluster
-/// gets its certificates from cert-manager or the managed CA).
+/// A CA in memory that issues server and client certificates: local runs and tests, and the
+/// managed certificates of [`crate::managed`] (which keeps the CA in a Secret and loads it back
+/// with [`Pki::from_pem`]).
 pub struct Pki {
-    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    ca_pem: String,
+    key_pem: String,
+}
+
+/// A certificate's validity window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    /// Not valid before this time.
+    pub not_before: std::time::SystemTime,
+    /// Not valid after this time.
+    pub not_after: std::time::SystemTime,
+}
+
+impl Validity {
+    /// From now (backdated by a tenth of the lifetime, at most five minutes, for clock skew
+    /// between us and the API server) for `lifetime`.
+    pub fn from_now(lifetime: Duration) -> Self {
+        Self::starting(std::time::SystemTime::now(), lifetime)
+    }
+
+    /// As [`Validity::from_now`], from `now`.
+    pub fn starting(now: std::time::SystemTime, lifetime: Duration) -> Self {
+        let skew = (lifetime / 10).min(Duration::from_secs(300));
+        Self {
+            not_before: now - skew,
+            not_after: now + lifetime,
+        }
+    }
+
+    fn apply(&self, p: &mut rcgen::CertificateParams) {
+        p.not_before = self.not_before.into();
+        p.not_after = self.not_after.into();
+    }
+}
+
+impl Default for Validity {
+    /// The validity rcgen gives when none is set would be centuries; ours is a year.
+    fn default() -> Self {
+        Self::from_now(Duration::from_secs(365 * 24 * 3600))
+    }
 }
 
 impl Pki {
-    /// A new CA named `common_name`.
+    /// A new CA named `common_name`, valid for a year.
     pub fn new(common_name: &str) -> Result<Self, TlsError> {
+        Self::with_validity(common_name, Validity::default())
+    }
+
+    /// A new CA named `common_name` valid for `validity`.
+    pub fn with_validity(common_name: &str, validity: Validity) -> Result<Self, TlsError> {
         use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.distinguished_name.push(DnType::CommonName, common_name);
         ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        validity.apply(&mut ca);
+        let key = KeyPair::generate()?;
+        let cert = ca.self_signed(&key)?;
+        let key_pem = key.serialize_pem();
         Ok(Self {
-            issuer: rcgen::CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?,
+            ca_pem: cert.pem(),
+            key_pem,
+            issuer: rcgen::Issuer::new(ca, key),
+        })
+    }
+
+    /// A CA from its certificate and key (PEM), as [`Pki::ca_pem`] and [`Pki::key_pem`] wrote them.
+    pub fn from_pem(ca_pem: &str, key_pem: &str) -> Result<Self, TlsError> {
+        let key = rcgen::KeyPair::from_pem(key_pem)?;
+        let ca = chain(ca_pem.as_bytes(), "CA")?;
+        let issuer = rcgen::Issuer::from_ca_cert_der(&ca[0], key)?;
+        Ok(Self {
+            issuer,
+            ca_pem: ca_pem.to_owned(),
+            key_pem: key_pem.to_owned(),
         })
     }
 
     /// The CA certificate, PEM.
     pub fn ca_pem(&self) -> String {
-        self.issuer.pem()
+        self.ca_pem.clone()
+    }
+
+    /// The CA's private key, PEM.
+    pub fn key_pem(&self) -> String {
+        self.key_pem.clone()
     }
 
     /// A certificate for `names` (DNS names or IP addresses; the first is also the common
-    /// name), usable for serving and/or as a client: `(certificate PEM, key PEM)`.
+    /// name), usable for serving and/or as a client, valid for a year: `(certificate PEM, key
+    /// PEM)`.
     pub fn issue(
         &self,
         names: &[String],
         server: bool,
         client: bool,
+    ) -> Result<(String, String), TlsError> {
+        self.issue_for(names, server, client, Validity::default())
+    }
+
+    /// As [`Pki::issue`], valid for `validity`.
+    pub fn issue_for(
+        &self,
+        names: &[String],
+        server: bool,
+        client: bool,
+        validity: Validity,
     ) -> Result<(String, String), TlsError> {
         use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
         let mut leaf = CertificateParams::new(names.to_vec())?;
@@ -238,6 +319,7 @@ impl Pki {
             leaf.extended_key_usages
                 .push(ExtendedKeyUsagePurpose::ClientAuth);
         }
+        validity.apply(&mut leaf);
         let key = KeyPair::generate()?;
         let cert = leaf.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))

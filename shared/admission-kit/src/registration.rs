@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
-    ValidatingWebhookConfiguration, WebhookClientConfig,
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
+    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
+use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, FailurePolicy, WebhookKind};
@@ -68,13 +69,29 @@ impl EndpointInfo {
     }
 }
 
+/// How the API server reaches the webhooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientTarget {
+    /// `https://host:port` (url clientConfig): loopback runs and tests.
+    Url(String),
+    /// A Service in the cluster (service clientConfig).
+    Service {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Its port.
+        port: i32,
+    },
+}
+
 /// Where and how to register a service's endpoints.
 #[derive(Debug, Clone)]
 pub struct Registration {
     /// Name of both configurations.
     pub name: String,
-    /// `https://host:port` the API server calls (url clientConfig).
-    pub base_url: String,
+    /// How the API server reaches the service.
+    pub client: ClientTarget,
     /// PEM CA bundle that signs the service's certificate.
     pub ca_bundle: Vec<u8>,
     /// Seconds the API server waits for an answer.
@@ -137,10 +154,26 @@ pub fn configurations(
         name: Some(reg.name.clone()),
         ..ObjectMeta::default()
     };
-    let client = |path: &str| WebhookClientConfig {
-        url: Some(format!("{}{}", reg.base_url, path)),
-        ca_bundle: Some(ByteString(reg.ca_bundle.clone())),
-        service: None,
+    let client = |path: &str| match &reg.client {
+        ClientTarget::Url(base) => WebhookClientConfig {
+            url: Some(format!("{base}{path}")),
+            ca_bundle: Some(ByteString(reg.ca_bundle.clone())),
+            service: None,
+        },
+        ClientTarget::Service {
+            namespace,
+            name,
+            port,
+        } => WebhookClientConfig {
+            url: None,
+            ca_bundle: Some(ByteString(reg.ca_bundle.clone())),
+            service: Some(ServiceReference {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                path: Some(path.to_owned()),
+                port: Some(*port),
+            }),
+        },
     };
     let rules = |e: &EndpointInfo| {
         Some(vec![RuleWithOperations {
@@ -216,4 +249,268 @@ pub fn configurations(
             webhooks: Some(validating),
         },
     )
+}
+
+/// What the configurations trust now, as the certificate writer sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Registered {
+    /// Every webhook of every configuration carries exactly the bundle.
+    pub holds_bundle: bool,
+    /// The CA certificates (PEM each) the configurations carry now.
+    pub cas: Vec<String>,
+    /// The configurations trusted no CA before the writer last registered a bundle: nothing was
+    /// verifiable anyway, so a pending CA may be promoted without waiting (first install).
+    pub fresh: bool,
+}
+
+/// Why the configurations could not be read or updated.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    /// The API server refused or could not be reached.
+    #[error("{0}: {1}")]
+    Api(String, kube::Error),
+    /// Neither configuration exists (patch-only mode needs them applied first).
+    #[error(
+        "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration named {0:?}: apply the service's manifests first"
+    )]
+    Missing(String),
+}
+
+/// How a service keeps its webhook configurations current with its CA bundle.
+#[derive(Debug, Clone)]
+pub enum Registrar {
+    /// Nobody: the caBundle is someone else's business.
+    Off,
+    /// Patch-only: the configurations named `name` come from manifests; only the `caBundle` of
+    /// each of their webhooks is set, by a JSON patch under our own field manager, so a tool
+    /// that owns every other field (kubectl, a GitOps controller) never fights over it.
+    CaBundle {
+        /// Name of both configurations.
+        name: String,
+        /// Field manager of the patches.
+        field_manager: String,
+    },
+    /// Self-registration: both configurations are applied whole from the endpoint table
+    /// (server-side apply, forced, our field manager).
+    Full {
+        /// Where and how (its `ca_bundle` is replaced by the bundle).
+        registration: Registration,
+        /// The endpoint table.
+        endpoints: Vec<EndpointInfo>,
+        /// Field manager of the applies.
+        field_manager: String,
+    },
+}
+
+/// The caBundle of every webhook of both configurations named `name` (absent ones skipped):
+/// `None` when neither exists.
+async fn bundles(client: &kube::Client, name: &str) -> Result<Option<Vec<Vec<u8>>>, RegisterError> {
+    let api = |what: &str| {
+        let what = format!("get {what} {name}");
+        move |e| RegisterError::Api(what, e)
+    };
+    let m = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(api("MutatingWebhookConfiguration"))?;
+    let v = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(api("ValidatingWebhookConfiguration"))?;
+    if m.is_none() && v.is_none() {
+        return Ok(None);
+    }
+    let bundle = |c: &WebhookClientConfig| c.ca_bundle.clone().map(|b| b.0).unwrap_or_default();
+    let mut out: Vec<Vec<u8>> = m
+        .and_then(|m| m.webhooks)
+        .unwrap_or_default()
+        .iter()
+        .map(|w| bundle(&w.client_config))
+        .collect();
+    out.extend(
+        v.and_then(|v| v.webhooks)
+            .unwrap_or_default()
+            .iter()
+            .map(|w| bundle(&w.client_config)),
+    );
+    Ok(Some(out))
+}
+
+impl Registrar {
+    fn name(&self) -> Option<&str> {
+        match self {
+            Self::Off => None,
+            Self::CaBundle { name, .. } => Some(name),
+            Self::Full { registration, .. } => Some(&registration.name),
+        }
+    }
+
+    /// What the configurations trust now, against the bundle `bundle` (PEM).
+    pub async fn observe(
+        &self,
+        client: &kube::Client,
+        bundle: &str,
+    ) -> Result<Registered, RegisterError> {
+        let Some(name) = self.name() else {
+            return Ok(Registered {
+                holds_bundle: true,
+                ..Registered::default()
+            });
+        };
+        let Some(now) = bundles(client, name).await? else {
+            return Ok(Registered::default());
+        };
+        let mut cas = Vec::new();
+        for b in &now {
+            for c in crate::tls::pem_blocks(&String::from_utf8_lossy(b)) {
+                if !cas.contains(&c) {
+                    cas.push(c);
+                }
+            }
+        }
+        let mut holds = !now.is_empty() && now.iter().all(|b| b.as_slice() == bundle.as_bytes());
+        if let Self::Full { endpoints, .. } = self {
+            holds &= now.len() == endpoints.len();
+        }
+        Ok(Registered {
+            holds_bundle: holds,
+            cas,
+            fresh: false,
+        })
+    }
+
+    /// Sets the configurations' caBundle to `bundle` (PEM); in self-registration, applies them
+    /// whole.
+    pub async fn register(&self, client: &kube::Client, bundle: &str) -> Result<(), RegisterError> {
+        match self {
+            Self::Off => Ok(()),
+            Self::CaBundle {
+                name,
+                field_manager,
+            } => patch_ca_bundles(client, name, field_manager, bundle).await,
+            Self::Full {
+                registration,
+                endpoints,
+                field_manager,
+            } => {
+                let reg = Registration {
+                    ca_bundle: bundle.as_bytes().to_vec(),
+                    ..registration.clone()
+                };
+                apply(client, &reg, endpoints, field_manager).await
+            }
+        }
+    }
+}
+
+/// JSON patch setting `/webhooks/<i>/clientConfig/caBundle` of each webhook, each guarded by a
+/// test of the webhook's name (a reordered list fails the patch instead of mixing them up).
+fn ca_bundle_patch(names: &[String], bundle: &str) -> Result<json_patch::Patch, serde_json::Error> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bundle);
+    let ops: Vec<serde_json::Value> = names
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            [
+                serde_json::json!({"op": "test", "path": format!("/webhooks/{i}/name"), "value": n}),
+                serde_json::json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": b64}),
+            ]
+        })
+        .collect();
+    serde_json::from_value(serde_json::Value::Array(ops))
+}
+
+async fn patch_ca_bundles(
+    client: &kube::Client,
+    name: &str,
+    field_manager: &str,
+    bundle: &str,
+) -> Result<(), RegisterError> {
+    let pp = PatchParams {
+        field_manager: Some(field_manager.to_owned()),
+        ..PatchParams::default()
+    };
+    let bad = |what: &str| {
+        let what = what.to_owned();
+        move |e| RegisterError::Api(what, e)
+    };
+    let mut found = false;
+    let mapi = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    if let Some(m) = mapi
+        .get_opt(name)
+        .await
+        .map_err(bad("get MutatingWebhookConfiguration"))?
+    {
+        found = true;
+        let names: Vec<String> = m
+            .webhooks
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| w.name)
+            .collect();
+        let patch = ca_bundle_patch(&names, bundle)
+            .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
+        mapi.patch(name, &pp, &Patch::<()>::Json(patch))
+            .await
+            .map_err(bad("patch MutatingWebhookConfiguration caBundle"))?;
+    }
+    let vapi = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    if let Some(v) = vapi
+        .get_opt(name)
+        .await
+        .map_err(bad("get ValidatingWebhookConfiguration"))?
+    {
+        found = true;
+        let names: Vec<String> = v
+            .webhooks
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| w.name)
+            .collect();
+        let patch = ca_bundle_patch(&names, bundle)
+            .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
+        vapi.patch(name, &pp, &Patch::<()>::Json(patch))
+            .await
+            .map_err(bad("patch ValidatingWebhookConfiguration caBundle"))?;
+    }
+    if found {
+        Ok(())
+    } else {
+        Err(RegisterError::Missing(name.to_owned()))
+    }
+}
+
+/// Server-side applies both configurations of `reg` (a kind without webhooks is skipped).
+pub async fn apply(
+    client: &kube::Client,
+    reg: &Registration,
+    endpoints: &[EndpointInfo],
+    field_manager: &str,
+) -> Result<(), RegisterError> {
+    let (m, v) = configurations(reg, endpoints);
+    let pp = PatchParams::apply(field_manager).force();
+    if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<MutatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&m))
+            .await
+            .map_err(|e| {
+                RegisterError::Api(
+                    format!("apply MutatingWebhookConfiguration {}", reg.name),
+                    e,
+                )
+            })?;
+    }
+    if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .patch(&reg.name, &pp, &Patch::Apply(&v))
+            .await
+            .map_err(|e| {
+                RegisterError::Api(
+                    format!("apply ValidatingWebhookConfiguration {}", reg.name),
+                    e,
+                )
+            })?;
+    }
+    Ok(())
 }

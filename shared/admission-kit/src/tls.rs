@@ -48,25 +48,69 @@ pub fn install_crypto_provider() {
 }
 
 /// The certificate currently served; swapped atomically on reload.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CertStore {
     current: ArcSwapOption<CertifiedKey>,
+    /// `notAfter` of the served certificate, Unix seconds (0: none).
+    not_after: std::sync::atomic::AtomicI64,
+    /// The same as a metric, and the count of new certificates that were not taken
+    /// (unreadable, key not matching, wrong names, expired). `None` only if the metric
+    /// constructors refused their (constant, valid) names.
+    metrics: Option<(prometheus::IntGauge, prometheus::IntCounter)>,
 }
 
 impl CertStore {
     /// An empty store: handshakes fail until a certificate is loaded.
     pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+        let gauge = prometheus::IntGauge::new(
+            "admission_webhook_certificate_expiration_timestamp_seconds",
+            "notAfter of the serving certificate this replica serves, Unix seconds.",
+        );
+        let counter = prometheus::IntCounter::new(
+            "admission_webhook_certificate_rejected_total",
+            "New serving certificates not taken (unreadable, key not matching, wrong names or expired); the previous one kept serving.",
+        );
+        Arc::new(Self {
+            current: ArcSwapOption::empty(),
+            not_after: std::sync::atomic::AtomicI64::new(0),
+            metrics: gauge.ok().zip(counter.ok()),
+        })
     }
 
     /// Serves `key` from the next handshake on.
     pub fn set(&self, key: CertifiedKey) {
+        let not_after = key
+            .cert
+            .first()
+            .and_then(|c| validity(c).ok())
+            .map_or(0, |(_, b)| b);
+        self.not_after
+            .store(not_after, std::sync::atomic::Ordering::Release);
+        if let Some((g, _)) = &self.metrics {
+            g.set(not_after);
+        }
         self.current.store(Some(Arc::new(key)));
     }
 
-    /// Whether a certificate is loaded (readiness depends on it).
+    /// Counts (and the caller logs) a new certificate that was not taken.
+    pub fn reject(&self) {
+        if let Some((_, c)) = &self.metrics {
+            c.inc();
+        }
+    }
+
+    /// The store's metrics, to register with the service's registry.
+    pub fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+        match &self.metrics {
+            Some((g, c)) => vec![Box::new(g.clone()), Box::new(c.clone())],
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether a certificate is loaded and not expired (readiness depends on it).
     pub fn loaded(&self) -> bool {
         self.current.load().is_some()
+            && unix_now() < self.not_after.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The DER of the leaf certificate currently served.
@@ -121,12 +165,58 @@ pub(crate) fn pem_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
         .ok_or_else(|| TlsError::Pem("no private key in the key file".into()))
 }
 
-/// Builds a served key from PEM certificate chain and PEM private key.
+/// The PEM blocks of a text, each normalised to end in a newline (bundles compare by block).
+pub(crate) fn pem_blocks(pem: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in pem.lines() {
+        if line.starts_with("-----BEGIN ") {
+            cur.clear();
+        }
+        cur.push_str(line.trim_end());
+        cur.push('\n');
+        if line.starts_with("-----END ") {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    out
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// `(notBefore, notAfter)` of a certificate, Unix seconds.
+pub fn validity(cert: &CertificateDer<'_>) -> Result<(i64, i64), TlsError> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| TlsError::Pem(format!("bad certificate: {e}")))?;
+    Ok((
+        c.validity().not_before.timestamp(),
+        c.validity().not_after.timestamp(),
+    ))
+}
+
+/// Builds a served key from PEM certificate chain and PEM private key: taken only whole, so the
+/// key must be the certificate's and the certificate must not have expired.
 pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, TlsError> {
     let certs = pem_chain(cert_pem, "certificate")?;
     let key = pem_key(key_pem)?;
     let signing = rustls::crypto::ring::sign::any_supported_type(&key).map_err(TlsError::Key)?;
-    Ok(CertifiedKey::new(certs, signing))
+    let (_, not_after) = validity(&certs[0])?;
+    if not_after <= unix_now() {
+        return Err(TlsError::Pem("the certificate has expired".into()));
+    }
+    let ck = CertifiedKey::new(certs, signing);
+    match ck.keys_match() {
+        // `Unknown`: the provider cannot tell (not for ring's key types); nothing to compare.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(ck),
+        Err(_) => Err(TlsError::Pem(
+            "the private key does not belong to the certificate".into(),
+        )),
+    }
 }
 
 /// Certificate and key files, reloaded when their contents change.
@@ -151,15 +241,16 @@ impl CertFiles {
     }
 
     /// Polls the files every `every` and loads them into `store` whenever their bytes change and
-    /// form a valid pair. A half-written or mismatched pair is logged and retried on the next tick,
-    /// while the previous certificate keeps being served.
+    /// form a valid pair. A half-written, mismatched or expired pair is logged and counted once
+    /// per content, while the previous certificate keeps being served; it is retried as soon as
+    /// either file changes again (a key written after its certificate, a symlink swap finishing).
     pub fn spawn_reloader(
         self,
         store: Arc<CertStore>,
         every: Duration,
     ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            let mut last = self.read_both().ok();
+            let mut tried = self.read_both().ok();
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -171,19 +262,20 @@ impl CertFiles {
                         continue;
                     }
                 };
-                if last.as_ref() == Some(&now) {
+                if tried.as_ref() == Some(&now) {
                     continue;
                 }
                 match certified_key(&now.0, &now.1) {
                     Ok(k) => {
                         store.set(k);
                         tracing::info!(cert = %self.cert.display(), "serving certificate reloaded");
-                        last = Some(now);
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "new serving certificate is not usable yet; keeping the current one")
+                        store.reject();
+                        tracing::warn!(error = %e, cert = %self.cert.display(), "new serving certificate not taken; keeping the current one");
                     }
                 }
+                tried = Some(now);
             }
         })
     }
@@ -231,6 +323,57 @@ mod tests {
         store.set(s.certified_key().unwrap());
         assert!(store.loaded());
         assert!(server_config(store).is_ok());
+    }
+
+    #[test]
+    fn a_pair_is_taken_only_whole_and_unexpired() {
+        install_crypto_provider();
+        let a = SelfSigned::generate(&["localhost".into()]).unwrap();
+        let b = SelfSigned::generate(&["localhost".into()]).unwrap();
+        let e = certified_key(a.cert_pem.as_bytes(), b.key_pem.as_bytes())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("does not belong"), "{e}");
+        let ca = crate::mtls::Pki::new("t").unwrap();
+        let past = std::time::SystemTime::now() - Duration::from_secs(7200);
+        let (c, k) = ca
+            .issue_for(
+                &["localhost".into()],
+                true,
+                false,
+                crate::mtls::Validity::starting(past, Duration::from_secs(3600)),
+            )
+            .unwrap();
+        let e = certified_key(c.as_bytes(), k.as_bytes()).err().unwrap();
+        assert!(e.to_string().contains("expired"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn reloader_keeps_the_served_pair_until_a_whole_new_one_arrives() {
+        install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let files = CertFiles {
+            cert: dir.path().join("tls.crt"),
+            key: dir.path().join("tls.key"),
+        };
+        let a = SelfSigned::generate(&["localhost".into()]).unwrap();
+        let b = SelfSigned::generate(&["localhost".into()]).unwrap();
+        std::fs::write(&files.cert, &a.cert_pem).unwrap();
+        std::fs::write(&files.key, &a.key_pem).unwrap();
+        let store = CertStore::new();
+        files.load_into(&store).unwrap();
+        let first = store.current_leaf().unwrap();
+        files
+            .clone()
+            .spawn_reloader(store.clone(), Duration::from_millis(20));
+        // The certificate first, the key later: the half-written pair is never served.
+        std::fs::write(&files.cert, &b.cert_pem).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(store.current_leaf().unwrap(), first);
+        assert!(store.loaded());
+        std::fs::write(&files.key, &b.key_pem).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_ne!(store.current_leaf().unwrap(), first);
     }
 
     #[test]

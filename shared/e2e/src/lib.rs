@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use admission_kit::handler::Context;
 use admission_kit::metrics::Metrics;
-use admission_kit::registration::{EndpointInfo, Registration, configurations, only_namespace};
+use admission_kit::registration::{
+    ClientTarget, EndpointInfo, Registration, configurations, only_namespace,
+};
 use admission_kit::server::{ServeOptions, Server};
 use admission_kit::state::WatchState;
 use admission_kit::tls::{CertStore, SelfSigned, install_crypto_provider};
@@ -139,7 +141,7 @@ impl Env {
     ) {
         let reg = Registration {
             name: format!("{name}-{}", self.ns),
-            base_url: format!("https://{}", hook.addr),
+            client: ClientTarget::Url(format!("https://{}", hook.addr)),
             ca_bundle: hook.ca_pem.clone().into_bytes(),
             timeout_seconds,
             // Cluster-scoped kinds ignore namespace selectors; labelled registrations select by

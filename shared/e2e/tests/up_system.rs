@@ -52,7 +52,7 @@ async fn quota_through_both_services_started_as_up_does() {
         dir,
         namespace_selector: admission_kit::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
-        lease_namespace: env.ns.clone(),
+        namespace: env.ns.clone(),
     };
     let mut system = testenv::system::start(&env.client, &opts).await.unwrap();
     assert_eq!(system.webhooks.len(), 1, "scheduling-webhook serves");

@@ -8,10 +8,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use admission_kit::mtls::{MtlsFiles, Pki};
-use admission_kit::registration::{EndpointInfo, Registration, configurations};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
+use admission_kit::registration::EndpointInfo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, Patch, PatchParams};
@@ -86,8 +83,9 @@ pub struct Options {
     pub namespace_selector: LabelSelector,
     /// Appended to each webhook configuration's name (tests sharing a control plane).
     pub name_suffix: String,
-    /// Namespace of quota-state's leader Lease.
-    pub lease_namespace: String,
+    /// Namespace of quota-state's leader Lease and of each webhook's managed certificate
+    /// Secret and writer Lease.
+    pub namespace: String,
 }
 
 /// The started services.
@@ -158,7 +156,7 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
         .arg("--client-ca-file")
         .arg(&tls.ca)
         .arg("--lease-namespace")
-        .arg(&o.lease_namespace)
+        .arg(&o.namespace)
         .env("KUBECONFIG", &o.kubeconfig)
         .stdout(logf)
         .stderr(err)
@@ -201,28 +199,37 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
             free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
             free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
         );
-        let ca = o.dir.join(format!("{svc}-ca.pem"));
         let log = o.dir.join(format!("{svc}.log"));
         let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
         let err = logf.try_clone().map_err(io("log file"))?;
+        let base_url = format!("https://127.0.0.1:{port}");
+        let selector = serde_json::to_string(&o.namespace_selector)
+            .map_err(|e| SystemError::Invalid(format!("namespace selector: {e}")))?;
+        // Managed certificates with self-registration in its url form: the service makes its
+        // CA, registers its configurations with that caBundle and turns ready once it serves a
+        // certificate the configurations trust, as in a cluster.
         let mut cmd = Command::new(&bin);
-        cmd.args([
-            "serve",
-            "--self-signed",
-            "--log-format",
-            "text",
-            "--shutdown-delay",
-            "0s",
-        ])
-        .arg("--ca-bundle-out")
-        .arg(&ca)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--metrics-listen")
-        .arg(format!("127.0.0.1:{mport}"))
-        .env("KUBECONFIG", &o.kubeconfig)
-        .stdout(logf)
-        .stderr(err);
+        cmd.args(["serve", "--log-format", "text", "--shutdown-delay", "0s"])
+            .args(["--tls-mode", "managed", "--registration", "self"])
+            .args(["--tls-extra-names", "127.0.0.1,localhost"])
+            .args(["--ca-bundle-propagation", "2s", "--lease-duration", "3s"])
+            .arg("--namespace")
+            .arg(&o.namespace)
+            .arg("--cert-secret")
+            .arg(format!("{svc}{}-certificates", o.name_suffix))
+            .arg("--webhook-configuration-name")
+            .arg(format!("{svc}{}", o.name_suffix))
+            .arg("--registration-url")
+            .arg(&base_url)
+            .arg("--registration-namespace-selector")
+            .arg(&selector)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{mport}"))
+            .env("KUBECONFIG", &o.kubeconfig)
+            .stdout(logf)
+            .stderr(err);
         if let (Some((url, _)), "scheduling-webhook") = (&system.quota_state, svc.as_str()) {
             let (_, client) = quota_state_tls(o)?;
             cmd.arg("--quota-state-url")
@@ -252,17 +259,6 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
         }
         let endpoints: Vec<EndpointInfo> = serde_json::from_slice(&endpoints.stdout)
             .map_err(|e| SystemError::Invalid(format!("{svc} endpoints: {e}")))?;
-        let base_url = format!("https://127.0.0.1:{port}");
-        let reg = Registration {
-            name: format!("{svc}{}", o.name_suffix),
-            base_url: base_url.clone(),
-            ca_bundle: std::fs::read(&ca).map_err(io(ca.display().to_string()))?,
-            timeout_seconds: 10,
-            namespace_selector: o.namespace_selector.clone(),
-            failure_policy: None,
-            object_labels: Default::default(),
-        };
-        register(client, &reg, &endpoints).await?;
         system.webhooks.push((running, base_url, endpoints.len()));
     }
     Ok(system)
@@ -331,33 +327,6 @@ pub async fn apply_crds(client: &kube::Client, yaml: &str) -> Result<usize, Syst
         }
     }
     Ok(names.len())
-}
-
-/// Server-side applies the Mutating- and ValidatingWebhookConfiguration of one service.
-pub async fn register(
-    client: &kube::Client,
-    reg: &Registration,
-    endpoints: &[EndpointInfo],
-) -> Result<(), SystemError> {
-    let (m, v) = configurations(reg, endpoints);
-    let pp = PatchParams::apply("xtask").force();
-    if m.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
-        Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .patch(&reg.name, &pp, &Patch::Apply(&m))
-            .await
-            .map_err(|e| {
-                SystemError::Api(format!("MutatingWebhookConfiguration {}", reg.name), e)
-            })?;
-    }
-    if v.webhooks.as_ref().is_some_and(|w| !w.is_empty()) {
-        Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .patch(&reg.name, &pp, &Patch::Apply(&v))
-            .await
-            .map_err(|e| {
-                SystemError::Api(format!("ValidatingWebhookConfiguration {}", reg.name), e)
-            })?;
-    }
-    Ok(())
 }
 
 /// `target/<profile>` of the running test or tool binary (`target/<profile>/deps/<test>` or

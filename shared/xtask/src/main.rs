@@ -238,7 +238,7 @@ async fn up() -> Result<()> {
         dir: dir.clone(),
         namespace_selector: all_namespaces_except(&["kube-system"]),
         name_suffix: String::new(),
-        lease_namespace: "default".into(),
+        namespace: "default".into(),
     };
     let system = testenv::system::start(&client, &opts).await?;
     if let Some((url, r)) = &system.quota_state {
