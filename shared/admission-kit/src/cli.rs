@@ -98,6 +98,15 @@ struct ServeArgs {
     /// After SIGTERM, how long to keep serving with readiness false before closing the listener.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_DELAY", default_value = "3s", value_parser = duration)]
     shutdown_delay: Duration,
+    /// Close a connection gracefully once it is this old (HTTP/2 GOAWAY; the API server
+    /// reconnects): spreads load onto new replicas after a scale-up and presents a renewed
+    /// certificate. `0s` keeps connections as long as the client does.
+    #[arg(long, env = "WEBHOOK_MAX_CONNECTION_AGE", default_value = "10m", value_parser = duration)]
+    max_connection_age: Duration,
+    /// Share the webhook port with other processes on this host (SO_REUSEPORT): the kernel
+    /// spreads connections over them (several replicas on one machine, a hot restart).
+    #[arg(long, env = "WEBHOOK_REUSE_PORT")]
+    reuse_port: bool,
     /// After the listener closes, how long in-flight reviews may still take.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_GRACE", default_value = "25s", value_parser = duration)]
     shutdown_grace: Duration,
@@ -617,6 +626,8 @@ async fn serve(
         body_timeout: a.read_timeout,
         shutdown_delay: a.shutdown_delay,
         shutdown_grace: a.shutdown_grace,
+        max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),
+        reuse_port: a.reuse_port,
     };
     let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;
     tracing::info!(

@@ -20,7 +20,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tower::{Layer, Service, ServiceExt};
@@ -56,6 +55,14 @@ pub struct ServeOptions {
     /// After the listener closes, how long in-flight reviews may take before connections are
     /// dropped.
     pub shutdown_grace: Duration,
+    /// Connections older than this are closed gracefully (HTTP/2 GOAWAY, HTTP/1.1 close after
+    /// the response in flight); the client reconnects, so load spreads over new replicas and a
+    /// renewed certificate is presented. `None`: connections live as long as the client wants.
+    pub max_connection_age: Option<Duration>,
+    /// Bind the webhook port with `SO_REUSEPORT`, so that several processes on one host share
+    /// it and the kernel spreads new connections over them (replicas on one machine, a new
+    /// binary started before the old one stops).
+    pub reuse_port: bool,
 }
 
 impl Default for ServeOptions {
@@ -67,6 +74,8 @@ impl Default for ServeOptions {
             // controller-runtime, allow 7 MiB.
             body_limit: 7 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(10),
+            max_connection_age: None,
+            reuse_port: false,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
             shutdown_delay: Duration::from_secs(3),
@@ -590,6 +599,20 @@ impl Router {
     }
 }
 
+fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    if reuse_port {
+        socket.set_reuseport(true)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
 /// A bound, not yet running server.
 pub struct Server {
     listener: TcpListener,
@@ -612,12 +635,10 @@ impl Server {
         metrics: Metrics,
         opts: ServeOptions,
     ) -> Result<Self, ServeError> {
-        let listener = TcpListener::bind(opts.listen)
-            .await
-            .map_err(|source| ServeError::Bind {
-                addr: opts.listen,
-                source,
-            })?;
+        let listener = bind(opts.listen, opts.reuse_port).map_err(|source| ServeError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
         let metrics_listener = match opts.metrics_listen {
             Some(addr) => Some(
                 TcpListener::bind(addr)
@@ -655,7 +676,9 @@ impl Server {
     /// delay, stop accepting, close idle keep-alive connections (HTTP/1.1 without keep-alive from
     /// then on, HTTP/2 GOAWAY), let in-flight reviews finish within the grace period.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
-        let graceful = GracefulShutdown::new();
+        // Every connection task holds a clone of `done`; when all are dropped, all have ended.
+        let (closing, closing_rx) = tokio::sync::watch::channel(false);
+        let (done, mut all_done) = tokio::sync::mpsc::channel::<()>(1);
         let acceptor = TlsAcceptor::from(self.tls.clone());
         if let Some(l) = self.metrics_listener {
             let metrics = self.metrics.clone();
@@ -692,7 +715,8 @@ impl Server {
                     let _ = stream.set_nodelay(true);
                     let acceptor = acceptor.clone();
                     let router = self.router.clone();
-                    let watcher = graceful.watcher();
+                    let mut closing = closing_rx.clone();
+                    let done = done.clone();
                     let opts = self.opts.clone();
                     tokio::spawn(async move {
                         let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await {
@@ -722,9 +746,29 @@ impl Server {
                             .keep_alive_interval(Duration::from_secs(30))
                             .max_concurrent_streams(250);
                         let conn = builder.serve_connection(TokioIo::new(tls), svc).into_owned();
-                        if let Err(e) = watcher.watch(conn).await {
+                        let mut conn = std::pin::pin!(conn);
+                        let age = async {
+                            match opts.max_connection_age {
+                                Some(d) => tokio::time::sleep(d).await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        let ended = tokio::select! {
+                            r = conn.as_mut() => Some(r),
+                            _ = closing.wait_for(|c| *c) => None,
+                            _ = age => None,
+                        };
+                        let result = match ended {
+                            Some(r) => r,
+                            None => {
+                                conn.as_mut().graceful_shutdown();
+                                conn.await
+                            }
+                        };
+                        if let Err(e) = result {
                             tracing::debug!(%peer, error = %e, "connection ended with an error");
                         }
+                        drop(done);
                     });
                 }
             }
@@ -732,10 +776,9 @@ impl Server {
         drop(self.listener);
         let grace = self.opts.shutdown_grace;
         tracing::info!("listener closed; closing idle connections and finishing in-flight reviews");
-        if tokio::time::timeout(grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
+        let _ = closing.send(true);
+        drop(done);
+        if tokio::time::timeout(grace, all_done.recv()).await.is_err() {
             tracing::warn!(grace = ?grace, "in-flight reviews did not finish within the grace period");
         }
         tracing::info!("server stopped");

@@ -106,6 +106,8 @@ fn opts() -> ServeOptions {
         body_timeout: Duration::from_millis(500),
         shutdown_delay: Duration::from_millis(0),
         shutdown_grace: Duration::from_secs(10),
+        max_connection_age: None,
+        reuse_port: false,
     }
 }
 
@@ -731,4 +733,37 @@ async fn chunked_body_over_the_limit_is_refused() {
     .unwrap();
     let head = String::from_utf8_lossy(&buf[..n]);
     assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+}
+
+#[tokio::test]
+async fn old_connections_are_closed_gracefully_after_an_answer() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let o = ServeOptions {
+        max_connection_age: Some(Duration::from_millis(300)),
+        ..opts()
+    };
+    let r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
+    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let resp = send2
+        .send_request(post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 3),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    // GOAWAY after the age: the client's connection ends cleanly, without an error.
+    let ended = tokio::time::timeout(Duration::from_secs(5), conn)
+        .await
+        .expect("connection closed by the server after its maximum age")
+        .unwrap();
+    assert!(ended.is_ok(), "{ended:?}");
 }

@@ -43,6 +43,26 @@ pub struct Running {
 }
 
 impl Running {
+    /// Starts `cmd`, its stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Result<Self, SystemError> {
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(io(log.display().to_string()))?;
+        let err = logf.try_clone().map_err(io("log file"))?;
+        let child = cmd
+            .stdout(logf)
+            .stderr(err)
+            .spawn()
+            .map_err(io(format!("{:?}", cmd.get_program())))?;
+        Ok(Self {
+            name: name.to_owned(),
+            log,
+            child,
+        })
+    }
+
     /// Stops it now (SIGKILL: a crash, not a graceful stop).
     pub fn kill(mut self) {
         let _ = self.child.kill();
