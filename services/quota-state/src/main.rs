@@ -41,27 +41,23 @@ struct Args {
     /// This replica's identity in the Lease.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
-    /// PEM certificate served to callers (mutual TLS; reloaded when the file changes).
-    #[arg(
-        long,
-        env = "QUOTA_STATE_TLS_CERT_FILE",
-        required_unless_present = "insecure_plaintext"
-    )]
+    /// `--tls-mode=files`: PEM certificate served to callers (mutual TLS; reloaded when the
+    /// file changes).
+    #[arg(long, env = "QUOTA_STATE_TLS_CERT_FILE")]
     tls_cert_file: Option<PathBuf>,
-    /// PEM private key of `--tls-cert-file`.
-    #[arg(
-        long,
-        env = "QUOTA_STATE_TLS_KEY_FILE",
-        required_unless_present = "insecure_plaintext"
-    )]
+    /// `--tls-mode=files`: PEM private key of `--tls-cert-file`.
+    #[arg(long, env = "QUOTA_STATE_TLS_KEY_FILE")]
     tls_key_file: Option<PathBuf>,
-    /// PEM CA that callers' client certificates must chain to (reloaded when the file changes).
-    #[arg(
-        long,
-        env = "QUOTA_STATE_CLIENT_CA_FILE",
-        required_unless_present = "insecure_plaintext"
-    )]
+    /// `--tls-mode=files`: PEM CA that callers' client certificates must chain to (reloaded
+    /// when the file changes).
+    #[arg(long, env = "QUOTA_STATE_CLIENT_CA_FILE")]
     client_ca_file: Option<PathBuf>,
+    /// Mutual-TLS certificates: from files (above), or managed (`--tls-mode=managed`): a CA of
+    /// quota-state's own in a Secret, its serving certificate, and a client certificate for each
+    /// `--allowed-clients` identity in the Secret quota-state-client-<identity> (tls.crt,
+    /// tls.key, ca.crt), all rotated by the replica holding the certificate Lease.
+    #[command(flatten)]
+    certs: admission_kit::cli::CertArgs,
     /// Identities allowed to call: a client certificate must carry one of these names (as its
     /// common name, a DNS or a URI subject alternative name). Comma-separated.
     #[arg(
@@ -127,28 +123,46 @@ async fn main() -> anyhow::Result<()> {
         ),
     );
     let metrics = Metrics::new().context("metrics")?;
-    let tls = match (
-        &args.tls_cert_file,
-        &args.tls_key_file,
-        &args.client_ca_file,
-    ) {
-        (Some(cert), Some(key), Some(ca)) if !args.insecure_plaintext => Some(
-            admission_kit::mtls::server(
-                MtlsFiles {
-                    cert: cert.clone(),
-                    key: key.clone(),
-                    ca: ca.clone(),
-                },
-                Duration::from_secs(5),
-            )
-            .context("mutual TLS")?,
-        ),
-        _ => {
-            tracing::warn!(
-                "--insecure-plaintext: gRPC in plaintext, every caller allowed; never do this in a cluster"
+    // `loaded` gates readiness: a managed pair arrives after start.
+    let (tls, loaded): (_, Box<dyn Fn() -> bool + Send + Sync>) = if args.insecure_plaintext {
+        tracing::warn!(
+            "--insecure-plaintext: gRPC in plaintext, every caller allowed; never do this in a cluster"
+        );
+        (None, Box::new(|| true))
+    } else if args.certs.is_managed() {
+        let managed = args
+            .certs
+            .managed("quota-state", args.allowed_clients.clone())
+            .map_err(anyhow::Error::msg)?;
+        let mtls = admission_kit::managed::MutualTls::new().context("mutual TLS")?;
+        admission_kit::managed::start(
+            managed,
+            admission_kit::registration::Registrar::Off,
+            mtls.clone(),
+            metrics.registry(),
+        )
+        .await
+        .context("managed certificates")?;
+        let config = mtls.config.clone();
+        (Some(config), Box::new(move || mtls.loaded()))
+    } else {
+        let (Some(cert), Some(key), Some(ca)) = (
+            &args.tls_cert_file,
+            &args.tls_key_file,
+            &args.client_ca_file,
+        ) else {
+            anyhow::bail!(
+                "mutual TLS needs --tls-cert-file, --tls-key-file and --client-ca-file (or --tls-mode=managed); --insecure-plaintext only for benchmarks"
             );
-            None
-        }
+        };
+        let files = MtlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: ca.clone(),
+        };
+        let tls =
+            admission_kit::mtls::server(files, Duration::from_secs(5)).context("mutual TLS")?;
+        (Some(tls), Box::new(|| true))
     };
     let policy = if tls.is_some() {
         Policy::Names(args.allowed_clients.iter().cloned().collect())
@@ -210,7 +224,8 @@ async fn main() -> anyhow::Result<()> {
         loop {
             let now = quotas_ready.load(Ordering::Acquire)
                 && pods_ready.load(Ordering::Acquire)
-                && leader.load(Ordering::Acquire);
+                && leader.load(Ordering::Acquire)
+                && loaded();
             if now != serving {
                 serving = now;
                 flag.store(serving, Ordering::Release);
@@ -245,7 +260,9 @@ async fn main() -> anyhow::Result<()> {
                 if ready.load(Ordering::Acquire) {
                     Ok(())
                 } else {
-                    Err("not serving: initial lists not in yet, or not the leader")
+                    Err(
+                        "not serving: initial lists not in yet, not the leader, or no certificate yet",
+                    )
                 }
             }),
         ));

@@ -55,6 +55,11 @@ impl Metrics {
         })
     }
 
+    /// The registry, for the managed-certificate metrics.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Counts one refusal.
     pub fn refused(&self, method: &str, reason: &str) {
         self.refused.with_label_values(&[method, reason]).inc();

@@ -246,7 +246,12 @@ pub fn app() -> App {
     .gate("ElasticValidatingWebhook")
     .option(
         "quota-state-url",
-        "quota-state's gRPC address, asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV): https://host:port with mutual TLS (the --quota-state-*-file options), http://host:port only against a quota-state run with --insecure-plaintext; empty: evaluate in-process from the cluster state.",
+        "quota-state's gRPC address, asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV): https://host:port with mutual TLS (--quota-state-client-secret, or the --quota-state-*-file options), http://host:port only against a quota-state run with --insecure-plaintext; empty: evaluate in-process from the cluster state.",
+        "",
+    )
+    .option(
+        "quota-state-client-secret",
+        "Secret (namespace/name, or name in $POD_NAMESPACE) holding tls.crt, tls.key and ca.crt for mutual TLS with quota-state (quota-state's managed client Secret, or cert-manager's): read from the API and watched, so a renewal applies at once; instead of the --quota-state-*-file options.",
         "",
     )
     .option(

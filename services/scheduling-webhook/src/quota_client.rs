@@ -72,9 +72,26 @@ fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, Stri
     Ok(c)
 }
 
-/// The mutual-TLS channel of the `--quota-state-*-file` options (reloaded when the files
-/// change: new connections use the new certificate).
+/// The mutual-TLS channel: credentials from the Secret of `--quota-state-client-secret` (watched)
+/// or the `--quota-state-*-file` options (reloaded when the files change); new connections use
+/// the new certificate.
 fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
+    let name = server_name(ctx, &endpoint);
+    let secret = ctx.option("quota-state-client-secret");
+    if !secret.is_empty() {
+        let (namespace, name_of) = match secret.split_once('/') {
+            Some((ns, n)) => (ns.to_owned(), n.to_owned()),
+            None => (
+                std::env::var("POD_NAMESPACE").map_err(|_| {
+                    format!("--quota-state-client-secret {secret}: give it as namespace/name, or set POD_NAMESPACE")
+                })?,
+                secret.to_owned(),
+            ),
+        };
+        let config = admission_kit::managed::client_config_from_secret(namespace, name_of)
+            .map_err(|e| format!("quota-state client TLS: {e}"))?;
+        return quota_state::auth::mtls_channel(endpoint, config, &name);
+    }
     let file = |o: &str| {
         let v = ctx.option(o);
         if v.is_empty() {
@@ -90,7 +107,13 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
     };
     let config = admission_kit::mtls::client(files, Duration::from_secs(5))
         .map_err(|e| format!("quota-state client TLS: {e}"))?;
-    let name = match ctx.option("quota-state-server-name") {
+    quota_state::auth::mtls_channel(endpoint, config, &name)
+}
+
+/// The name quota-state's certificate must carry: `--quota-state-server-name`, else the URL's
+/// host.
+fn server_name(ctx: &Context, endpoint: &Endpoint) -> String {
+    match ctx.option("quota-state-server-name") {
         "" => endpoint
             .uri()
             .host()
@@ -98,8 +121,7 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
             .trim_matches(['[', ']'])
             .to_owned(),
         n => n.to_owned(),
-    };
-    quota_state::auth::mtls_channel(endpoint, config, &name)
+    }
 }
 
 /// Runs one call with the deadline. Rules are synchronous; the kit runs them on the

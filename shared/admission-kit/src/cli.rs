@@ -74,7 +74,9 @@ struct ServeArgs {
     #[arg(long, env = "WEBHOOK_SELF_SIGNED")]
     self_signed: bool,
     #[command(flatten)]
-    managed: ManagedArgs,
+    certs: CertArgs,
+    #[command(flatten)]
+    registration: RegistrationArgs,
     /// Names the self-signed certificate is valid for (DNS names or IPs, comma-separated).
     #[arg(
         long,
@@ -122,7 +124,7 @@ struct ServeArgs {
 
 /// Where the serving certificate comes from.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum TlsMode {
+pub enum TlsMode {
     /// From `--tls-cert-file` and `--tls-private-key-file` (cert-manager, a secret volume),
     /// reloaded when they change.
     Files,
@@ -143,55 +145,131 @@ enum RegistrationMode {
     None,
 }
 
-/// Flags of `serve --tls-mode=managed`.
-#[derive(Args, Debug)]
-struct ManagedArgs {
+/// Flags of managed certificates, shared by every service (quota-state flattens them too).
+#[derive(Args, Debug, Clone)]
+pub struct CertArgs {
     /// Where the serving certificate comes from: `files` (cert-manager or a secret volume) or
     /// `managed` (the service keeps its own CA in a Secret, rotates it and keeps the webhook
     /// configurations' caBundle current).
     #[arg(long, env = "WEBHOOK_TLS_MODE", value_enum, default_value = "files")]
-    tls_mode: TlsMode,
-    /// Managed mode: the Secret holding CA and serving certificate [default: <service>-certificates].
+    pub tls_mode: TlsMode,
+    /// Managed mode: the Secret holding CA and serving certificate, also the name of the writer
+    /// Lease [default: <service>-certificates].
     #[arg(long, env = "WEBHOOK_CERT_SECRET")]
-    cert_secret: Option<String>,
+    pub cert_secret: Option<String>,
     /// Managed mode: the service's namespace (of the Secret, the Lease and the Service)
     /// [default: $POD_NAMESPACE, else the service account's namespace].
     #[arg(long, env = "POD_NAMESPACE")]
-    namespace: Option<String>,
-    /// Managed mode: the Service the API server calls; the certificate is valid for
+    pub namespace: Option<String>,
+    /// Managed mode: the Service clients call; the certificate is valid for
     /// <name>.<namespace>.svc and <name>.<namespace>.svc.cluster.local [default: <service>].
     #[arg(long, env = "WEBHOOK_SERVICE_NAME")]
-    service_name: Option<String>,
+    pub service_name: Option<String>,
     /// Managed mode: more names (DNS names or IP addresses) the certificate is valid for.
     #[arg(long, env = "WEBHOOK_TLS_EXTRA_NAMES", value_delimiter = ',')]
-    tls_extra_names: Vec<String>,
+    pub tls_extra_names: Vec<String>,
     /// Managed mode: CA lifetime, renewed at two thirds (8 months). A year keeps the CA that
     /// the API server trusts stable for long while still rotating it yearly, as cert-manager's
     /// and kubeadm's CAs are rotated; each renewal goes through a trusted-both phase.
     #[arg(long, env = "WEBHOOK_CA_LIFETIME", default_value = "8760h", value_parser = duration)]
-    ca_lifetime: Duration,
-    /// Managed mode: serving certificate lifetime, renewed at two thirds (60 days). 90 days is
-    /// the lifetime cert-manager and public CAs default to: a leaked key is useful for weeks,
-    /// not years, and a month of margin survives a long writer outage.
+    pub ca_lifetime: Duration,
+    /// Managed mode: serving (and client) certificate lifetime, renewed at two thirds (60
+    /// days). 90 days is what cert-manager and public CAs default to: a leaked key is useful for
+    /// weeks, not years, and a month of margin survives a long writer outage.
     #[arg(long, env = "WEBHOOK_SERVING_CERT_LIFETIME", default_value = "2160h", value_parser = duration)]
-    serving_cert_lifetime: Duration,
-    /// Managed mode: how long a new CA is trusted in the caBundle before a certificate it signs
-    /// is served, and how long the old CA stays trusted afterwards. The API server applies a
+    pub serving_cert_lifetime: Duration,
+    /// Managed mode: how long a new CA is trusted before a certificate it signs is served, and
+    /// how long the old CA stays trusted afterwards. The API server applies a webhook
     /// configuration change within seconds; a minute covers several API servers and a slow
-    /// replica.
+    /// replica. A client that reads the CA from a mounted Secret instead of the API needs the
+    /// kubelet's sync period (about a minute) on top.
     #[arg(long, env = "WEBHOOK_CA_BUNDLE_PROPAGATION", default_value = "1m", value_parser = duration)]
-    ca_bundle_propagation: Duration,
+    pub ca_bundle_propagation: Duration,
     /// Managed mode: how often the writer re-checks the Secret and the configurations when
     /// nothing wakes it earlier (it also wakes at every Secret change and when a renewal is due).
     #[arg(long, env = "WEBHOOK_CERT_CHECK_INTERVAL", default_value = "1m", value_parser = duration)]
-    cert_check_interval: Duration,
+    pub cert_check_interval: Duration,
     /// Managed mode: duration of the writer Lease; a dead writer is replaced within it. Keep it
     /// well under a third of the serving certificate lifetime.
     #[arg(long, env = "WEBHOOK_LEASE_DURATION", default_value = "15s", value_parser = duration)]
-    lease_duration: Duration,
-    /// Managed mode: this replica's identity in the Lease [default: $HOSTNAME].
+    pub lease_duration: Duration,
+    /// Managed mode: this replica's identity in the writer Lease [default: $HOSTNAME].
     #[arg(long, env = "WEBHOOK_IDENTITY")]
-    identity: Option<String>,
+    pub lease_identity: Option<String>,
+}
+
+/// The service account's namespace, as mounted in every Pod.
+const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+impl CertArgs {
+    /// Whether `--tls-mode=managed`.
+    pub fn is_managed(&self) -> bool {
+        self.tls_mode == TlsMode::Managed
+    }
+
+    /// Where the managed certificates of `service` live and how they are made; `clients` get
+    /// client certificates.
+    pub fn managed(
+        &self,
+        service: &str,
+        clients: Vec<String>,
+    ) -> Result<crate::managed::Managed, String> {
+        use crate::managed::{Lifetimes, Managed, Policy};
+        let namespace = match &self.namespace {
+            Some(n) => n.clone(),
+            None => std::fs::read_to_string(SA_NAMESPACE)
+                .map(|s| s.trim().to_owned())
+                .map_err(|e| {
+                    format!("--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({SA_NAMESPACE}: {e})")
+                })?,
+        };
+        let svc = self
+            .service_name
+            .clone()
+            .unwrap_or_else(|| service.to_owned());
+        let mut names = vec![
+            format!("{svc}.{namespace}.svc"),
+            format!("{svc}.{namespace}.svc.cluster.local"),
+        ];
+        names.extend(
+            self.tls_extra_names
+                .iter()
+                .filter(|n| !n.is_empty())
+                .cloned(),
+        );
+        let secret = self
+            .cert_secret
+            .clone()
+            .unwrap_or_else(|| format!("{service}-certificates"));
+        let identity = self
+            .lease_identity
+            .clone()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| format!("{service}-{}", std::process::id()));
+        Ok(Managed {
+            namespace,
+            lease: secret.clone(),
+            secret,
+            identity,
+            lease_duration: self.lease_duration,
+            check_interval: self.cert_check_interval,
+            policy: Policy {
+                names,
+                service: service.to_owned(),
+                lifetimes: Lifetimes {
+                    ca: self.ca_lifetime,
+                    serving: self.serving_cert_lifetime,
+                    propagation: self.ca_bundle_propagation,
+                },
+                clients,
+            },
+        })
+    }
+}
+
+/// Flags of the webhook configurations' registration in managed mode.
+#[derive(Args, Debug)]
+struct RegistrationArgs {
     /// Managed mode: how the webhook configurations get the CA bundle: `ca-bundle` patches only
     /// the caBundle of configurations applied from manifests; `self` creates and updates them
     /// from the endpoint table; `none` leaves them alone.
@@ -214,6 +292,59 @@ struct ManagedArgs {
     /// admission-webhooks.io/exclude].
     #[arg(long, env = "WEBHOOK_NAMESPACE_SELECTOR")]
     registration_namespace_selector: Option<String>,
+}
+
+impl RegistrationArgs {
+    fn registrar(
+        &self,
+        app: &App,
+        m: &crate::managed::Managed,
+        service: &str,
+    ) -> Result<crate::registration::Registrar, String> {
+        use crate::registration::{
+            ClientTarget, EndpointInfo, Registrar, Registration, all_namespaces_except,
+        };
+        let name = self
+            .webhook_configuration_name
+            .clone()
+            .unwrap_or_else(|| app.name.to_owned());
+        let field_manager = format!("{}-certificates", app.name);
+        Ok(match self.registration {
+            RegistrationMode::None => Registrar::Off,
+            RegistrationMode::CaBundle => Registrar::CaBundle {
+                name,
+                field_manager,
+            },
+            RegistrationMode::SelfRegister => {
+                let namespace_selector = match &self.registration_namespace_selector {
+                    Some(json) => serde_json::from_str(json)
+                        .map_err(|e| format!("--registration-namespace-selector: {e}"))?,
+                    None => all_namespaces_except(&["kube-system", &m.namespace]),
+                };
+                let client = match &self.registration_url {
+                    Some(u) => ClientTarget::Url(u.trim_end_matches('/').to_owned()),
+                    None => ClientTarget::Service {
+                        namespace: m.namespace.clone(),
+                        name: service.to_owned(),
+                        port: 443,
+                    },
+                };
+                Registrar::Full {
+                    registration: Registration {
+                        name,
+                        client,
+                        ca_bundle: Vec::new(),
+                        timeout_seconds: 10,
+                        namespace_selector,
+                        failure_policy: None,
+                        object_labels: Default::default(),
+                    },
+                    endpoints: EndpointInfo::of(app),
+                    field_manager,
+                }
+            }
+        })
+    }
 }
 
 /// Flags of `review`.
@@ -426,124 +557,22 @@ async fn shutdown_signal() {
     }
 }
 
-/// The service account's namespace, as mounted in every Pod.
-const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
-/// Starts the managed-certificate loader (every replica) and writer (the Lease holder). Returns
-/// once both run; readiness stays false until the loader has served a valid pair.
+/// Starts the managed-certificate loader (every replica) and writer (the Lease holder).
 async fn start_managed(
     app: &App,
-    a: &ManagedArgs,
+    a: &ServeArgs,
     certs: &Arc<CertStore>,
     metrics: &Metrics,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    use crate::managed::{Lifetimes, Managed, ManagedMetrics, Policy, spawn_loader, spawn_writer};
-    use crate::registration::{
-        ClientTarget, EndpointInfo, Registrar, Registration, all_namespaces_except,
-    };
-    let namespace = match &a.namespace {
-        Some(n) => n.clone(),
-        None => std::fs::read_to_string(SA_NAMESPACE)
-            .map(|s| s.trim().to_owned())
-            .map_err(|e| {
-                format!("--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({SA_NAMESPACE}: {e})")
-            })?,
-    };
+    let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a
+        .certs
         .service_name
         .clone()
         .unwrap_or_else(|| app.name.to_owned());
-    let mut names = vec![
-        format!("{service}.{namespace}.svc"),
-        format!("{service}.{namespace}.svc.cluster.local"),
-    ];
-    names.extend(a.tls_extra_names.iter().filter(|n| !n.is_empty()).cloned());
-    let secret = a
-        .cert_secret
-        .clone()
-        .unwrap_or_else(|| format!("{}-certificates", app.name));
-    let identity = a
-        .identity
-        .clone()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| format!("{}-{}", app.name, std::process::id()));
-    let config_name = a
-        .webhook_configuration_name
-        .clone()
-        .unwrap_or_else(|| app.name.to_owned());
-    let field_manager = format!("{}-certificates", app.name);
-    let registrar = match a.registration {
-        RegistrationMode::None => Registrar::Off,
-        RegistrationMode::CaBundle => Registrar::CaBundle {
-            name: config_name,
-            field_manager,
-        },
-        RegistrationMode::SelfRegister => {
-            let namespace_selector = match &a.registration_namespace_selector {
-                Some(json) => serde_json::from_str(json)
-                    .map_err(|e| format!("--registration-namespace-selector: {e}"))?,
-                None => all_namespaces_except(&["kube-system", &namespace]),
-            };
-            let client = match &a.registration_url {
-                Some(u) => ClientTarget::Url(u.trim_end_matches('/').to_owned()),
-                None => ClientTarget::Service {
-                    namespace: namespace.clone(),
-                    name: service.clone(),
-                    port: 443,
-                },
-            };
-            Registrar::Full {
-                registration: Registration {
-                    name: config_name,
-                    client,
-                    ca_bundle: Vec::new(),
-                    timeout_seconds: 10,
-                    namespace_selector,
-                    failure_policy: None,
-                    object_labels: Default::default(),
-                },
-                endpoints: EndpointInfo::of(app),
-                field_manager,
-            }
-        }
-    };
-    let managed = Managed {
-        namespace,
-        lease: secret.clone(),
-        secret,
-        identity,
-        lease_duration: a.lease_duration,
-        check_interval: a.cert_check_interval,
-        policy: Policy {
-            names,
-            service,
-            lifetimes: Lifetimes {
-                ca: a.ca_lifetime,
-                serving: a.serving_cert_lifetime,
-                propagation: a.ca_bundle_propagation,
-            },
-        },
-    };
-    let client = kube::Client::try_default().await.map_err(|e| {
-        format!("--tls-mode=managed keeps its certificates in a Secret, which needs the Kubernetes API (set KUBECONFIG or run in a cluster): {e}")
-    })?;
-    let mm = ManagedMetrics::new(metrics.registry())?;
-    let changed = Arc::new(tokio::sync::Notify::new());
-    tracing::info!(
-        secret = %managed.secret,
-        namespace = %managed.namespace,
-        names = ?managed.policy.names,
-        registration = ?a.registration,
-        "managed certificates"
-    );
-    spawn_loader(
-        client.clone(),
-        managed.clone(),
-        certs.clone(),
-        mm.clone(),
-        changed.clone(),
-    );
-    spawn_writer(client, managed, registrar, mm, changed);
+    let registrar = a.registration.registrar(app, &managed, &service)?;
+    tracing::info!(registration = ?a.registration.registration, "webhook configurations");
+    crate::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
 }
 
@@ -568,8 +597,8 @@ async fn serve(
     for c in certs.collectors() {
         metrics.registry().register(c)?;
     }
-    if a.managed.tls_mode == TlsMode::Managed {
-        start_managed(&app, &a.managed, &certs, &metrics).await?;
+    if a.certs.is_managed() {
+        start_managed(&app, &a, &certs, &metrics).await?;
     } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);

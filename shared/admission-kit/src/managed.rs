@@ -179,8 +179,11 @@ pub struct Lifetimes {
 pub enum Step {
     /// Write this material to the Secret; the `&str` names the event for the log.
     Write(Box<Material>, Event),
-    /// Set the configurations' caBundle to the material's bundle.
+    /// Set the configurations' caBundle, and every client Secret's `ca.crt`, to the material's
+    /// bundle.
     Register,
+    /// Write a new client certificate for the identity.
+    Client(String, Box<Pair>),
     /// Nothing due before this long.
     Wait(Duration),
 }
@@ -200,6 +203,8 @@ pub enum Event {
     ServingIssued,
     /// The bundle lacked the signing or pending CA and was repaired.
     BundleRepaired,
+    /// A new client certificate was issued.
+    ClientIssued,
 }
 
 impl Event {
@@ -212,6 +217,7 @@ impl Event {
             Self::CaRetired => "ca-retired",
             Self::ServingIssued => "serving-issued",
             Self::BundleRepaired => "bundle-repaired",
+            Self::ClientIssued => "client-issued",
         }
     }
 }
@@ -295,9 +301,30 @@ pub struct Policy {
     pub service: String,
     /// Lifetimes and delays.
     pub lifetimes: Lifetimes,
+    /// Identities that get a client certificate from the CA (mutual TLS callers), each in the
+    /// Secret [`client_secret`] names, with the CA bundle as `ca.crt`.
+    pub clients: Vec<String>,
+}
+
+/// The Secret holding `identity`'s client certificate, of the service `service`.
+pub fn client_secret(service: &str, identity: &str) -> String {
+    format!("{service}-client-{identity}")
 }
 
 impl Policy {
+    fn client(
+        &self,
+        now: SystemTime,
+        id: &str,
+        ca: &Pki,
+        ca_window: (i64, i64),
+    ) -> Result<Pair, TlsError> {
+        let mut v = Validity::starting(now, self.lifetimes.serving);
+        v.not_after = v.not_after.min(at(ca_window.1));
+        let (cert, key) = ca.issue_for(&[id.to_owned()], false, true, v)?;
+        Ok(Pair { cert, key })
+    }
+
     fn new_ca(&self, now: SystemTime) -> Result<Pair, TlsError> {
         let pki = Pki::with_validity(
             &format!("{} CA {}", self.service, time_text(now)),
@@ -321,8 +348,46 @@ fn still_valid(pem: &str, now: SystemTime) -> bool {
     window(pem).is_some_and(|(_, na)| secs(now) < na)
 }
 
+/// What a client Secret holds: its pair (if any) and its `ca.crt`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientMaterial {
+    /// The client certificate and key.
+    pub pair: Option<Pair>,
+    /// The CA bundle the client trusts (PEM).
+    pub ca: String,
+}
+
+fn client_verifies(cert: &str, ca: &str, now: SystemTime) -> bool {
+    let (Some(end), Some(root)) = (der(cert), der(ca)) else {
+        return false;
+    };
+    let mut store = rustls::RootCertStore::empty();
+    if store.add(root).is_err() {
+        return false;
+    }
+    let Ok(v) = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(store),
+        Arc::new(rustls::crypto::ring::default_provider()),
+    )
+    .build() else {
+        return false;
+    };
+    let when = UnixTime::since_unix_epoch(
+        now.duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
+    v.verify_client_cert(&end, &[], when).is_ok()
+}
+
 /// The next step from `m` at `now`: pure, so every state a writer can leave is tested alone.
-pub fn plan(now: SystemTime, m: &Material, reg: &Registered, p: &Policy) -> Result<Step, TlsError> {
+/// `clients` holds the client Secrets of [`Policy::clients`], by identity.
+pub fn plan(
+    now: SystemTime,
+    m: &Material,
+    reg: &Registered,
+    clients: &BTreeMap<String, ClientMaterial>,
+    p: &Policy,
+) -> Result<Step, TlsError> {
     let ca = m.ca.as_ref().and_then(|c| usable_ca(c, now));
     let next = m.next.as_ref().and_then(|c| usable_ca(c, now));
     let prop = p.lifetimes.propagation;
@@ -365,8 +430,14 @@ pub fn plan(now: SystemTime, m: &Material, reg: &Registered, p: &Policy) -> Resu
         n.next_registered_at = None;
         return write(n, Event::BundleRepaired);
     }
-    // 2. The configurations carry the bundle before anything it enables is served.
-    if !reg.holds_bundle {
+    // 2. The configurations (and clients) carry the bundle before anything it enables is
+    //    served.
+    let bundle = m.bundle_pem();
+    let clients_hold = p
+        .clients
+        .iter()
+        .all(|id| clients.get(id).is_some_and(|c| c.ca == bundle));
+    if !reg.holds_bundle || !clients_hold {
         return Ok(Step::Register);
     }
     let mut wait = Duration::MAX;
@@ -435,7 +506,24 @@ pub fn plan(now: SystemTime, m: &Material, reg: &Registered, p: &Policy) -> Resu
         }
     }
 
-    // 6. Old CAs leave the bundle a propagation delay after the switch.
+    // 6. Client certificates: signed by the signing CA, renewed at two thirds of their life.
+    for id in &p.clients {
+        let pair = clients.get(id).and_then(|c| c.pair.as_ref());
+        let due = pair.and_then(|c| {
+            certified_key(c.cert.as_bytes(), c.key.as_bytes()).ok()?;
+            client_verifies(&c.cert, &cp.cert, now).then_some(())?;
+            Some(renew_at(window(&c.cert)?))
+        });
+        match due {
+            Some(due) if now < due => wait = wait.min(until(due)),
+            _ => {
+                let pair = p.client(now, id, cpki, *cw)?;
+                return Ok(Step::Client(id.clone(), Box::new(pair)));
+            }
+        }
+    }
+
+    // 7. Old CAs leave the bundle a propagation delay after the switch.
     let keep: Vec<String> = m
         .bundle
         .iter()
@@ -526,13 +614,136 @@ pub struct Managed {
     pub policy: Policy,
 }
 
-/// Watches the Secret and serves its pair from `store` whenever a new, whole pair verifies for
-/// every name against the Secret's bundle; anything else is logged, counted, and the previous
-/// pair keeps serving. `changed` is notified on every event (it wakes the writer).
+/// Where the loader puts a pair it takes: the webhook server's [`CertStore`], or a mutual-TLS
+/// server configuration (which also trusts the bundle for client certificates).
+pub trait Serve: Send + Sync + 'static {
+    /// Serves `pair` from the next handshake on; `bundle` is the Secret's CA bundle.
+    fn take(&self, pair: &Pair, bundle: &[String]) -> Result<(), TlsError>;
+    /// Counts a pair that was not taken.
+    fn reject(&self);
+}
+
+impl Serve for CertStore {
+    fn take(&self, pair: &Pair, _: &[String]) -> Result<(), TlsError> {
+        self.set(certified_key(pair.cert.as_bytes(), pair.key.as_bytes())?);
+        Ok(())
+    }
+
+    fn reject(&self) {
+        CertStore::reject(self);
+    }
+}
+
+/// A mutual-TLS server configuration fed by managed certificates: the served pair, and the
+/// Secret's CA bundle as the roots client certificates must chain to (quota-state).
+#[derive(Debug)]
+pub struct MutualTls {
+    /// The configuration for new connections.
+    pub config: Arc<crate::mtls::Reloading<rustls::ServerConfig>>,
+    loaded: std::sync::atomic::AtomicBool,
+}
+
+impl MutualTls {
+    /// Not loaded yet: until the first pair is taken, handshakes fail (no certificate).
+    pub fn new() -> Result<Arc<Self>, TlsError> {
+        let none = crate::tls::server_config(CertStore::new())?;
+        Ok(Arc::new(Self {
+            config: crate::mtls::Reloading::fixed(none),
+            loaded: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    /// Whether a pair has been taken (readiness).
+    pub fn loaded(&self) -> bool {
+        self.loaded.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Serve for MutualTls {
+    fn take(&self, pair: &Pair, bundle: &[String]) -> Result<(), TlsError> {
+        let cfg = crate::mtls::server_config_from_pem(
+            pair.cert.as_bytes(),
+            pair.key.as_bytes(),
+            bundle.concat().as_bytes(),
+        )?;
+        self.config.set(cfg);
+        self.loaded
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    fn reject(&self) {}
+}
+
+/// A mutual-TLS client configuration from a Secret holding `tls.crt`, `tls.key` and `ca.crt`
+/// (a managed client Secret, or cert-manager's), read from the API and watched: a renewed
+/// certificate or CA is used from the next connection on, with no volume-mount delay. Until a
+/// whole pair is read, every handshake fails. Needs a tokio runtime.
+pub fn client_config_from_secret(
+    namespace: String,
+    name: String,
+) -> Result<Arc<crate::mtls::Reloading<rustls::ClientConfig>>, TlsError> {
+    use futures::StreamExt as _;
+    use kube::runtime::{WatchStreamExt as _, watcher};
+    let config = crate::mtls::Reloading::fixed(crate::mtls::client_config_refusing()?);
+    let out = config.clone();
+    tokio::spawn(async move {
+        let client = match kube::Client::try_default().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(secret = %name, error = %e, "cannot reach the Kubernetes API for the client certificate; calls fail until restarted with access");
+                return;
+            }
+        };
+        let api: Api<Secret> = Api::namespaced(client, &namespace);
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut events = std::pin::pin!(watcher(api, cfg).default_backoff().applied_objects());
+        let mut last = None;
+        while let Some(ev) = events.next().await {
+            let s = match ev {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(secret = %name, error = %e, "cannot watch the client certificate Secret; retrying");
+                    continue;
+                }
+            };
+            let c = client_material(&s);
+            let Some(pair) = c.pair.clone() else {
+                tracing::warn!(secret = %name, "client certificate Secret has no tls.crt/tls.key yet");
+                continue;
+            };
+            if last.as_ref() == Some(&c) {
+                continue;
+            }
+            let built = certified_key(pair.cert.as_bytes(), pair.key.as_bytes()).and_then(|_| {
+                crate::mtls::client_config_from_pem(
+                    pair.cert.as_bytes(),
+                    pair.key.as_bytes(),
+                    c.ca.as_bytes(),
+                )
+            });
+            match built {
+                Ok(cfg) => {
+                    config.set(cfg);
+                    tracing::info!(secret = %name, "client certificate loaded from the Secret");
+                }
+                Err(e) => {
+                    tracing::warn!(secret = %name, error = %e, "client certificate in the Secret not taken; keeping the current one")
+                }
+            }
+            last = Some(c);
+        }
+    });
+    Ok(out)
+}
+
+/// Watches the Secret and serves its pair through `store` whenever a new, whole pair verifies
+/// for every name against the Secret's bundle; anything else is logged, counted, and the
+/// previous pair keeps serving. `changed` is notified on every event (it wakes the writer).
 pub fn spawn_loader(
     client: kube::Client,
     m: Managed,
-    store: Arc<CertStore>,
+    store: Arc<dyn Serve>,
     metrics: ManagedMetrics,
     changed: Arc<tokio::sync::Notify>,
 ) -> tokio::task::JoinHandle<()> {
@@ -568,10 +779,9 @@ pub fn spawn_loader(
                 continue;
             }
             let check = verifies(&pair, &mat.bundle, &m.policy.names, SystemTime::now())
-                .and_then(|()| certified_key(pair.cert.as_bytes(), pair.key.as_bytes()));
+                .and_then(|()| store.take(&pair, &mat.bundle));
             match check {
-                Ok(key) => {
-                    store.set(key);
+                Ok(()) => {
                     let until = window(&pair.cert).map(|w| time_text(at(w.1)));
                     tracing::info!(secret = %m.secret, not_after = until.as_deref().unwrap_or("?"), "serving certificate loaded from the Secret");
                     served = Some(pair);
@@ -651,6 +861,41 @@ pub fn spawn_writer(
     })
 }
 
+/// Starts the loader (every replica) into `store` and the writer (the Lease holder), with
+/// their metrics in `registry`. Returns once both run; `store` holds nothing until the loader
+/// has taken a valid pair.
+pub async fn start(
+    m: Managed,
+    registrar: Registrar,
+    store: Arc<dyn Serve>,
+    registry: &prometheus::Registry,
+) -> Result<(), ManagedError> {
+    let client = kube::Client::try_default().await.map_err(|e| {
+        ManagedError::Api(
+            "managed certificates live in a Secret, which needs the Kubernetes API (set KUBECONFIG or run in a cluster)".into(),
+            e,
+        )
+    })?;
+    let metrics = ManagedMetrics::new(registry).map_err(ManagedError::Metrics)?;
+    let changed = Arc::new(tokio::sync::Notify::new());
+    tracing::info!(
+        secret = %m.secret,
+        namespace = %m.namespace,
+        names = ?m.policy.names,
+        clients = ?m.policy.clients,
+        "managed certificates"
+    );
+    spawn_loader(
+        client.clone(),
+        m.clone(),
+        store,
+        metrics.clone(),
+        changed.clone(),
+    );
+    spawn_writer(client, m, registrar, metrics, changed);
+    Ok(())
+}
+
 /// Why a reconciliation step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagedError {
@@ -663,6 +908,60 @@ pub enum ManagedError {
     /// The webhook configurations could not be read or updated.
     #[error(transparent)]
     Register(#[from] RegisterError),
+    /// The metrics could not be registered.
+    #[error("metrics: {0}")]
+    Metrics(prometheus::Error),
+}
+
+fn client_material(s: &Secret) -> ClientMaterial {
+    let data = s.data.clone().unwrap_or_default();
+    let text = |k: &str| {
+        data.get(k)
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+            .filter(|t| !t.trim().is_empty())
+    };
+    ClientMaterial {
+        pair: text(TLS_CERT)
+            .zip(text(TLS_KEY))
+            .map(|(cert, key)| Pair { cert, key }),
+        ca: text("ca.crt").unwrap_or_default(),
+    }
+}
+
+/// Writes a client Secret (`tls.crt`, `tls.key`, `ca.crt`: what cert-manager writes, so a
+/// client mounts either the same way).
+async fn write_client(
+    api: &Api<Secret>,
+    m: &Managed,
+    id: &str,
+    c: &ClientMaterial,
+) -> Result<(), ManagedError> {
+    let name = client_secret(&m.policy.service, id);
+    let mut data = BTreeMap::new();
+    if let Some(p) = &c.pair {
+        data.insert(TLS_CERT.to_owned(), ByteString(p.cert.clone().into_bytes()));
+        data.insert(TLS_KEY.to_owned(), ByteString(p.key.clone().into_bytes()));
+    }
+    data.insert("ca.crt".to_owned(), ByteString(c.ca.clone().into_bytes()));
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(m.namespace.clone()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_owned(),
+                m.policy.service.clone(),
+            )])),
+            ..Default::default()
+        },
+        data: Some(data),
+        type_: Some("Opaque".into()),
+        ..Default::default()
+    };
+    let pp = kube::api::PatchParams::apply(&format!("{}-certificates", m.policy.service)).force();
+    api.patch(&name, &pp, &kube::api::Patch::Apply(&secret))
+        .await
+        .map_err(|e| ManagedError::Api(format!("write Secret {name}"), e))?;
+    Ok(())
 }
 
 /// Runs steps until one says wait (at most a handful: each writes, then re-reads).
@@ -680,6 +979,18 @@ async fn reconcile(
             .await
             .map_err(|e| ManagedError::Api(format!("get Secret {}", m.secret), e))?;
         let mat = current.as_ref().map(Material::of).unwrap_or_default();
+        let mut clients = BTreeMap::new();
+        for id in &m.policy.clients {
+            let name = client_secret(&m.policy.service, id);
+            let sec = api
+                .get_opt(&name)
+                .await
+                .map_err(|e| ManagedError::Api(format!("get Secret {name}"), e))?;
+            clients.insert(
+                id.clone(),
+                sec.map(|s| client_material(&s)).unwrap_or_default(),
+            );
+        }
         let reg = match registrar.observe(client, &mat.bundle_pem()).await {
             Ok(mut r) => {
                 r.fresh = *fresh;
@@ -690,7 +1001,7 @@ async fn reconcile(
                 return Err(e.into());
             }
         };
-        match plan(SystemTime::now(), &mat, &reg, &m.policy)? {
+        match plan(SystemTime::now(), &mat, &reg, &clients, &m.policy)? {
             Step::Wait(d) => return Ok(d),
             Step::Register => {
                 *fresh = reg.cas.is_empty();
@@ -698,10 +1009,29 @@ async fn reconcile(
                     metrics.registration_errors.inc();
                     return Err(e.into());
                 }
+                for id in &m.policy.clients {
+                    let mut c = clients.get(id).cloned().unwrap_or_default();
+                    if c.ca != mat.bundle_pem() {
+                        c.ca = mat.bundle_pem();
+                        write_client(&api, m, id, &c).await?;
+                    }
+                }
                 tracing::info!(
                     cas = mat.bundle.len(),
-                    "webhook configurations carry the CA bundle"
+                    "webhook configurations and clients carry the CA bundle"
                 );
+            }
+            Step::Client(id, pair) => {
+                let c = ClientMaterial {
+                    pair: Some(*pair),
+                    ca: mat.bundle_pem(),
+                };
+                write_client(&api, m, &id, &c).await?;
+                metrics
+                    .rotations
+                    .with_label_values(&[Event::ClientIssued.as_str()])
+                    .inc();
+                tracing::info!(event = Event::ClientIssued.as_str(), client = %id, "certificate rotation");
             }
             Step::Write(new, event) => {
                 let mut secret = current.unwrap_or_else(|| Secret {
@@ -762,37 +1092,50 @@ mod tests {
                 serving: Duration::from_secs(serving),
                 propagation: Duration::from_secs(propagation),
             },
+            clients: vec!["caller".into()],
         }
     }
 
-    /// Runs steps at `now` until one waits, registering into `configs`; returns the events.
-    fn settle(
-        now: SystemTime,
-        m: &mut Material,
-        configs: &mut Vec<String>,
-        fresh: &mut bool,
-        p: &Policy,
-    ) -> Vec<Event> {
+    /// The Secret, the configurations' bundle and the client Secrets, as a writer leaves them.
+    #[derive(Clone, Default)]
+    struct World {
+        m: Material,
+        configs: Vec<String>,
+        fresh: bool,
+        clients: BTreeMap<String, ClientMaterial>,
+    }
+
+    /// Runs steps at `now` until one waits; returns the events.
+    fn settle(now: SystemTime, w: &mut World, p: &Policy) -> Vec<Event> {
         let mut events = Vec::new();
-        for _ in 0..10 {
+        for _ in 0..12 {
             let reg = Registered {
-                holds_bundle: *configs == m.bundle,
-                cas: configs.clone(),
-                fresh: *fresh,
+                holds_bundle: w.configs == w.m.bundle,
+                cas: w.configs.clone(),
+                fresh: w.fresh,
             };
-            match plan(now, m, &reg, p).unwrap() {
+            match plan(now, &w.m, &reg, &w.clients, p).unwrap() {
                 Step::Wait(_) => return events,
                 Step::Register => {
-                    *fresh = configs.is_empty();
-                    *configs = m.bundle.clone();
+                    w.fresh = w.configs.is_empty();
+                    w.configs = w.m.bundle.clone();
+                    for id in &p.clients {
+                        w.clients.entry(id.clone()).or_default().ca = w.m.bundle_pem();
+                    }
                 }
                 Step::Write(n, e) => {
-                    *m = *n;
+                    w.m = *n;
                     events.push(e);
+                }
+                Step::Client(id, pair) => {
+                    let c = w.clients.entry(id).or_default();
+                    c.pair = Some(*pair);
+                    c.ca = w.m.bundle_pem();
+                    events.push(Event::ClientIssued);
                 }
             }
         }
-        panic!("no settled state after 10 steps: {events:?}");
+        panic!("no settled state after 12 steps: {events:?}");
     }
 
     #[test]
@@ -800,50 +1143,70 @@ mod tests {
         crate::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
-        let (mut m, mut configs, mut fresh) = (Material::default(), Vec::new(), false);
-        let events = settle(now, &mut m, &mut configs, &mut fresh, &p);
+        let mut w = World::default();
+        let events = settle(now, &mut w, &p);
         assert_eq!(
             events,
-            [Event::CaIssued, Event::CaRegistered, Event::CaPromoted]
+            [
+                Event::CaIssued,
+                Event::CaRegistered,
+                Event::CaPromoted,
+                Event::ClientIssued
+            ]
         );
-        assert_eq!(configs, m.bundle);
-        assert_eq!(m.bundle.len(), 1);
-        let serving = m.serving.clone().unwrap();
-        verifies(&serving, &configs, &p.names, now).unwrap();
+        assert_eq!(w.configs, w.m.bundle);
+        assert_eq!(w.m.bundle.len(), 1);
+        let serving = w.m.serving.clone().unwrap();
+        verifies(&serving, &w.configs, &p.names, now).unwrap();
+        let client = w.clients["caller"].pair.clone().unwrap();
+        assert!(client_verifies(&client.cert, &w.m.bundle[0], now));
     }
 
-    /// A virtual clock over three CA lifetimes: the API server sees the configurations `lag`
-    /// late and replicas serve the Secret's pair a second late, yet at every second the served
-    /// certificate verifies against what the API server trusts.
+    /// A virtual clock over three CA lifetimes: the API server (and the mutual-TLS client) see
+    /// the bundle `lag` late and replicas serve the Secret's pair a second late, yet at every
+    /// second the served certificate verifies against what the API server trusts, and the
+    /// client's certificate against what the server trusts.
     #[test]
     fn every_served_certificate_verifies_through_rotations() {
         crate::tls::install_crypto_provider();
         let p = policy(90, 15, 6);
         let lag = 3; // seconds, below the propagation delay
         let start = SystemTime::now();
-        let (mut m, mut configs, mut fresh) = (Material::default(), Vec::new(), false);
-        let mut history: Vec<(Material, Vec<String>)> = Vec::new();
+        let mut w = World::default();
+        let mut history: Vec<World> = Vec::new();
         let mut events = Vec::new();
         for t in 0..270u64 {
             let now = start + Duration::from_secs(t);
-            events.extend(settle(now, &mut m, &mut configs, &mut fresh, &p));
-            history.push((m.clone(), configs.clone()));
+            events.extend(settle(now, &mut w, &p));
+            history.push(w.clone());
             let seen = |back: u64| &history[t.saturating_sub(back) as usize];
-            let Some(served) = seen(1).0.serving.clone() else {
+            let Some(served) = seen(1).m.serving.clone() else {
                 continue;
             };
-            let trusted = &seen(lag).1;
             if t >= lag {
-                verifies(&served, trusted, &p.names, now)
+                verifies(&served, &seen(lag).configs, &p.names, now)
                     .unwrap_or_else(|e| panic!("at {t}s: {e}; events so far {events:?}"));
+                let client_ca = crate::tls::pem_blocks(&seen(lag).clients["caller"].ca);
+                verifies(&served, &client_ca, &p.names, now)
+                    .unwrap_or_else(|e| panic!("client at {t}s: {e}"));
+                let cert = seen(lag).clients["caller"].pair.clone().unwrap().cert;
+                assert!(
+                    seen(1)
+                        .m
+                        .bundle
+                        .iter()
+                        .any(|ca| client_verifies(&cert, ca, now)),
+                    "server trusts the client at {t}s"
+                );
             }
         }
         let count = |e: Event| events.iter().filter(|x| **x == e).count();
         assert!(count(Event::CaPromoted) >= 3, "{events:?}");
         assert!(count(Event::ServingIssued) >= 10, "{events:?}");
+        assert!(count(Event::ClientIssued) >= 10, "{events:?}");
         assert!(count(Event::CaRetired) >= 2, "{events:?}");
         assert!(
-            history.iter().any(|(m, _)| m.bundle.len() == 2),
+            history.iter().any(|w| w.m.bundle.len() == 2),
             "both CAs trusted during a rotation"
         );
     }
@@ -853,31 +1216,28 @@ mod tests {
         crate::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
-        let (mut m, mut configs, mut fresh) = (Material::default(), Vec::new(), false);
-        settle(now, &mut m, &mut configs, &mut fresh, &p);
-        let old_serving = m.serving.clone().unwrap();
-        let old_ca = configs[0].clone();
+        let mut w = World::default();
+        settle(now, &mut w, &p);
+        let old_serving = w.m.serving.clone().unwrap();
+        let old_ca = w.configs[0].clone();
         // The Secret is deleted; replicas still serve `old_serving`.
-        let mut m = Material::default();
+        w.m = Material::default();
         let later = now + Duration::from_secs(5);
-        let events = settle(later, &mut m, &mut configs, &mut fresh, &p);
+        let events = settle(later, &mut w, &p);
         assert_eq!(events, [Event::CaIssued, Event::CaRegistered]);
-        assert!(configs.contains(&old_ca), "old CA still trusted");
-        assert_eq!(configs.len(), 2);
-        verifies(&old_serving, &configs, &p.names, later).unwrap();
+        assert!(w.configs.contains(&old_ca), "old CA still trusted");
+        assert_eq!(w.configs.len(), 2);
+        verifies(&old_serving, &w.configs, &p.names, later).unwrap();
         // A propagation delay later the new CA signs; the old one leaves a delay after that.
         let t2 = later + Duration::from_secs(61);
         assert_eq!(
-            settle(t2, &mut m, &mut configs, &mut fresh, &p),
-            [Event::CaPromoted]
+            settle(t2, &mut w, &p),
+            [Event::CaPromoted, Event::ClientIssued]
         );
-        verifies(m.serving.as_ref().unwrap(), &configs, &p.names, t2).unwrap();
+        verifies(w.m.serving.as_ref().unwrap(), &w.configs, &p.names, t2).unwrap();
         let t3 = t2 + Duration::from_secs(61);
-        assert_eq!(
-            settle(t3, &mut m, &mut configs, &mut fresh, &p),
-            [Event::CaRetired]
-        );
-        assert!(!configs.contains(&old_ca));
+        assert_eq!(settle(t3, &mut w, &p), [Event::CaRetired]);
+        assert!(!w.configs.contains(&old_ca));
     }
 
     #[test]
@@ -885,22 +1245,19 @@ mod tests {
         crate::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
-        let (mut m, mut configs, mut fresh) = (Material::default(), Vec::new(), false);
-        settle(now, &mut m, &mut configs, &mut fresh, &p);
-        let ca = m.ca.clone();
+        let mut w = World::default();
+        settle(now, &mut w, &p);
+        let ca = w.m.ca.clone();
         // The key of another certificate: replaced, the CA kept.
         let other = Pki::new("other").unwrap();
-        m.serving.as_mut().unwrap().key = other.key_pem();
-        assert_eq!(
-            settle(now, &mut m, &mut configs, &mut fresh, &p),
-            [Event::ServingIssued]
-        );
-        assert_eq!(m.ca, ca);
+        w.m.serving.as_mut().unwrap().key = other.key_pem();
+        assert_eq!(settle(now, &mut w, &p), [Event::ServingIssued]);
+        assert_eq!(w.m.ca, ca);
         // Garbage in the CA: a new CA goes through registration first.
-        m.ca.as_mut().unwrap().cert = "junk".into();
+        w.m.ca.as_mut().unwrap().cert = "junk".into();
         let later = now + Duration::from_secs(1);
         assert_eq!(
-            settle(later, &mut m, &mut configs, &mut fresh, &p),
+            settle(later, &mut w, &p),
             [Event::CaIssued, Event::CaRegistered]
         );
     }
@@ -910,11 +1267,11 @@ mod tests {
         crate::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let (mut m, mut configs, mut fresh) = (Material::default(), Vec::new(), false);
-        settle(now, &mut m, &mut configs, &mut fresh, &p);
-        m.next_registered_at = Some(now);
+        let mut w = World::default();
+        settle(now, &mut w, &p);
+        w.m.next_registered_at = Some(now);
         let mut s = Secret::default();
-        m.write_into(&mut s);
-        assert_eq!(Material::of(&s), m);
+        w.m.write_into(&mut s);
+        assert_eq!(Material::of(&s), w.m);
     }
 }

@@ -65,6 +65,16 @@ fn server_config_of(c: &Contents) -> Result<Arc<rustls::ServerConfig>, TlsError>
     Ok(Arc::new(cfg))
 }
 
+/// A server configuration from PEM texts: our certificate and key, and the CA certificates a
+/// client's certificate must chain to.
+pub fn server_config_from_pem(
+    cert: &[u8],
+    key: &[u8],
+    client_cas: &[u8],
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    server_config_of(&(cert.to_vec(), key.to_vec(), client_cas.to_vec()))
+}
+
 fn client_config_of(c: &Contents) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(VERSIONS)
@@ -72,6 +82,28 @@ fn client_config_of(c: &Contents) -> Result<Arc<rustls::ClientConfig>, TlsError>
         .with_root_certificates(roots(&c.2)?)
         .with_client_auth_cert(chain(&c.0, "certificate")?, key(&c.1)?)
         .map_err(TlsError::Key)?;
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// A client configuration from PEM texts: our certificate and key, and the CA certificates the
+/// server's certificate must chain to.
+pub fn client_config_from_pem(
+    cert: &[u8],
+    key: &[u8],
+    server_cas: &[u8],
+) -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    client_config_of(&(cert.to_vec(), key.to_vec(), server_cas.to_vec()))
+}
+
+/// A client configuration that trusts nothing and presents nothing: every handshake fails.
+/// Stands in until real credentials are loaded.
+pub fn client_config_refusing() -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .map_err(TlsError::Config)?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(cfg))
 }
@@ -93,6 +125,12 @@ impl<T> Reloading<T> {
     /// The configuration for the next connection.
     pub fn get(&self) -> Arc<T> {
         self.current.load_full()
+    }
+
+    /// Replaces the configuration from the next connection on (configurations built from
+    /// somewhere else than files, such as a managed Secret).
+    pub fn set(&self, config: Arc<T>) {
+        self.current.store(config);
     }
 }
 

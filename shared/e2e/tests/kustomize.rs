@@ -1,6 +1,9 @@
 //! Each service's overlay (`kubectl apply -k kustomize/<service>`) renders with the pinned
-//! kustomize and every object passes the real API server's validation (server-side dry run).
-//! cert-manager objects are left out: their CRDs are not installed in the test control plane.
+//! kustomize and every object passes the real API server's validation (server-side dry run),
+//! with no cert-manager object in it (managed certificates need none). Each cert-manager variant
+//! (`kustomize/with-cert-manager/<service>`: the overlay plus its cert-manager component) passes
+//! the same dry run with cert-manager's CRDs installed (`../shared/fixtures/crds/cert-manager`),
+//! so its Issuers and Certificates are validated for real.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,6 +13,61 @@ use e2e::Env;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde::Deserialize;
+
+/// Renders `overlay` and dry-runs every object; returns the rendered text and the kinds.
+async fn render_and_dry_run(env: &Env, kustomize: &Path, overlay: &Path) -> (String, Vec<String>) {
+    let name = overlay.display().to_string();
+    let out = Command::new(kustomize)
+        .arg("build")
+        .arg(overlay)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kustomize build {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut kinds = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let obj = DynamicObject::deserialize(doc).unwrap();
+        let tm = obj.types.clone().unwrap();
+        kinds.push(tm.kind.clone());
+        let (group, version) = tm
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", tm.api_version.as_str()));
+        let (ar, caps) = kube::discovery::pinned_kind(
+            &env.client,
+            &GroupVersionKind::gvk(group, version, &tm.kind),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {}: {e}", tm.kind));
+        let api: Api<DynamicObject> = match (caps.scope, obj.metadata.namespace.as_deref()) {
+            (kube::discovery::Scope::Namespaced, Some(ns)) => {
+                Api::namespaced_with(env.client.clone(), ns, &ar)
+            }
+            (kube::discovery::Scope::Namespaced, None) => {
+                panic!(
+                    "{name}: {} {:?} has no namespace",
+                    tm.kind, obj.metadata.name
+                )
+            }
+            _ => Api::all_with(env.client.clone(), &ar),
+        };
+        // The namespace is created for real so the namespaced objects can be dry-run into it.
+        let params = PostParams {
+            dry_run: tm.kind != "Namespace",
+            ..PostParams::default()
+        };
+        match api.create(&params, &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.reason == "AlreadyExists" => {}
+            Err(e) => panic!("{name}: {} {:?} refused: {e}", tm.kind, obj.metadata.name),
+        }
+    }
+    (text, kinds)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlays_render_and_pass_server_dry_run() {
@@ -24,59 +82,20 @@ async fn overlays_render_and_pass_server_dry_run() {
             overlay.join("kustomization.yaml").is_file(),
             "{name} has no kustomize overlay"
         );
-        let out = Command::new(&bins.kustomize)
-            .arg("build")
-            .arg(&overlay)
-            .output()
-            .unwrap();
+        let (text, kinds) = render_and_dry_run(&env, &bins.kustomize, &overlay).await;
+        checked += kinds.len();
         assert!(
-            out.status.success(),
-            "kustomize build {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            !text.contains("cert-manager.io"),
+            "{name}: the default overlay needs no cert-manager"
         );
-        let text = String::from_utf8(out.stdout).unwrap();
-        let mut kinds = Vec::new();
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let obj = DynamicObject::deserialize(doc).unwrap();
-            let tm = obj.types.clone().unwrap();
-            kinds.push(tm.kind.clone());
-            if tm.api_version.starts_with("cert-manager.io/") {
-                continue;
-            }
-            let (group, version) = tm
-                .api_version
-                .rsplit_once('/')
-                .unwrap_or(("", tm.api_version.as_str()));
-            let (ar, caps) = kube::discovery::pinned_kind(
-                &env.client,
-                &GroupVersionKind::gvk(group, version, &tm.kind),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{name}: {}: {e}", tm.kind));
-            let api: Api<DynamicObject> = match (caps.scope, obj.metadata.namespace.as_deref()) {
-                (kube::discovery::Scope::Namespaced, Some(ns)) => {
-                    Api::namespaced_with(env.client.clone(), ns, &ar)
-                }
-                _ => Api::all_with(env.client.clone(), &ar),
-            };
-            // The namespace is created for real so the namespaced objects can be dry-run into it.
-            let params = PostParams {
-                dry_run: tm.kind != "Namespace",
-                ..PostParams::default()
-            };
-            match api.create(&params, &obj).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.reason == "AlreadyExists" => {}
-                Err(e) => panic!("{name}: {} {:?} refused: {e}", tm.kind, obj.metadata.name),
-            }
-            checked += 1;
-        }
         let expected: &[&str] = if app_of(&name).is_some() {
             &[
                 "Deployment",
                 "Service",
                 "ValidatingWebhookConfiguration",
                 "PodDisruptionBudget",
+                "Role",
+                "RoleBinding",
             ]
         } else {
             &["Deployment", "Service"]
@@ -88,20 +107,77 @@ async fn overlays_render_and_pass_server_dry_run() {
         // quota-state's gRPC is mutual TLS only, and the webhook calls it that way.
         if name == "quota-state" {
             assert!(
-                text.contains("QUOTA_STATE_CLIENT_CA_FILE")
+                text.contains("name: WEBHOOK_TLS_MODE\n          value: managed")
                     && !text.to_lowercase().contains("insecure"),
-                "quota-state must require client certificates"
+                "quota-state must require client certificates, from its managed CA"
             );
         }
         if name == "scheduling-webhook" {
             assert!(
                 text.contains("--quota-state-url=https://quota-state:9090")
-                    && text.contains("--quota-state-cert-file="),
+                    && text.contains(
+                        "--quota-state-client-secret=quota-state-client-scheduling-webhook"
+                    ),
                 "scheduling-webhook must call quota-state with mutual TLS"
+            );
+        }
+        if app_of(&name).is_some() {
+            assert!(
+                text.contains("name: WEBHOOK_TLS_MODE\n          value: managed"),
+                "{name}: managed certificates by default"
             );
         }
     }
     assert!(checked > 0, "no object checked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cert_manager_variants_pass_server_dry_run_with_its_crds() {
+    let env = Env::new("e2e-kustomize-cm").await;
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let crds = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
+        .join("crds/cert-manager");
+    for f in std::fs::read_dir(&crds).unwrap().flatten() {
+        if f.path().extension().is_some_and(|e| e == "yaml") {
+            let yaml = std::fs::read_to_string(f.path()).unwrap();
+            testenv::system::apply_crds(&env.client, &yaml)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", f.path().display()));
+        }
+    }
+    let mut variants = 0;
+    for svc in std::fs::read_dir(root.join("services")).unwrap().flatten() {
+        let name = svc.file_name().to_string_lossy().into_owned();
+        let overlay = root.join("kustomize/with-cert-manager").join(&name);
+        assert!(
+            overlay.join("kustomization.yaml").is_file(),
+            "{name} has no cert-manager variant"
+        );
+        let (text, kinds) = render_and_dry_run(&env, &bins.kustomize, &overlay).await;
+        for k in ["Issuer", "Certificate"] {
+            assert!(kinds.iter().any(|x| x == k), "{name}: no {k}");
+        }
+        // A proper chain: a self-signed issuer only bootstraps the CA that signs the rest.
+        assert!(text.contains("isCA: true"), "{name}: a CA certificate");
+        if app_of(&name).is_some() {
+            assert!(
+                text.contains("cert-manager.io/inject-ca-from: admission-webhooks/"),
+                "{name}: cainjector sets the caBundle"
+            );
+            assert!(
+                text.contains("name: WEBHOOK_TLS_MODE\n          value: files"),
+                "{name}: files mode"
+            );
+            assert!(
+                !kinds.iter().any(|k| k == "Role"),
+                "{name}: no managed-certificate permissions"
+            );
+            registered_as_served(&name, &text);
+        }
+        variants += 1;
+    }
+    assert!(variants > 0);
 }
 
 fn app_of(service: &str) -> Option<admission_kit::App> {

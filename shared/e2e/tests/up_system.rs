@@ -169,7 +169,7 @@ async fn quota_through_both_services_started_as_up_does() {
     // the pod list, takes the Lease again, and answers.
     let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
     let _qs = spawn_quota_state(&opts, port).unwrap();
-    callers_are_authenticated(&opts, &url, &quota_name, &env.ns).await;
+    callers_are_authenticated(&env.client, &opts, &url, &quota_name, &env.ns).await;
     let msg = eventually(Duration::from_secs(60), || async {
         refusal(&pods, &pod("after-restart", &quota_name, 1))
             .await
@@ -212,11 +212,19 @@ fn grpc_client(
 
 /// Every RPC of the real binary with the wrong client certificate, none, or another identity is
 /// refused; with scheduling-webhook's certificate a negative amount is refused.
-async fn callers_are_authenticated(opts: &Options, url: &str, quota: &str, ns: &str) {
+async fn callers_are_authenticated(
+    client: &kube::Client,
+    opts: &Options,
+    url: &str,
+    quota: &str,
+    ns: &str,
+) {
     use quota_state::proto::{
         AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
     };
-    let (server, webhook) = testenv::system::quota_state_tls(opts).unwrap();
+    let webhook = testenv::system::quota_state_client_files(client, opts)
+        .await
+        .unwrap();
     let rogue_dir = opts.dir.join("rogue");
     std::fs::create_dir_all(&rogue_dir).unwrap();
     let rogue_ca = admission_kit::mtls::Pki::new("rogue CA").unwrap();
@@ -229,7 +237,7 @@ async fn callers_are_authenticated(opts: &Options, url: &str, quota: &str, ns: &
             true,
         )
         .unwrap();
-    rogue.ca = server.ca.clone();
+    rogue.ca = webhook.ca.clone();
     let admit = |milli: i64| AdmitPodRequest {
         namespace: ns.into(),
         name: "direct".into(),
@@ -249,7 +257,7 @@ async fn callers_are_authenticated(opts: &Options, url: &str, quota: &str, ns: &
         ("no certificate", None),
         ("a rogue CA's certificate", Some(&rogue)),
     ] {
-        let mut c = grpc_client(url, files, &server.ca);
+        let mut c = grpc_client(url, files, &webhook.ca);
         let codes = [
             c.admit_pod(admit(1000)).await.map(|_| ()),
             c.release(ReleaseRequest {
@@ -267,7 +275,7 @@ async fn callers_are_authenticated(opts: &Options, url: &str, quota: &str, ns: &
             assert!(r.is_err(), "{what}: a call was answered");
         }
     }
-    let mut c = grpc_client(url, Some(&webhook), &server.ca);
+    let mut c = grpc_client(url, Some(&webhook), &webhook.ca);
     let neg = eventually(Duration::from_secs(30), || {
         let mut c = c.clone();
         let req = admit(-5_000_000);

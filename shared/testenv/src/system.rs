@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use admission_kit::mtls::{MtlsFiles, Pki};
+use admission_kit::mtls::MtlsFiles;
 use admission_kit::registration::EndpointInfo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -124,43 +124,55 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
     move |e| SystemError::Io(what, e)
 }
 
-/// The mutual-TLS files between scheduling-webhook and quota-state, made once per `o.dir` by a
-/// CA of the run's own (a cluster gets them from cert-manager): quota-state's serving pair (for
-/// the name `quota-state` and 127.0.0.1) and scheduling-webhook's client pair (identity
-/// `scheduling-webhook`), each with the CA.
-pub fn quota_state_tls(o: &Options) -> Result<(MtlsFiles, MtlsFiles), SystemError> {
-    let server = MtlsFiles {
-        cert: o.dir.join("quota-state.crt"),
-        key: o.dir.join("quota-state.key"),
-        ca: o.dir.join("quota-state-ca.crt"),
+/// The Secret quota-state issues scheduling-webhook's client certificate into (managed mode).
+pub const QUOTA_STATE_CLIENT_SECRET: &str = "quota-state-client-scheduling-webhook";
+
+/// scheduling-webhook's client credentials as quota-state issued them (the Secret
+/// [`QUOTA_STATE_CLIENT_SECRET`] of `o.namespace`), written to files in `o.dir` for tests that
+/// call quota-state directly as scheduling-webhook does. Waits up to a minute for the Secret.
+pub async fn quota_state_client_files(
+    client: &kube::Client,
+    o: &Options,
+) -> Result<MtlsFiles, SystemError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: Api<Secret> = Api::namespaced(client.clone(), &o.namespace);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let data = loop {
+        let s = api
+            .get_opt(QUOTA_STATE_CLIENT_SECRET)
+            .await
+            .map_err(|e| SystemError::Api(format!("Secret {QUOTA_STATE_CLIENT_SECRET}"), e))?;
+        if let Some(d) = s.and_then(|s| s.data).filter(|d| d.contains_key("tls.crt")) {
+            break d;
+        }
+        if Instant::now() > deadline {
+            return Err(SystemError::Invalid(format!(
+                "quota-state issued no client certificate into {QUOTA_STATE_CLIENT_SECRET} within a minute"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let client = MtlsFiles {
+    let files = MtlsFiles {
         cert: o.dir.join("scheduling-webhook-client.crt"),
         key: o.dir.join("scheduling-webhook-client.key"),
-        ca: o.dir.join("scheduling-webhook-client-ca.crt"),
+        ca: o.dir.join("quota-state-ca.crt"),
     };
-    if !(server.cert.is_file() && client.cert.is_file()) {
-        let tls = |e: admission_kit::tls::TlsError| SystemError::Invalid(e.to_string());
-        let pki = Pki::new("quota-state CA").map_err(tls)?;
-        let names = ["quota-state".to_owned(), "127.0.0.1".to_owned()];
-        pki.write(&o.dir, "quota-state", &names, true, false)
-            .map_err(tls)?;
-        pki.write(
-            &o.dir,
-            "scheduling-webhook-client",
-            &["scheduling-webhook".to_owned()],
-            false,
-            true,
-        )
-        .map_err(tls)?;
+    for (path, key) in [
+        (&files.cert, "tls.crt"),
+        (&files.key, "tls.key"),
+        (&files.ca, "ca.crt"),
+    ] {
+        let bytes = data.get(key).map(|b| b.0.clone()).unwrap_or_default();
+        std::fs::write(path, bytes).map_err(io(path.display().to_string()))?;
     }
-    Ok((server, client))
+    Ok(files)
 }
 
-/// Starts quota-state listening on `port` with mutual TLS (also used to restart it on the same
-/// address); its probes and metrics on a free port, named in the log.
+/// Starts quota-state listening on `port` with mutual TLS from managed certificates (its CA in
+/// the Secret quota-state-certificates of `o.namespace`, kept across restarts, and the client
+/// certificate of scheduling-webhook in [`QUOTA_STATE_CLIENT_SECRET`]); also used to restart it
+/// on the same address. Its probes and metrics on a free port, named in the log.
 pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError> {
-    let (tls, _) = quota_state_tls(o)?;
     let log = o.dir.join("quota-state.log");
     let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let err = logf.try_clone().map_err(io("log file"))?;
@@ -169,12 +181,16 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
         .arg(format!("127.0.0.1:{port}"))
         .arg("--metrics-listen")
         .arg("127.0.0.1:0")
-        .arg("--tls-cert-file")
-        .arg(&tls.cert)
-        .arg("--tls-key-file")
-        .arg(&tls.key)
-        .arg("--client-ca-file")
-        .arg(&tls.ca)
+        .args([
+            "--tls-mode",
+            "managed",
+            "--tls-extra-names",
+            "quota-state,127.0.0.1",
+        ])
+        .args(["--ca-bundle-propagation", "2s", "--lease-duration", "3s"])
+        .args(["--cert-check-interval", "1s"])
+        .arg("--namespace")
+        .arg(&o.namespace)
         .arg("--lease-namespace")
         .arg(&o.namespace)
         .env("KUBECONFIG", &o.kubeconfig)
@@ -251,15 +267,10 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
             .stdout(logf)
             .stderr(err);
         if let (Some((url, _)), "scheduling-webhook") = (&system.quota_state, svc.as_str()) {
-            let (_, client) = quota_state_tls(o)?;
             cmd.arg("--quota-state-url")
                 .arg(url)
-                .arg("--quota-state-cert-file")
-                .arg(&client.cert)
-                .arg("--quota-state-key-file")
-                .arg(&client.key)
-                .arg("--quota-state-ca-file")
-                .arg(&client.ca)
+                .arg("--quota-state-client-secret")
+                .arg(format!("{}/{QUOTA_STATE_CLIENT_SECRET}", o.namespace))
                 .arg("--quota-state-server-name")
                 .arg("quota-state");
         }
