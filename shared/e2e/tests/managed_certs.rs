@@ -132,7 +132,11 @@ impl Setup {
     }
 
     fn secrets(&self) -> Api<Secret> {
-        Api::namespaced(self.env.client.clone(), &self.env.ns)
+        self.secrets_in(&self.env.ns)
+    }
+
+    fn secrets_in(&self, ns: &str) -> Api<Secret> {
+        Api::namespaced(self.env.client.clone(), ns)
     }
 
     fn mutating(&self) -> Api<MutatingWebhookConfiguration> {
@@ -698,4 +702,165 @@ async fn files_mode_takes_only_whole_pairs_under_a_steady_stream() {
     assert!(failures.is_empty(), "failed creations: {failures:?}");
     assert!(rejected >= 3.0, "the mismatched pairs were refused");
     assert!(admitted > 300, "{admitted}");
+}
+
+/// The overlay's RBAC is all managed certificates need: registry-webhook runs with a token of
+/// its own ServiceAccount bound only to the rendered Role and ClusterRoles, creates its Secret
+/// and Lease, watches the Secret by name, patches the caBundle of its own configurations, and
+/// turns ready; another Secret stays out of its reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_overlays_rbac_is_enough_and_no_more() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use serde::Deserialize;
+    let s = Setup::new("e2e-rbac").await;
+    let ns = "admission-webhooks";
+    let client = &s.env.client;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await;
+    // The overlay's RBAC objects, created for real.
+    let bins = testenv::tools::locate().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(&bins.kustomize)
+        .arg("build")
+        .arg(root.join("kustomize/registry-webhook"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rendered = String::from_utf8(out.stdout).unwrap();
+    for doc in serde_yaml_ng::Deserializer::from_str(&rendered) {
+        let obj = DynamicObject::deserialize(doc).unwrap();
+        let tm = obj.types.clone().unwrap();
+        if ![
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+        ]
+        .contains(&tm.kind.as_str())
+        {
+            continue;
+        }
+        let (group, version) = tm
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", &tm.api_version));
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, &tm.kind);
+        let (ar, caps) = kube::discovery::pinned_kind(client, &gvk).await.unwrap();
+        let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        } else {
+            Api::all_with(client.clone(), &ar)
+        };
+        let name = obj.metadata.name.clone().unwrap();
+        api.patch(
+            &name,
+            &PatchParams::apply("e2e-rbac").force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{} {name}: {e}", tm.kind));
+    }
+    // Its own configurations, selecting no namespace (never called): the caBundle target.
+    let never = json!({"matchLabels": {"e2e.admission.local/never": "true"}});
+    let hook = |kind: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "registry-webhook"},
+            "webhooks": [{"name": "never.registry.e2e", "admissionReviewVersions": ["v1"],
+                "sideEffects": "None", "namespaceSelector": never,
+                "clientConfig": {"url": "https://127.0.0.1:1/never"},
+                "rules": [{"apiGroups": ["registry.volcano.sh"], "apiVersions": ["v1alpha1"],
+                           "resources": ["models"], "operations": ["CREATE"]}]}]
+        })
+    };
+    let mapi = s.mutating();
+    mapi.patch(
+        "registry-webhook",
+        &PatchParams::apply("e2e-rbac").force(),
+        &Patch::Apply(hook("MutatingWebhookConfiguration")),
+    )
+    .await
+    .unwrap();
+    // A token of the ServiceAccount, and a kubeconfig with it.
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let token = sas
+        .create_token_request(
+            "registry-webhook",
+            &PostParams::default(),
+            &TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences: vec![],
+                    expiration_seconds: Some(3600),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let admin = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
+    let cluster = admin.clusters[0].cluster.clone().unwrap();
+    let kubeconfig = s.dir.join("sa.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        serde_json::to_string(&json!({
+            "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+            "clusters": [{"name": "c", "cluster": {
+                "server": cluster.server,
+                "certificate-authority-data": cluster.certificate_authority_data,
+                "certificate-authority": cluster.certificate_authority}}],
+            "users": [{"name": "sa", "user": {"token": token}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let sa = testenv::client_for(&kubeconfig).await.unwrap();
+    let denied = Api::<Secret>::namespaced(sa.clone(), ns)
+        .get("some-other-secret")
+        .await
+        .unwrap_err();
+    assert!(denied.to_string().contains("forbidden"), "{denied}");
+
+    let mport = testenv::free_port().unwrap();
+    let mut cmd = Command::new(&s.bin);
+    cmd.args(["serve", "--log-format", "text", "--shutdown-delay", "0s"])
+        .args(["--tls-mode", "managed", "--namespace", ns])
+        .args(["--ca-bundle-propagation", "2s"])
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", s.port))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{mport}"))
+        .env("KUBECONFIG", &kubeconfig);
+    let _r = Running::spawn("rbac", cmd, s.dir.join("rbac.log")).unwrap();
+    ready(&format!("127.0.0.1:{mport}")).await;
+    let m = mapi.get("registry-webhook").await.unwrap();
+    assert!(ca_bundles(&m).iter().all(|b| cas_in(b) == 1));
+    let secret = s
+        .secrets_in(ns)
+        .get("registry-webhook-certificates")
+        .await
+        .unwrap();
+    assert!(!text(&secret, "tls.crt").is_empty());
+    assert_eq!(
+        metric(
+            &format!("127.0.0.1:{mport}"),
+            "admission_webhook_registration_errors_total"
+        )
+        .await,
+        0.0
+    );
+    mapi.delete("registry-webhook", &DeleteParams::default())
+        .await
+        .unwrap();
 }

@@ -1,5 +1,5 @@
 //! quota-state and scheduling-webhook as `cargo xtask up` starts them ([`testenv::system`]: the
-//! built binaries, self-signed TLS, CRDs from `crd`, webhooks registered from `endpoints`),
+//! built binaries, managed certificates and self-registration, CRDs from `crd`),
 //! through the real API server: 200 pods created at once against 100 CPUs end with exactly 100
 //! admitted; a pod asking for 9.2e15 CPUs is refused naming the value, and the full quota keeps
 //! refusing; a refused pod fits once another is deleted; quota-state killed refuses (fail

@@ -1,7 +1,7 @@
 //! The services started the way `cargo xtask up` starts them, so that end-to-end tests exercise
 //! the same path: the built binaries, quota-state first (scheduling-webhook sends it every quota
-//! question), then each webhook service with a self-signed certificate, its CRDs from `<bin> crd`
-//! and its webhook configurations from `<bin> endpoints`.
+//! question), then each webhook service with its CRDs from `<bin> crd`; every service runs with
+//! managed certificates, and each webhook registers its own configurations (url form).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
