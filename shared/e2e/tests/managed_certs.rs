@@ -864,3 +864,75 @@ async fn the_overlays_rbac_is_enough_and_no_more() {
         .await
         .unwrap();
 }
+
+/// The API server unreachable at start: the replica keeps running (no crash loop), stays not
+/// ready and says why; once the API server can be reached it issues, registers and serves. The
+/// kubeconfig points at a loopback port where, for the first seconds, nothing listens; then a
+/// plain TCP relay to the real API server opens there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreachable_api_server_at_start_is_waited_for() {
+    let s = Setup::new("e2e-unreachable").await;
+    let admin = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
+    let real: http::Uri = admin.clusters[0]
+        .cluster
+        .as_ref()
+        .unwrap()
+        .server
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let target = format!(
+        "{}:{}",
+        real.host().unwrap(),
+        real.port_u16().unwrap_or(443)
+    );
+    let relay_port = testenv::free_port().unwrap();
+    let mut kc = admin.clone();
+    for c in kc.clusters.iter_mut() {
+        if let Some(c) = c.cluster.as_mut() {
+            // The API server's certificate names 127.0.0.1, which the relay port keeps.
+            c.server = Some(format!("https://127.0.0.1:{relay_port}"));
+        }
+    }
+    let kubeconfig = s.dir.join("relay.kubeconfig");
+    std::fs::write(&kubeconfig, serde_yaml_ng::to_string(&kc).unwrap()).unwrap();
+
+    let mport = testenv::free_port().unwrap();
+    let mut cmd = Command::new(&s.bin);
+    cmd.args(["serve", "--log-format", "text", "--shutdown-delay", "0s"])
+        .args(s.managed("1h", "20m", "self"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", s.port))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{mport}"))
+        .env("KUBECONFIG", &kubeconfig);
+    let log = s.dir.join("unreachable.log");
+    let mut r = Running::spawn("unreachable", cmd, log.clone()).unwrap();
+    let metrics = format!("127.0.0.1:{mport}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(r.running(), "no crash: the replica keeps running");
+    assert_eq!(http_status(&metrics, "/healthz").await, Some(200));
+    assert_eq!(http_status(&metrics, "/readyz").await, Some(503));
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("retrying"), "{said}");
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", relay_port))
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let target = target.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    ready(&metrics).await;
+    s.policies()
+        .create(&PostParams::default(), &policy("after-the-wait"))
+        .await
+        .unwrap();
+}

@@ -63,6 +63,11 @@ impl Running {
         })
     }
 
+    /// Whether it has not exited.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Stops it now (SIGKILL: a crash, not a graceful stop).
     pub fn kill(mut self) {
         let _ = self.child.kill();
