@@ -421,6 +421,34 @@ fn ca_bundle_patch(names: &[String], bundle: &str) -> Result<json_patch::Patch, 
     serde_json::from_value(serde_json::Value::Array(ops))
 }
 
+/// Sets the caBundle of every webhook of the `K` named `name`; `false` when there is none.
+async fn patch_ca_bundle<K>(
+    client: &kube::Client,
+    name: &str,
+    pp: &PatchParams,
+    bundle: &str,
+    webhook_names: fn(K) -> Vec<String>,
+) -> Result<bool, RegisterError>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let kind = K::kind(&());
+    let api = Api::<K>::all(client.clone());
+    let Some(obj) = api
+        .get_opt(name)
+        .await
+        .map_err(|e| RegisterError::Api(format!("get {kind} {name}"), e))?
+    else {
+        return Ok(false);
+    };
+    let patch = ca_bundle_patch(&webhook_names(obj), bundle)
+        .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
+    api.patch(name, pp, &Patch::<()>::Json(patch))
+        .await
+        .map_err(|e| RegisterError::Api(format!("patch {kind} {name} caBundle"), e))?;
+    Ok(true)
+}
+
 async fn patch_ca_bundles(
     client: &kube::Client,
     name: &str,
@@ -431,50 +459,15 @@ async fn patch_ca_bundles(
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
-    let bad = |what: &str| {
-        let what = what.to_owned();
-        move |e| RegisterError::Api(what, e)
-    };
-    let mut found = false;
-    let mapi = Api::<MutatingWebhookConfiguration>::all(client.clone());
-    if let Some(m) = mapi
-        .get_opt(name)
-        .await
-        .map_err(bad("get MutatingWebhookConfiguration"))?
-    {
-        found = true;
-        let names: Vec<String> = m
-            .webhooks
-            .unwrap_or_default()
-            .into_iter()
-            .map(|w| w.name)
-            .collect();
-        let patch = ca_bundle_patch(&names, bundle)
-            .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
-        mapi.patch(name, &pp, &Patch::<()>::Json(patch))
-            .await
-            .map_err(bad("patch MutatingWebhookConfiguration caBundle"))?;
-    }
-    let vapi = Api::<ValidatingWebhookConfiguration>::all(client.clone());
-    if let Some(v) = vapi
-        .get_opt(name)
-        .await
-        .map_err(bad("get ValidatingWebhookConfiguration"))?
-    {
-        found = true;
-        let names: Vec<String> = v
-            .webhooks
-            .unwrap_or_default()
-            .into_iter()
-            .map(|w| w.name)
-            .collect();
-        let patch = ca_bundle_patch(&names, bundle)
-            .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
-        vapi.patch(name, &pp, &Patch::<()>::Json(patch))
-            .await
-            .map_err(bad("patch ValidatingWebhookConfiguration caBundle"))?;
-    }
-    if found {
+    let m = patch_ca_bundle::<MutatingWebhookConfiguration>(client, name, &pp, bundle, |c| {
+        c.webhooks.into_iter().flatten().map(|w| w.name).collect()
+    })
+    .await?;
+    let v = patch_ca_bundle::<ValidatingWebhookConfiguration>(client, name, &pp, bundle, |c| {
+        c.webhooks.into_iter().flatten().map(|w| w.name).collect()
+    })
+    .await?;
+    if m || v {
         Ok(())
     } else {
         Err(RegisterError::Missing(name.to_owned()))

@@ -409,11 +409,11 @@ async fn restarts_keep_the_ca_and_a_deleted_secret_is_reissued() {
         .unwrap();
     assert_eq!(
         serde_json::to_value(&before.webhooks).unwrap(),
-        serde_json::to_value(with_defaults_m(want_m.webhooks)).unwrap()
+        with_defaults(want_m.webhooks)
     );
     assert_eq!(
         serde_json::to_value(&got_v.webhooks).unwrap(),
-        serde_json::to_value(with_defaults_v(want_v.webhooks)).unwrap()
+        with_defaults(want_v.webhooks)
     );
 
     // Every replica restarted: same CA, same caBundle.
@@ -483,39 +483,22 @@ async fn restarts_keep_the_ca_and_a_deleted_secret_is_reissued() {
     drop(a);
 }
 
-/// Fields the API server defaults on a webhook, filled in as it does, to compare.
-fn with_defaults_m(
-    w: Option<Vec<k8s_openapi::api::admissionregistration::v1::MutatingWebhook>>,
-) -> Option<Vec<k8s_openapi::api::admissionregistration::v1::MutatingWebhook>> {
-    w.map(|v| {
-        v.into_iter()
-            .map(|mut w| {
-                w.match_policy.get_or_insert_with(|| "Equivalent".into());
-                w.object_selector.get_or_insert_with(Default::default);
-                for r in w.rules.iter_mut().flatten() {
-                    r.scope.get_or_insert_with(|| "*".into());
-                }
-                w
-            })
-            .collect()
-    })
-}
-
-fn with_defaults_v(
-    w: Option<Vec<k8s_openapi::api::admissionregistration::v1::ValidatingWebhook>>,
-) -> Option<Vec<k8s_openapi::api::admissionregistration::v1::ValidatingWebhook>> {
-    w.map(|v| {
-        v.into_iter()
-            .map(|mut w| {
-                w.match_policy.get_or_insert_with(|| "Equivalent".into());
-                w.object_selector.get_or_insert_with(Default::default);
-                for r in w.rules.iter_mut().flatten() {
-                    r.scope.get_or_insert_with(|| "*".into());
-                }
-                w
-            })
-            .collect()
-    })
+/// The webhooks of a configuration as JSON, with the fields the API server defaults filled in
+/// as it does, to compare.
+fn with_defaults(webhooks: impl serde::Serialize) -> serde_json::Value {
+    let mut v = serde_json::to_value(webhooks).unwrap();
+    for w in v.as_array_mut().into_iter().flatten() {
+        let w = w.as_object_mut().unwrap();
+        w.entry("matchPolicy").or_insert(json!("Equivalent"));
+        w.entry("objectSelector").or_insert(json!({}));
+        for r in w["rules"].as_array_mut().into_iter().flatten() {
+            r.as_object_mut()
+                .unwrap()
+                .entry("scope")
+                .or_insert(json!("*"));
+        }
+    }
+    v
 }
 
 /// A configuration as another manager (kubectl, a GitOps tool) applied it, without caBundle.
