@@ -827,19 +827,25 @@ pub fn spawn_writer(
                 }
             }
         };
-        let mut fresh = false;
+        let mut state = WriterState::default();
+        let mut was_leader = None;
         loop {
             let is_leader = *leader.borrow_and_update();
             metrics.writer.set(i64::from(is_leader));
+            if was_leader != Some(is_leader) {
+                tracing::info!(identity = %m.identity, writer = is_leader, "certificate writer");
+                was_leader = Some(is_leader);
+                // A new writer applies a self-registration once, so an upgraded endpoint table
+                // reaches the configurations even when their caBundle is already right.
+                state.applied = false;
+            }
             if !is_leader {
-                tracing::info!(identity = %m.identity, "not the certificate writer");
                 if leader.changed().await.is_err() {
                     return;
                 }
                 continue;
             }
-            tracing::info!(identity = %m.identity, "certificate writer");
-            let wait = match reconcile(&client, &m, &registrar, &metrics, &mut fresh).await {
+            let wait = match reconcile(&client, &m, &registrar, &metrics, &mut state).await {
                 Ok(w) => {
                     backoff = Duration::from_millis(200);
                     w.min(m.check_interval)
@@ -964,13 +970,22 @@ async fn write_client(
     Ok(())
 }
 
+/// What the writer remembers between reconciliations while it holds the Lease.
+#[derive(Debug, Default)]
+struct WriterState {
+    /// The configurations trusted no CA before the last registration.
+    fresh: bool,
+    /// The configurations have been registered by this writer (self-registration).
+    applied: bool,
+}
+
 /// Runs steps until one says wait (at most a handful: each writes, then re-reads).
 async fn reconcile(
     client: &kube::Client,
     m: &Managed,
     registrar: &Registrar,
     metrics: &ManagedMetrics,
-    fresh: &mut bool,
+    state: &mut WriterState,
 ) -> Result<Duration, ManagedError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), &m.namespace);
     for _ in 0..8 {
@@ -993,7 +1008,8 @@ async fn reconcile(
         }
         let reg = match registrar.observe(client, &mat.bundle_pem()).await {
             Ok(mut r) => {
-                r.fresh = *fresh;
+                r.fresh = state.fresh;
+                r.holds_bundle &= state.applied || !registrar.is_full();
                 r
             }
             Err(e) => {
@@ -1004,11 +1020,12 @@ async fn reconcile(
         match plan(SystemTime::now(), &mat, &reg, &clients, &m.policy)? {
             Step::Wait(d) => return Ok(d),
             Step::Register => {
-                *fresh = reg.cas.is_empty();
+                state.fresh = reg.cas.is_empty();
                 if let Err(e) = registrar.register(client, &mat.bundle_pem()).await {
                     metrics.registration_errors.inc();
                     return Err(e.into());
                 }
+                state.applied = true;
                 for id in &m.policy.clients {
                     let mut c = clients.get(id).cloned().unwrap_or_default();
                     if c.ca != mat.bundle_pem() {

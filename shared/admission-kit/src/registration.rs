@@ -337,6 +337,11 @@ async fn bundles(client: &kube::Client, name: &str) -> Result<Option<Vec<Vec<u8>
 }
 
 impl Registrar {
+    /// Whether it applies whole configurations (self-registration).
+    pub fn is_full(&self) -> bool {
+        matches!(self, Self::Full { .. })
+    }
+
     fn name(&self) -> Option<&str> {
         match self {
             Self::Off => None,
