@@ -319,8 +319,9 @@ pub fn app() -> App {
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()
-    // With quota-state, the quotas are its watch, not ours. Pods stay: PB reads the bound pod.
-    .watch_unless::<ElasticQuota>("quota-state-url")
+    // With quota-state, quota questions go to it; our own ElasticQuota cache then only tells,
+    // while quota-state cannot be asked, which pods no quota rule concerns (admitted anyway).
+    .watch::<ElasticQuota>()
     .watch::<ElasticQuotaProfile>()
     .watch::<Pod>()
     .watch_one::<ConfigMap>(

@@ -248,6 +248,10 @@ fn pm_3_multi_quota_tree(
     let found = if quota_client::enabled(ctx) {
         match quota_client::lookup(ctx, vec![name.clone()], ns) {
             Ok(s) => tree_id(&s),
+            Err(cause) if crate::quota::concerns_no_quota(pod, ns, ctx) => {
+                quota_client::admitted_without(&cause);
+                return Ok(false);
+            }
             Err(cause) => {
                 let w = quota_client::unavailable(ctx, "the pod's quota tree", &cause)?;
                 warnings.borrow_mut().push(w);

@@ -336,10 +336,15 @@ fn pv_3_2_and_4(
     match quota_client::check_pod(req, ns, ctx, check_parent, check_admission) {
         Ok(PodAnswer::Allowed { reserved }) => Ok(reserved),
         Ok(PodAnswer::Denied(rule, text)) => Err((rule, text)),
+        Err(cause) if crate::quota::concerns_no_quota(&req.object, ns, ctx) => {
+            quota_client::admitted_without(&cause);
+            Ok(false)
+        }
         Err(cause) => {
-            let rule = if check_admission { "PV-4" } else { "PV-3" };
+            // Not a rule's verdict: counted under its own id, not PV-3 or PV-4.
             warnings.push(
-                quota_client::unavailable(ctx, "the pod's quota", &cause).map_err(|m| (rule, m))?,
+                quota_client::unavailable(ctx, "the pod's quota", &cause)
+                    .map_err(|m| (quota_client::UNAVAILABLE_RULE, m))?,
             );
             Ok(false)
         }

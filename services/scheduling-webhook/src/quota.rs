@@ -56,6 +56,22 @@ pub fn quota_name_of(view: &dyn QuotaLookup, pod: &Pod, ns: &str, ctx: &Context)
     tree::quota_name(view, label, ns, ctx.gates().enabled("DisableDefaultQuota"))
 }
 
+/// Whether no quota rule concerns the pod, judged from this service's own ElasticQuota watch
+/// cache (used while quota-state cannot be asked): its quota name (QN) is one PV-3 and PV-4 pass
+/// (none, or the default, system or root quota), and no quota is named like its namespace or
+/// lists it, so PM-3 finds no tree either. A cache that cannot be read concerns every pod.
+pub fn concerns_no_quota(pod: &Pod, ns: &str, ctx: &Context) -> bool {
+    let Ok(topology) = local_topology(ctx) else {
+        return false;
+    };
+    let qn = quota_name_of(&topology, pod, ns, ctx);
+    matches!(
+        qn.as_str(),
+        "" | tree::keys::DEFAULT | tree::keys::SYSTEM | tree::keys::ROOT
+    ) && topology.quota(ns).is_none()
+        && topology.bound_to(ns).is_none()
+}
+
 /// The pods of the cluster state as QV reads them.
 struct StatePods(Vec<Pod>);
 

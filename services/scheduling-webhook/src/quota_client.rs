@@ -29,14 +29,49 @@ pub fn enabled(ctx: &Context) -> bool {
     !ctx.option("quota-state-url").is_empty()
 }
 
+/// Whether quota-state is in an outage (its last call failed): one WARN line per outage.
+static OUTAGE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+const DEPENDENCY: &str = "quota-state";
+
+/// The id a refusal for want of quota-state is counted and logged under (not a spec rule: no
+/// rule decided it).
+pub const UNAVAILABLE_RULE: &str = "quota-state-unavailable";
+
+fn outage(cause: &str) {
+    if !OUTAGE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        tracing::warn!(
+            dependency = DEPENDENCY,
+            cause,
+            "quota-state unavailable: pods no quota concerns are admitted, the others answered per --quota-unavailable"
+        );
+    }
+}
+
+fn reachable() {
+    admission_kit::metrics::dependency_up(DEPENDENCY);
+    if OUTAGE.swap(false, std::sync::atomic::Ordering::AcqRel) {
+        tracing::info!(dependency = DEPENDENCY, "quota-state answers again");
+    }
+}
+
+/// A review that needed no quota-state answer (no quota concerns the pod) during an outage.
+pub fn admitted_without(cause: &str) {
+    outage(cause);
+    admission_kit::metrics::dependency_unavailable(DEPENDENCY, "admitted");
+}
+
 /// What to do when quota-state cannot answer: refuse naming the cause (fail closed, the default),
 /// or with `--quota-unavailable=allow` admit with a warning. `Ok` carries the warning.
 pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, String> {
+    outage(cause);
     if ctx.option("quota-unavailable") == "allow" {
+        admission_kit::metrics::dependency_unavailable(DEPENDENCY, "allowed");
         Ok(format!(
             "{what} not checked: quota-state unavailable ({cause})"
         ))
     } else {
+        admission_kit::metrics::dependency_unavailable(DEPENDENCY, "denied");
         Err(format!(
             "quota-state unavailable, cannot check {what}: {cause}"
         ))
@@ -142,8 +177,12 @@ where
         return Err("quota-state calls need the multi-threaded runtime".into());
     }
     let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
-    tokio::task::block_in_place(|| handle.block_on(f(client, deadline)))
-        .map_err(|s| format!("{}: {}", s.code(), s.message()))
+    let r = tokio::task::block_in_place(|| handle.block_on(f(client, deadline)))
+        .map_err(|s| format!("{}: {}", s.code(), s.message()));
+    if r.is_ok() {
+        reachable();
+    }
+    r
 }
 
 fn with_deadline<T>(msg: T, deadline: Duration) -> tonic::Request<T> {

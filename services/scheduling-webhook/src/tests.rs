@@ -490,3 +490,49 @@ fn priority_bands_and_effective_class() {
         "BestEffort → BE → batch"
     );
 }
+
+/// While quota-state cannot be asked: only pods no quota concerns pass without it.
+#[test]
+fn outage_admits_only_pods_no_quota_concerns() {
+    let quota = |name: &str, ns: &str, namespaces: Option<&str>| {
+        let mut q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"max": {"cpu": "10"}}});
+        if let Some(n) = namespaces {
+            q["metadata"]["annotations"] = json!({"quota.scheduling.koordinator.sh/namespaces": n});
+        }
+        q
+    };
+    let c = ctx(vec![
+        quota("team-a", "team-a", None),
+        quota("shared", "infra", Some("[\"listed\"]")),
+    ]);
+    let pod = |labels: Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .unwrap()
+    };
+    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(p, ns, &c);
+    assert!(no_quota(&pod(json!({})), "plain"));
+    assert!(
+        !no_quota(&pod(json!({})), "team-a"),
+        "QN-3: a quota named like the namespace"
+    );
+    assert!(
+        !no_quota(&pod(json!({})), "listed"),
+        "QN-4: a quota listing the namespace"
+    );
+    assert!(
+        !no_quota(
+            &pod(json!({"quota.scheduling.koordinator.sh/name": "team-a"})),
+            "plain"
+        ),
+        "QN-1: a quota label"
+    );
+    assert!(
+        no_quota(
+            &pod(json!({"quota.scheduling.koordinator.sh/name": "koordinator-default-quota"})),
+            "plain"
+        ),
+        "the default quota is never checked"
+    );
+}

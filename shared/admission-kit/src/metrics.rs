@@ -4,9 +4,49 @@
 //! (`controller_runtime_webhook_requests_total`, `…_latency_seconds`, `…_requests_in_flight`); the
 //! decision and per-rule denial counters have no controller-runtime counterpart.
 
+use std::sync::LazyLock;
+
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// Reviews answered while a dependency (quota-state) could not be asked, by how they were
+/// answered; and whether each dependency answered its last call. Process-wide, because rules
+/// (which have no handle on [`Metrics`]) record them; every [`Metrics`] registers them.
+static DEPENDENCIES: LazyLock<Option<(IntCounterVec, IntGaugeVec)>> = LazyLock::new(|| {
+    let unavailable = IntCounterVec::new(
+        Opts::new(
+            "admission_webhook_dependency_unavailable_total",
+            "Reviews answered without a dependency that could not be asked, by outcome: admitted (no rule needed it), allowed (with a warning, by policy), denied (by policy).",
+        ),
+        &["dependency", "outcome"],
+    )
+    .ok()?;
+    let up = IntGaugeVec::new(
+        Opts::new(
+            "admission_webhook_dependency_up",
+            "1 when the dependency answered the last call, 0 while it cannot be asked.",
+        ),
+        &["dependency"],
+    )
+    .ok()?;
+    Some((unavailable, up))
+});
+
+/// Records a review answered while `dependency` could not be asked, and marks it down.
+pub fn dependency_unavailable(dependency: &str, outcome: &str) {
+    if let Some((c, up)) = DEPENDENCIES.as_ref() {
+        c.with_label_values(&[dependency, outcome]).inc();
+        up.with_label_values(&[dependency]).set(0);
+    }
+}
+
+/// Marks `dependency` as answering.
+pub fn dependency_up(dependency: &str) {
+    if let Some((_, up)) = DEPENDENCIES.as_ref() {
+        up.with_label_values(&[dependency]).set(1);
+    }
+}
 
 /// The kit's metrics, one registry per process.
 #[derive(Clone)]
@@ -82,6 +122,10 @@ impl Metrics {
         registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(denials.clone()))?;
         registry.register(Box::new(enabled.clone()))?;
+        if let Some((c, up)) = DEPENDENCIES.as_ref() {
+            registry.register(Box::new(c.clone()))?;
+            registry.register(Box::new(up.clone()))?;
+        }
         Ok(Self {
             registry,
             requests,
@@ -105,5 +149,26 @@ impl Metrics {
             tracing::warn!(error = %e, "cannot encode metrics");
         }
         buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependency_outages_are_exported() {
+        dependency_unavailable("test-dependency", "admitted");
+        let text = String::from_utf8(Metrics::new().unwrap().render()).unwrap();
+        assert!(
+            text.contains(
+                "admission_webhook_dependency_unavailable_total{dependency=\"test-dependency\",outcome=\"admitted\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("admission_webhook_dependency_up{dependency=\"test-dependency\"} 0"));
+        dependency_up("test-dependency");
+        let text = String::from_utf8(Metrics::new().unwrap().render()).unwrap();
+        assert!(text.contains("admission_webhook_dependency_up{dependency=\"test-dependency\"} 1"));
     }
 }

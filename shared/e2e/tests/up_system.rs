@@ -149,6 +149,9 @@ async fn quota_through_both_services_started_as_up_does() {
     .await;
 
     // quota-state crashes: the webhook (fail closed) refuses, naming the cause.
+    let logged_before = std::fs::read_to_string(&system.webhooks[0].0.log)
+        .unwrap()
+        .len();
     let (url, qs) = system.quota_state.take().unwrap();
     qs.kill();
     let msg = eventually(Duration::from_secs(20), || async {
@@ -164,6 +167,22 @@ async fn quota_through_both_services_started_as_up_does() {
     })
     .await;
     assert!(msg.contains("cannot check the pod's quota"), "{msg}");
+    // A pod no quota concerns (no quota label, no quota named like or listing its namespace) is
+    // admitted all the same; the outage is logged once at WARN.
+    let plain: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "plain-while-down"},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &plain).await.unwrap();
+    let log = std::fs::read_to_string(&system.webhooks[0].0.log).unwrap();
+    assert_eq!(
+        log[logged_before..]
+            .matches("quota-state unavailable: pods no quota concerns are admitted")
+            .count(),
+        1,
+        "one WARN line per outage"
+    );
 
     // Restarted on the same address with empty memory: it rebuilds the usage (100 CPUs) from
     // the pod list, takes the Lease again, and answers.
