@@ -141,11 +141,11 @@ fn packaged_crds_are_the_generated_ones() {
     }
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../kustomize/registry-webhook/crds.yaml"
+        "/../../kustomize/base/registry-crds/crds.yaml"
     );
     let have = std::fs::read_to_string(path).unwrap();
     assert!(
         have == want,
-        "kustomize/registry-webhook/crds.yaml is stale: regenerate with `cargo run -p registry-webhook -- crd > kustomize/registry-webhook/crds.yaml`"
+        "kustomize/base/registry-crds/crds.yaml is stale: regenerate with `cargo run -p registry-webhook -- crd > kustomize/base/registry-crds/crds.yaml`"
     );
 }

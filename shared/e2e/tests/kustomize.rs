@@ -96,9 +96,16 @@ async fn overlays_render_and_pass_server_dry_run() {
                 "PodDisruptionBudget",
                 "Role",
                 "RoleBinding",
+                "HorizontalPodAutoscaler",
+                "NetworkPolicy",
             ]
         } else {
-            &["Deployment", "Service"]
+            &[
+                "Deployment",
+                "Service",
+                "PodDisruptionBudget",
+                "NetworkPolicy",
+            ]
         };
         for k in expected {
             assert!(kinds.iter().any(|x| x == k), "{name}: overlay has no {k}");
@@ -113,6 +120,11 @@ async fn overlays_render_and_pass_server_dry_run() {
             );
         }
         if name == "scheduling-webhook" {
+            // One working unit: its Fail-policy Pod webhooks never point at a missing quota-state.
+            assert!(
+                text.contains("name: quota-state\n  namespace: admission-webhooks"),
+                "the scheduling overlay brings quota-state"
+            );
             assert!(
                 text.contains("--quota-state-url=https://quota-state:9090")
                     && text.contains(
@@ -129,6 +141,20 @@ async fn overlays_render_and_pass_server_dry_run() {
         }
     }
     assert!(checked > 0, "no object checked");
+
+    // Everything at once: each service once, one namespace, restricted Pod Security.
+    let (text, kinds) =
+        render_and_dry_run(&env, &bins.kustomize, &root.join("kustomize/all")).await;
+    assert_eq!(kinds.iter().filter(|k| *k == "Namespace").count(), 1);
+    assert!(text.contains("pod-security.kubernetes.io/enforce: restricted"));
+    for svc in std::fs::read_dir(root.join("services")).unwrap().flatten() {
+        let name = svc.file_name().to_string_lossy().into_owned();
+        assert!(
+            text.contains(&format!("kind: Deployment\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: kustomize\n    app.kubernetes.io/name: {name}")),
+            "kustomize/all installs {name}"
+        );
+        registered_as_served(&name, &text);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,7 +196,7 @@ async fn cert_manager_variants_pass_server_dry_run_with_its_crds() {
                 "{name}: files mode"
             );
             assert!(
-                !kinds.iter().any(|k| k == "Role"),
+                !text.contains(&format!("name: {name}-certificates")),
                 "{name}: no managed-certificate permissions"
             );
             registered_as_served(&name, &text);
@@ -201,7 +227,7 @@ fn registered_as_served(service: &str, rendered: &str) {
     for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
         let v = serde_json::Value::deserialize(doc).unwrap();
         let kind = v["kind"].as_str().unwrap_or_default();
-        if !kind.ends_with("WebhookConfiguration") {
+        if !kind.ends_with("WebhookConfiguration") || v["metadata"]["name"] != service {
             continue;
         }
         for hook in v["webhooks"].as_array().unwrap() {
