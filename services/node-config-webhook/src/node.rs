@@ -28,48 +28,63 @@ impl Validator for NodeValidator {
     type Object = Node;
 
     fn validate(&self, req: &Request<Node>, ctx: &Context) -> Verdict {
-        // NV-0, NV-1
-        if req.resource.resource != "nodes"
-            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
-            || req.operation != Operation::Update
-        {
-            return Verdict::default();
-        }
-        let labels = req.object.metadata.labels.clone().unwrap_or_default();
-        // NV-2
-        let old_labels = req
-            .old_object
-            .as_ref()
-            .and_then(|o| o.metadata.labels.clone())
-            .unwrap_or_default();
-        if labels == old_labels {
-            return Verdict::default();
-        }
-        // NV-3: no SLO ConfigMap (or no cache answer; this webhook is Ignore upstream) → allow.
-        let Some(data) = slo_config_data(ctx) else {
-            return Verdict::default();
-        };
-        let cm = format!(
-            "{}/{}",
-            ctx.option("config-namespace"),
-            ctx.option("slo-config-name")
+        let start = std::time::Instant::now();
+        let v = node_slo_conflicts(req, ctx);
+        admission_kit::metrics::koord::observe(
+            "validate",
+            "node",
+            req.operation.as_str(),
+            "SLOManagerConfigConflictForNode",
+            v.errors.is_empty() && v.refusal.is_none(),
+            start.elapsed(),
         );
-        // NV-4
-        for key in &KEYS {
-            let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else {
-                continue;
-            };
-            let Ok(parsed) = slo::parse(key, text, &data, &cm) else {
-                continue;
-            };
-            if parsed.strategies.len() < 2 {
-                continue;
-            }
-            if let Some(names) = slo::conflicts(&parsed.strategies, &labels) {
-                let node = req.object.metadata.name.clone().unwrap_or_default();
-                return Verdict::errored("NV-4", 400, slo::node_conflict(key, &names, &node));
-            }
-        }
-        Verdict::default()
+        v
     }
+}
+
+/// The body of the handler, timed under upstream's plugin name `SLOManagerConfigConflictForNode`.
+fn node_slo_conflicts(req: &Request<Node>, ctx: &Context) -> Verdict {
+    // NV-0, NV-1
+    if req.resource.resource != "nodes"
+        || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+        || req.operation != Operation::Update
+    {
+        return Verdict::default();
+    }
+    let labels = req.object.metadata.labels.clone().unwrap_or_default();
+    // NV-2
+    let old_labels = req
+        .old_object
+        .as_ref()
+        .and_then(|o| o.metadata.labels.clone())
+        .unwrap_or_default();
+    if labels == old_labels {
+        return Verdict::default();
+    }
+    // NV-3: no SLO ConfigMap (or no cache answer; this webhook is Ignore upstream) → allow.
+    let Some(data) = slo_config_data(ctx) else {
+        return Verdict::default();
+    };
+    let cm = format!(
+        "{}/{}",
+        ctx.option("config-namespace"),
+        ctx.option("slo-config-name")
+    );
+    // NV-4
+    for key in &KEYS {
+        let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let Ok(parsed) = slo::parse(key, text, &data, &cm) else {
+            continue;
+        };
+        if parsed.strategies.len() < 2 {
+            continue;
+        }
+        if let Some(names) = slo::conflicts(&parsed.strategies, &labels) {
+            let node = req.object.metadata.name.clone().unwrap_or_default();
+            return Verdict::errored("NV-4", 400, slo::node_conflict(key, &names, &node));
+        }
+    }
+    Verdict::default()
 }

@@ -12,6 +12,19 @@ fn node_config_fixtures_pass_in_process() {
         Ok(n) => assert!(n >= 58, "only {n} cases found"),
         Err(e) => panic!("{e}"),
     }
+    // Koordinator's §8 histogram, one plugin per webhook, allowed and rejected.
+    let text = String::from_utf8(admission_kit::metrics::Metrics::new().unwrap().render()).unwrap();
+    for plugin in [
+        "NodeResourceAmplificationPlugin",
+        "SLOManagerConfigConflictForNode",
+        "SLOConfig",
+    ] {
+        assert!(
+            text.contains(&format!("plugin_name=\"{plugin}\"")),
+            "{plugin} not recorded"
+        );
+    }
+    assert!(text.contains("object_type=\"configmap\",operation=\"CREATE\",plugin_name=\"SLOConfig\",status=\"rejected\""));
 }
 
 #[test]

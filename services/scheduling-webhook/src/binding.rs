@@ -1,5 +1,6 @@
 //! `/validate-pod-binding` (spec §5, PB): who may bind pods, when the gate and flags ask for it.
 
+use admission_kit::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
@@ -23,26 +24,31 @@ impl Validator for BindingValidator {
         if !ctx.gates().enabled("BindingAdmissionWebhook") || users.is_empty() {
             return Verdict::default();
         }
+        // Each outcome counted as upstream's `binding_admission_decisions_total{decision}`.
+        let decide = |decision: &str| {
+            koord::binding_decision(decision);
+            Verdict::default()
+        };
         if req.resource.resource != "pods"
             || req.sub_resource.as_deref() != Some("binding")
             || req.operation != Operation::Create
         {
-            return Verdict::default();
+            return decide("out_of_scope");
         }
         let username = req.user_info.username.as_deref().unwrap_or_default();
         if users.iter().any(|u| username.contains(u)) {
-            return Verdict::default();
+            return decide("allowed_username");
         }
         let ns = req.namespace.as_deref().unwrap_or_default();
         if list(ctx.option("binding-admission-exclude-namespaces")).contains(&ns) {
-            return Verdict::default();
+            return decide("excluded_ns");
         }
         let scope = list(ctx.option("binding-admission-namespaces"));
         if !scope.contains(&"*") && !scope.contains(&ns) {
-            return Verdict::default();
+            return decide("out_of_scope");
         }
         let Some(pod) = ctx.get::<Pod>(Some(ns), &req.name).ok().flatten() else {
-            return Verdict::default();
+            return decide("out_of_scope");
         };
         let has = |keys: Vec<&str>, map: &Option<std::collections::BTreeMap<String, String>>| {
             keys.iter()
@@ -51,14 +57,19 @@ impl Validator for BindingValidator {
         if has(
             list(ctx.option("binding-admission-bypass-labels")),
             &pod.metadata.labels,
-        ) || has(
+        ) {
+            return decide("bypass_label");
+        }
+        if has(
             list(ctx.option("binding-admission-bypass-annotations")),
             &pod.metadata.annotations,
-        ) || req.dry_run
-            || ctx.option("binding-admission-dry-run") == "true"
-        {
-            return Verdict::default();
+        ) {
+            return decide("bypass_annotation");
         }
+        if req.dry_run || ctx.option("binding-admission-dry-run") == "true" {
+            return decide("dry_run");
+        }
+        koord::binding_decision("denied");
         Verdict {
             refusal: Some((
                 "PB-6",

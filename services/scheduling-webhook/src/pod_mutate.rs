@@ -13,6 +13,7 @@ use crate::effective_priority_class;
 use crate::profile::{self, SKIP_UPDATE_RESOURCES};
 use std::cell::RefCell;
 
+use admission_kit::metrics::koord;
 use quota_state::tree::QuotaLookup;
 
 use crate::quota::{keys, local_topology, pod_namespace};
@@ -419,23 +420,26 @@ impl Mutator for PodMutator {
         let ns = pod_namespace(pod, req.namespace.as_deref());
         let mut applied = Vec::new();
         let warnings = RefCell::new(Vec::new());
-        let steps: [(&'static str, Step); 4] = [
-            ("PM-1", &|p: &mut Pod| pm_1_profiles(p, &ns, ctx)),
-            ("PM-2", &|p: &mut Pod| {
+        // Rule id and upstream's plugin name (for `koord_manager_webhook_*`).
+        let steps: [(&'static str, &str, Step); 4] = [
+            ("PM-1", "ClusterColocationProfile", &|p: &mut Pod| {
+                pm_1_profiles(p, &ns, ctx)
+            }),
+            ("PM-2", "ExtendedResourceSpec", &|p: &mut Pod| {
                 if ctx.gates().enabled("DisableExtendedResourceSpec") {
                     Ok(false)
                 } else {
                     pm_2_extended_resource_spec(p)
                 }
             }),
-            ("PM-3", &|p: &mut Pod| {
+            ("PM-3", "MultiQuotaTree", &|p: &mut Pod| {
                 if ctx.gates().enabled("MultiQuotaTree") {
                     pm_3_multi_quota_tree(p, &ns, ctx, &warnings)
                 } else {
                     Ok(false)
                 }
             }),
-            ("PM-4", &|p: &mut Pod| {
+            ("PM-4", "DeviceResourceSpec", &|p: &mut Pod| {
                 if ctx.gates().enabled("DisableDeviceResourceSpec") {
                     Ok(false)
                 } else {
@@ -443,8 +447,9 @@ impl Mutator for PodMutator {
                 }
             }),
         ];
-        for (rule, step) in steps {
-            match step(pod) {
+        let op = req.operation.as_str();
+        for (rule, plugin, step) in steps {
+            match koord::timed("mutate", "pod", op, plugin, || step(pod)) {
                 Ok(true) => applied.push(rule),
                 Ok(false) => {}
                 Err(e) => return Verdict::errored(rule, 500, e),

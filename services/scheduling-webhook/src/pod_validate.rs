@@ -1,6 +1,7 @@
 //! `/validate-pod` (spec §4, PV-0..PV-6): the first failing check denies with 400.
 
 use admission_kit::field::{ErrorList, FieldError, Path};
+use admission_kit::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -289,21 +290,38 @@ fn validate(
 ) -> Result<(), (&'static str, String)> {
     let pod = &req.object;
     let ns = pod_namespace(pod, req.namespace.as_deref());
-    check("PV-1", pv_1_reserve_pod(pod))?;
-    check("PV-2", pv_2_colocation(req, ctx))?;
-    if req.operation == Operation::Update
-        && let Some(old) = &req.old_object
-        && label(old, keys::PREEMPTIBLE) != label(pod, keys::PREEMPTIBLE)
-    {
-        return Err(("PV-3", "Preemptible label is forbidden modify now.".into()));
-    }
-    let reserved = pv_3_2_and_4(req, &ns, ctx, warnings)?;
+    // Each check timed under upstream's plugin name (`koord_manager_webhook_*`).
+    let op = req.operation.as_str();
+    let plugin = |name, f: &mut dyn FnMut() -> Result<(), (&'static str, String)>| {
+        koord::timed("validate", "pod", op, name, f)
+    };
+    plugin("ClusterReservation", &mut || {
+        check("PV-1", pv_1_reserve_pod(pod))
+    })?;
+    plugin("ClusterColocationProfile", &mut || {
+        check("PV-2", pv_2_colocation(req, ctx))
+    })?;
+    plugin("QuotaMetaChecker", &mut || {
+        if req.operation == Operation::Update
+            && let Some(old) = &req.old_object
+            && label(old, keys::PREEMPTIBLE) != label(pod, keys::PREEMPTIBLE)
+        {
+            return Err(("PV-3", "Preemptible label is forbidden modify now.".into()));
+        }
+        Ok(())
+    })?;
+    // PV-3.2 and PV-4 are one quota-state call: timed as EvaluateQuota.
+    let reserved = koord::timed("validate", "pod", op, "EvaluateQuota", || {
+        pv_3_2_and_4(req, &ns, ctx, warnings)
+    })?;
     let rest = (|| {
         if ctx.gates().enabled("ValidatePodDeviceResource") {
-            check("PV-5", pv_5_devices(pod))?;
+            plugin("DeviceResource", &mut || check("PV-5", pv_5_devices(pod)))?;
         }
         if ctx.gates().enabled("EnablePodEnhancedValidator") {
-            pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))?;
+            plugin("EnhancedValidation", &mut || {
+                pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))
+            })?;
         }
         Ok(())
     })();

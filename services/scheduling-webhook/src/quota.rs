@@ -257,109 +257,17 @@ impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
 
     fn mutate(&self, req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
-        if req.resource.resource != "elasticquotas"
-            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
-            || req.operation != Operation::Create
-        {
-            return Verdict::default();
-        }
-        let name = q.metadata.name.clone().unwrap_or_default();
-        if name == ROOT {
-            return Verdict::default(); // QM-1
-        }
-        let mut applied = Vec::new();
-        let mut warnings = Vec::new();
-        if label(q, PARENT).is_empty() {
-            labels_mut(q).insert(PARENT.into(), ROOT.into()); // QM-2
-            applied.push("QM-2");
-        }
-        let parent = label(q, PARENT).to_owned();
-        if label(q, TREE_ID).is_empty() && parent != ROOT {
-            // QM-3
-            let found = if quota_client::enabled(ctx) {
-                match quota_client::lookup(ctx, vec![parent.clone()], "") {
-                    Ok(s) => s.quota(&parent),
-                    Err(cause) => {
-                        match quota_client::unavailable(ctx, "the quota's parent", &cause) {
-                            Ok(w) => {
-                                warnings.push(w);
-                                return Verdict {
-                                    applied,
-                                    warnings,
-                                    ..Verdict::default()
-                                };
-                            }
-                            Err(m) => return Verdict::errored("QM-3", 500, m),
-                        }
-                    }
-                }
-            } else {
-                match local_topology(ctx) {
-                    Ok(t) => t.quota(&parent),
-                    Err(e) => return Verdict::errored("QM-3", 500, e.to_string()),
-                }
-            };
-            match found {
-                None => {
-                    return Verdict::errored(
-                        "QM-3",
-                        400,
-                        format!("fill quota {name} failed, parent not exist"),
-                    );
-                }
-                Some(p) if !p.tree_id.is_empty() => {
-                    labels_mut(q).insert(TREE_ID.into(), p.tree_id.clone());
-                    applied.push("QM-3");
-                }
-                _ => {}
-            }
-        }
-        // QM-4
-        let max = q.spec.max.clone();
-        let current = annotation(q, SHARED_WEIGHT).to_owned();
-        let new_text = if current.is_empty() {
-            Some(
-                max.as_ref()
-                    .map(canonical_json)
-                    .unwrap_or_else(|| "null".into()),
-            )
-        } else {
-            let mut sw: ResourceList = match serde_json::from_str::<Option<ResourceList>>(&current)
-            {
-                Ok(v) => v.unwrap_or_default(),
-                Err(e) => {
-                    return Verdict::errored(
-                        "QM-4",
-                        400,
-                        format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{e}"),
-                    );
-                }
-            };
-            let maxm = max.clone().unwrap_or_default();
-            let mut changed = false;
-            for (k, v) in &maxm {
-                if !sw.contains_key(k) {
-                    sw.insert(k.clone(), v.clone());
-                    changed = true;
-                }
-            }
-            let before = sw.len();
-            sw.retain(|k, _| maxm.contains_key(k));
-            changed |= sw.len() != before;
-            changed.then(|| canonical_json(&sw))
-        };
-        if let Some(text) = new_text {
-            q.metadata
-                .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .insert(SHARED_WEIGHT.into(), text);
-            applied.push("QM-4");
-        }
-        Verdict {
-            applied,
-            warnings,
-            ..Verdict::default()
-        }
+        let start = std::time::Instant::now();
+        let v = quota_defaults(req, q, ctx);
+        admission_kit::metrics::koord::observe(
+            "mutate",
+            "elasticquota",
+            req.operation.as_str(),
+            "QuotaMetaChecker",
+            v.errors.is_empty() && v.refusal.is_none(),
+            start.elapsed(),
+        );
+        v
     }
 
     fn denial(&self, _: &Request<ElasticQuota>, errors: &[admission_kit::FieldError]) -> Status {
@@ -400,18 +308,17 @@ impl Validator for QuotaValidator {
     type Object = ElasticQuota;
 
     fn validate(&self, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
-        if req.resource.resource != "elasticquotas"
-            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
-        {
-            return Verdict::default();
-        }
-        match validate_quota(req, ctx) {
-            Ok(warnings) => Verdict {
-                warnings,
-                ..Verdict::default()
-            },
-            Err((rule, text)) => Verdict::errored(rule, 400, text),
-        }
+        let start = std::time::Instant::now();
+        let v = quota_checks(req, ctx);
+        admission_kit::metrics::koord::observe(
+            "validate",
+            "elasticquota",
+            req.operation.as_str(),
+            "QuotaMetaChecker",
+            v.errors.is_empty() && v.refusal.is_none(),
+            start.elapsed(),
+        );
+        v
     }
 
     fn allowed_status(&self) -> Option<Status> {
@@ -419,5 +326,130 @@ impl Validator for QuotaValidator {
             code: Some(200),
             ..Status::default()
         })
+    }
+}
+
+/// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.
+fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
+    if req.resource.resource != "elasticquotas"
+        || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+        || req.operation != Operation::Create
+    {
+        return Verdict::default();
+    }
+    let name = q.metadata.name.clone().unwrap_or_default();
+    if name == ROOT {
+        return Verdict::default(); // QM-1
+    }
+    let mut applied = Vec::new();
+    let mut warnings = Vec::new();
+    if label(q, PARENT).is_empty() {
+        labels_mut(q).insert(PARENT.into(), ROOT.into()); // QM-2
+        applied.push("QM-2");
+    }
+    let parent = label(q, PARENT).to_owned();
+    if label(q, TREE_ID).is_empty() && parent != ROOT {
+        // QM-3
+        let found = if quota_client::enabled(ctx) {
+            match quota_client::lookup(ctx, vec![parent.clone()], "") {
+                Ok(s) => s.quota(&parent),
+                Err(cause) => match quota_client::unavailable(ctx, "the quota's parent", &cause) {
+                    Ok(w) => {
+                        warnings.push(w);
+                        return Verdict {
+                            applied,
+                            warnings,
+                            ..Verdict::default()
+                        };
+                    }
+                    Err(m) => return Verdict::errored("QM-3", 500, m),
+                },
+            }
+        } else {
+            match local_topology(ctx) {
+                Ok(t) => t.quota(&parent),
+                Err(e) => return Verdict::errored("QM-3", 500, e.to_string()),
+            }
+        };
+        match found {
+            None => {
+                return Verdict::errored(
+                    "QM-3",
+                    400,
+                    format!("fill quota {name} failed, parent not exist"),
+                );
+            }
+            Some(p) if !p.tree_id.is_empty() => {
+                labels_mut(q).insert(TREE_ID.into(), p.tree_id.clone());
+                applied.push("QM-3");
+            }
+            _ => {}
+        }
+    }
+    // QM-4
+    let max = q.spec.max.clone();
+    let current = annotation(q, SHARED_WEIGHT).to_owned();
+    let new_text = if current.is_empty() {
+        // QM-5: upstream's gauge of the defaulted weights (the max values), in units.
+        for (resource, amount) in max.iter().flatten() {
+            let units = admission_kit::resources::Amount::of(amount).milli as f64 / 1000.0;
+            admission_kit::metrics::koord::shared_weight(&name, resource, units);
+        }
+        Some(
+            max.as_ref()
+                .map(canonical_json)
+                .unwrap_or_else(|| "null".into()),
+        )
+    } else {
+        let mut sw: ResourceList = match serde_json::from_str::<Option<ResourceList>>(&current) {
+            Ok(v) => v.unwrap_or_default(),
+            Err(e) => {
+                return Verdict::errored(
+                    "QM-4",
+                    400,
+                    format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{e}"),
+                );
+            }
+        };
+        let maxm = max.clone().unwrap_or_default();
+        let mut changed = false;
+        for (k, v) in &maxm {
+            if !sw.contains_key(k) {
+                sw.insert(k.clone(), v.clone());
+                changed = true;
+            }
+        }
+        let before = sw.len();
+        sw.retain(|k, _| maxm.contains_key(k));
+        changed |= sw.len() != before;
+        changed.then(|| canonical_json(&sw))
+    };
+    if let Some(text) = new_text {
+        q.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(SHARED_WEIGHT.into(), text);
+        applied.push("QM-4");
+    }
+    Verdict {
+        applied,
+        warnings,
+        ..Verdict::default()
+    }
+}
+
+/// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.
+fn quota_checks(req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
+    if req.resource.resource != "elasticquotas"
+        || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+    {
+        return Verdict::default();
+    }
+    match validate_quota(req, ctx) {
+        Ok(warnings) => Verdict {
+            warnings,
+            ..Verdict::default()
+        },
+        Err((rule, text)) => Verdict::errored(rule, 400, text),
     }
 }

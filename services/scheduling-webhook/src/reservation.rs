@@ -54,19 +54,34 @@ impl Mutator for ReservationMutator {
     type Object = Reservation;
 
     fn mutate(&self, req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
-        if req.resource.resource != "reservations"
-            || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
-            || req.operation != Operation::Create
-        {
-            return Verdict::default();
-        }
-        match apply(r, ctx) {
-            Ok(true) => Verdict {
-                applied: vec!["RM-1"],
-                ..Verdict::default()
-            },
-            Ok(false) => Verdict::default(),
-            Err(e) => Verdict::errored("RM-1", 500, e),
-        }
+        let start = std::time::Instant::now();
+        let v = reservation_profiles(req, r, ctx);
+        admission_kit::metrics::koord::observe(
+            "mutate",
+            "reservation",
+            req.operation.as_str(),
+            "ClusterColocationProfile",
+            v.errors.is_empty() && v.refusal.is_none(),
+            start.elapsed(),
+        );
+        v
+    }
+}
+
+/// The body of the handler, timed under upstream's plugin name `ClusterColocationProfile`.
+fn reservation_profiles(req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
+    if req.resource.resource != "reservations"
+        || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+        || req.operation != Operation::Create
+    {
+        return Verdict::default();
+    }
+    match apply(r, ctx) {
+        Ok(true) => Verdict {
+            applied: vec!["RM-1"],
+            ..Verdict::default()
+        },
+        Ok(false) => Verdict::default(),
+        Err(e) => Verdict::errored("RM-1", 500, e),
     }
 }

@@ -536,3 +536,41 @@ fn outage_admits_only_pods_no_quota_concerns() {
         "the default quota is never checked"
     );
 }
+
+/// Koordinator's §8 metrics, with its names and labels, after a pod, a quota and a binding.
+#[test]
+fn koordinator_metrics_are_recorded_with_upstream_names() {
+    let p = pod(json!({}), containers(json!({"cpu": "1"})));
+    crate::pod_validate::PodValidator.validate(
+        &req::<Pod>("pods", Operation::Create, p.clone(), None),
+        &ctx(vec![]),
+    );
+    let r = req::<Pod>("pods", Operation::Create, p, None);
+    let mut obj = r.object.clone();
+    crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx(vec![]));
+    let r = req::<ElasticQuota>(
+        "elasticquotas",
+        Operation::Create,
+        quota(
+            "metrics-q",
+            json!({}),
+            json!({"max": {"cpu": "1000", "memory": "1Ki"}}),
+        ),
+        None,
+    );
+    let mut obj = r.object.clone();
+    crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    let text = String::from_utf8(admission_kit::metrics::Metrics::new().unwrap().render()).unwrap();
+    for want in [
+        "koord_manager_webhook_webhook_duration_milliseconds_bucket{object_type=\"pod\",operation=\"CREATE\",plugin_name=\"ClusterReservation\",status=\"allowed\",webhook_type=\"validate\",le=\"0.001\"}",
+        "plugin_name=\"EvaluateQuota\"",
+        "plugin_name=\"MultiQuotaTree\",status=\"allowed\",webhook_type=\"mutate\"",
+        "object_type=\"elasticquota\",operation=\"CREATE\",plugin_name=\"QuotaMetaChecker\"",
+        "koord_manager_webhook_quota_shared_weight{elasticquota_name=\"metrics-q\",resource_name=\"cpu\"} 1000",
+        "koord_manager_webhook_quota_shared_weight{elasticquota_name=\"metrics-q\",resource_name=\"memory\"} 1024",
+    ] {
+        assert!(text.contains(want), "missing {want}");
+    }
+    // 20 buckets from 0.001 ms, doubling, as upstream.
+    assert!(text.contains("le=\"524.288\""));
+}

@@ -48,6 +48,115 @@ pub fn dependency_up(dependency: &str) {
     }
 }
 
+/// Koordinator's webhook metrics (`koord_manager_webhook_*`, scheduling spec §8), with upstream's
+/// names, labels and buckets, so that dashboards and alerts written for Koordinator keep working.
+/// Process-wide like the dependency metrics; a series appears once a service records it.
+pub mod koord {
+    use std::sync::LazyLock;
+    use std::time::{Duration, Instant};
+
+    use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts};
+
+    pub(super) struct Collectors {
+        pub(super) duration: HistogramVec,
+        pub(super) shared_weight: GaugeVec,
+        pub(super) binding: IntCounterVec,
+    }
+
+    pub(super) static KOORD: LazyLock<Option<Collectors>> = LazyLock::new(|| {
+        let buckets = prometheus::exponential_buckets(0.001, 2.0, 20).ok()?;
+        Some(Collectors {
+            duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "koord_manager_webhook_webhook_duration_milliseconds",
+                    "webhook_duration_milliseconds",
+                )
+                .buckets(buckets),
+                &[
+                    "webhook_type",
+                    "object_type",
+                    "operation",
+                    "plugin_name",
+                    "status",
+                ],
+            )
+            .ok()?,
+            shared_weight: GaugeVec::new(
+                Opts::new(
+                    "koord_manager_webhook_quota_shared_weight",
+                    "quota_shared_weight",
+                ),
+                &["elasticquota_name", "resource_name"],
+            )
+            .ok()?,
+            binding: IntCounterVec::new(
+                Opts::new(
+                    "koord_manager_webhook_binding_admission_decisions_total",
+                    "binding_admission_decisions_total",
+                ),
+                &["decision"],
+            )
+            .ok()?,
+        })
+    });
+
+    /// Records one plugin run: `webhook_type` `mutate`|`validate`, `object_type` `pod`,
+    /// `elasticquota`, `reservation`, `node` or `configmap`, the operation, upstream's plugin
+    /// name, and whether it let the object through.
+    pub fn observe(
+        webhook_type: &str,
+        object_type: &str,
+        operation: &str,
+        plugin: &str,
+        allowed: bool,
+        elapsed: Duration,
+    ) {
+        if let Some(c) = KOORD.as_ref() {
+            let status = if allowed { "allowed" } else { "rejected" };
+            c.duration
+                .with_label_values(&[webhook_type, object_type, operation, plugin, status])
+                .observe(elapsed.as_secs_f64() * 1000.0);
+        }
+    }
+
+    /// Runs `f` as plugin `plugin` and records it ([`observe`]); `Err` counts as rejected.
+    pub fn timed<T, E>(
+        webhook_type: &str,
+        object_type: &str,
+        operation: &str,
+        plugin: &str,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let start = Instant::now();
+        let r = f();
+        observe(
+            webhook_type,
+            object_type,
+            operation,
+            plugin,
+            r.is_ok(),
+            start.elapsed(),
+        );
+        r
+    }
+
+    /// The shared weight defaulted onto a quota (QM-5), per resource.
+    pub fn shared_weight(quota: &str, resource: &str, value: f64) {
+        if let Some(c) = KOORD.as_ref() {
+            c.shared_weight
+                .with_label_values(&[quota, resource])
+                .set(value);
+        }
+    }
+
+    /// One binding admission decision (PB).
+    pub fn binding_decision(decision: &str) {
+        if let Some(c) = KOORD.as_ref() {
+            c.binding.with_label_values(&[decision]).inc();
+        }
+    }
+}
+
 /// The kit's metrics, one registry per process.
 #[derive(Clone)]
 pub struct Metrics {
@@ -125,6 +234,11 @@ impl Metrics {
         if let Some((c, up)) = DEPENDENCIES.as_ref() {
             registry.register(Box::new(c.clone()))?;
             registry.register(Box::new(up.clone()))?;
+        }
+        if let Some(k) = koord::KOORD.as_ref() {
+            registry.register(Box::new(k.duration.clone()))?;
+            registry.register(Box::new(k.shared_weight.clone()))?;
+            registry.register(Box::new(k.binding.clone()))?;
         }
         Ok(Self {
             registry,
