@@ -62,38 +62,6 @@ impl Validator for SloConfigMapValidator {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn cm_1_examines_non_empty_changed_keys_in_order() {
-        let new = data(&[
-            ("cpu-burst-config", "{}"),
-            ("colocation-config", "x"),
-            ("system-config", ""),
-            ("other", "y"),
-        ]);
-        let names = |v: Vec<(&Key, &str)>| v.iter().map(|(k, _)| k.name).collect::<Vec<_>>();
-        assert_eq!(
-            names(keys_to_examine(Operation::Create, &new, None)),
-            ["colocation-config", "cpu-burst-config"]
-        );
-        let old = data(&[("colocation-config", "x")]);
-        assert_eq!(
-            names(keys_to_examine(Operation::Update, &new, Some(&old))),
-            ["cpu-burst-config"]
-        );
-    }
-}
-
 /// The body of the handler, timed under upstream's plugin name `SLOConfig`.
 fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
     // CM-0
@@ -153,4 +121,36 @@ fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
         }
     }
     Verdict::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn cm_1_examines_non_empty_changed_keys_in_order() {
+        let new = data(&[
+            ("cpu-burst-config", "{}"),
+            ("colocation-config", "x"),
+            ("system-config", ""),
+            ("other", "y"),
+        ]);
+        let names = |v: Vec<(&Key, &str)>| v.iter().map(|(k, _)| k.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(keys_to_examine(Operation::Create, &new, None)),
+            ["colocation-config", "cpu-burst-config"]
+        );
+        let old = data(&[("colocation-config", "x")]);
+        assert_eq!(
+            names(keys_to_examine(Operation::Update, &new, Some(&old))),
+            ["cpu-burst-config"]
+        );
+    }
 }

@@ -222,6 +222,44 @@ impl Mutator for NodeStatusAmplifier {
     }
 }
 
+/// The body of the handler, timed under upstream's plugin name `NodeResourceAmplificationPlugin`.
+fn amplify_status(req: &Request<Node>, node: &mut Node, _ctx: &Context) -> Verdict {
+    // NS-0
+    if req.resource.resource != "nodes" || req.sub_resource.as_deref() != Some("status") {
+        return Verdict::default();
+    }
+    if req.operation != Operation::Update {
+        return Verdict::default();
+    }
+    let ratio_text = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RATIO_ANNOTATION))
+        .cloned()
+        .unwrap_or_default();
+    if ratio_text.is_empty() {
+        // NS-1
+        let removed = node
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|a| a.remove(RAW_ANNOTATION))
+            .is_some();
+        return Verdict {
+            applied: if removed { vec!["NS-1"] } else { Vec::new() },
+            ..Verdict::default()
+        };
+    }
+    match amplify(node, req.old_object.as_ref(), &ratio_text) {
+        Ok(applied) => Verdict {
+            applied,
+            ..Verdict::default()
+        },
+        Err((rule, text)) => Verdict::errored(rule, 500, text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,43 +391,5 @@ mod tests {
         let before = n.clone();
         assert!(amplify(&mut n, None, "{\"cpu\":2}").unwrap().is_empty());
         assert_eq!(n, before);
-    }
-}
-
-/// The body of the handler, timed under upstream's plugin name `NodeResourceAmplificationPlugin`.
-fn amplify_status(req: &Request<Node>, node: &mut Node, _ctx: &Context) -> Verdict {
-    // NS-0
-    if req.resource.resource != "nodes" || req.sub_resource.as_deref() != Some("status") {
-        return Verdict::default();
-    }
-    if req.operation != Operation::Update {
-        return Verdict::default();
-    }
-    let ratio_text = node
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RATIO_ANNOTATION))
-        .cloned()
-        .unwrap_or_default();
-    if ratio_text.is_empty() {
-        // NS-1
-        let removed = node
-            .metadata
-            .annotations
-            .as_mut()
-            .and_then(|a| a.remove(RAW_ANNOTATION))
-            .is_some();
-        return Verdict {
-            applied: if removed { vec!["NS-1"] } else { Vec::new() },
-            ..Verdict::default()
-        };
-    }
-    match amplify(node, req.old_object.as_ref(), &ratio_text) {
-        Ok(applied) => Verdict {
-            applied,
-            ..Verdict::default()
-        },
-        Err((rule, text)) => Verdict::errored(rule, 500, text),
     }
 }
