@@ -256,6 +256,11 @@ struct State {
     /// Reservation deadlines in the order they were made (one TTL, so also deadline order);
     /// entries whose reservation was replaced or dropped are skipped when popped.
     deadlines: std::collections::VecDeque<(Instant, PodKey)>,
+    /// Reservations dropped at their deadline, since start (metrics).
+    expired: u64,
+    /// Tree rebuilds since start and the time they took (metrics).
+    rebuilds: u64,
+    rebuild_seconds: f64,
 }
 
 impl State {
@@ -346,6 +351,7 @@ impl State {
             };
             if self.reservations.get(&key).is_some_and(|r| r.due == at) {
                 self.take_reservation(&key);
+                self.expired += 1;
             }
         }
     }
@@ -355,6 +361,7 @@ impl State {
         if let Some(t) = &self.topology {
             return t.clone();
         }
+        let started = Instant::now();
         let t = Arc::new(Topology::build(
             self.quotas
                 .values()
@@ -380,6 +387,8 @@ impl State {
         for (q, a) in reserved {
             self.charge(&q, &a, 1);
         }
+        self.rebuilds += 1;
+        self.rebuild_seconds += started.elapsed().as_secs_f64();
         t
     }
 }
@@ -399,6 +408,38 @@ pub struct Ledger {
     state: Mutex<State>,
     ttl: Duration,
     limits: ReservationLimits,
+}
+
+/// The ledger's numbers for the metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// Quotas held.
+    pub quotas: usize,
+    /// Pods held (finished ones included).
+    pub pods: usize,
+    /// Outstanding reservations.
+    pub reservations: usize,
+    /// Reservations expired since start.
+    pub expired: u64,
+    /// Tree rebuilds since start.
+    pub rebuilds: u64,
+    /// Seconds those rebuilds took.
+    pub rebuild_seconds: f64,
+    /// Each quota's subtree usage and its limit, per resource, in units.
+    pub usage: Vec<QuotaUsage>,
+}
+
+/// One quota's use of one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaUsage {
+    /// Quota name.
+    pub quota: String,
+    /// Resource name.
+    pub resource: String,
+    /// Used by its subtree (admitted pods and outstanding reservations).
+    pub used: f64,
+    /// Its admission limit (`admission` annotation, else `spec.max`), if it limits the resource.
+    pub limit: Option<f64>,
 }
 
 /// One pod to check: what scheduling-webhook's PV-3.2 and PV-4 send.
@@ -869,6 +910,40 @@ impl Ledger {
     pub fn reservations(&self) -> usize {
         self.lock().reservations.len()
     }
+
+    /// What the metrics show: counts, and each quota's subtree usage against its limit.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.lock();
+        s.topology();
+        let mut usage = Vec::new();
+        for (name, specs) in &s.quotas {
+            let Some(spec) = specs.first() else { continue };
+            let used = s.subtree.get(name);
+            let resources: std::collections::BTreeSet<&String> = spec
+                .limit
+                .keys()
+                .chain(used.into_iter().flat_map(|u| u.keys()))
+                .collect();
+            for r in resources {
+                let units = |a: Option<&Amount>| a.map(|a| a.milli as f64 / 1000.0);
+                usage.push(QuotaUsage {
+                    quota: name.clone(),
+                    resource: r.clone(),
+                    used: units(used.and_then(|u| u.get(r))).unwrap_or(0.0),
+                    limit: units(spec.limit.get(r)),
+                });
+            }
+        }
+        Stats {
+            quotas: s.quotas.len(),
+            pods: s.pods.len(),
+            reservations: s.reservations.len(),
+            expired: s.expired,
+            rebuilds: s.rebuilds,
+            rebuild_seconds: s.rebuild_seconds,
+            usage,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -889,6 +964,38 @@ mod tests {
 
     fn quota(name: &str, parent: Option<&str>, max_cpu: i64) -> QuotaSpec {
         QuotaSpec::simple(name, "ns", parent, cpu(max_cpu))
+    }
+
+    #[test]
+    fn stats_show_usage_limits_expiries_and_rebuilds() {
+        let l = Ledger::new(Duration::from_millis(10));
+        l.upsert_quota(quota("q", None, 4));
+        let now = Instant::now();
+        assert_eq!(
+            l.admit("ns", "a", "q", &cpu(3), false, now),
+            Admission::Allowed
+        );
+        let s = l.stats();
+        assert_eq!((s.quotas, s.pods, s.reservations), (1, 0, 1));
+        assert!(s.rebuilds >= 1);
+        assert_eq!(
+            s.usage,
+            vec![QuotaUsage {
+                quota: "q".into(),
+                resource: "cpu".into(),
+                used: 3.0,
+                limit: Some(4.0)
+            }]
+        );
+        // The pod never appears: its reservation expires at the next decision after the TTL.
+        let later = now + Duration::from_millis(50);
+        assert_eq!(
+            l.admit("ns", "b", "q", &cpu(1), false, later),
+            Admission::Allowed
+        );
+        let s = l.stats();
+        assert_eq!((s.expired, s.reservations), (1, 1));
+        assert_eq!(s.usage[0].used, 1.0);
     }
 
     #[test]

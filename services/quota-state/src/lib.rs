@@ -260,18 +260,35 @@ impl QuotaState for Service {
             check_admission: r.check_admission,
             caller: &caller,
         };
-        let answer = match self.ledger.check_pod(&check, Instant::now()) {
-            PodOutcome::Allowed { quota } => AdmitPodResponse {
-                allowed: true,
-                quota,
-                ..AdmitPodResponse::default()
-            },
-            PodOutcome::Denied { rule, message } => AdmitPodResponse {
-                allowed: false,
-                message,
-                rule: rule.to_owned(),
-                quota: String::new(),
-            },
+        let started = Instant::now();
+        let outcome = self.ledger.check_pod(&check, started);
+        self.metrics
+            .admit_latency
+            .observe(started.elapsed().as_secs_f64());
+        let answer = match outcome {
+            PodOutcome::Allowed { quota } => {
+                self.metrics
+                    .admissions
+                    .with_label_values(&["allowed", ""])
+                    .inc();
+                AdmitPodResponse {
+                    allowed: true,
+                    quota,
+                    ..AdmitPodResponse::default()
+                }
+            }
+            PodOutcome::Denied { rule, message } => {
+                self.metrics
+                    .admissions
+                    .with_label_values(&["denied", rule])
+                    .inc();
+                AdmitPodResponse {
+                    allowed: false,
+                    message,
+                    rule: rule.to_owned(),
+                    quota: String::new(),
+                }
+            }
         };
         self.ok(M, answer)
     }

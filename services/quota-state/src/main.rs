@@ -210,6 +210,7 @@ async fn main() -> anyhow::Result<()> {
         }
         quota_state::feed::start(client, ledger.clone())
     };
+    let leading = leader.clone();
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter
         .set_not_serving::<QuotaStateServer<quota_state::Service>>()
@@ -252,8 +253,8 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(admission_kit::server::serve_probes(
             probes,
             Arc::new(move || {
-                m.reservations
-                    .set(i64::try_from(l.reservations()).unwrap_or(i64::MAX));
+                m.leader.set(i64::from(leading.load(Ordering::Acquire)));
+                m.observe_ledger(&l.stats());
                 m.render()
             }),
             Arc::new(move || {

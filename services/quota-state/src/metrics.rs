@@ -1,6 +1,11 @@
 //! quota-state's Prometheus metrics, served with the probes on `--metrics-listen`.
 
-use prometheus::{Encoder, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Counter, Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
+    Opts, Registry, TextEncoder,
+};
+
+use crate::ledger::Stats;
 
 /// The metrics, one registry per process.
 #[derive(Clone)]
@@ -14,6 +19,22 @@ pub struct Metrics {
     pub reservations: IntGauge,
     /// 1 while answering (lists in and leader), else 0.
     pub serving: IntGauge,
+    /// 1 while this replica holds the `quota-state` Lease.
+    pub leader: IntGauge,
+    /// Time to decide one AdmitPod (check and reserve, under the ledger's lock).
+    pub admit_latency: Histogram,
+    /// AdmitPod decisions by result (`allowed`, `denied`) and the denying rule.
+    pub admissions: IntCounterVec,
+    /// Quotas and pods held.
+    quotas: IntGauge,
+    pods: IntGauge,
+    /// Reservations expired, tree rebuilds and their seconds, since start.
+    expired: IntCounter,
+    rebuilds: IntCounter,
+    rebuild_seconds: Counter,
+    /// Each quota's subtree usage and limit, per resource, in units.
+    used: GaugeVec,
+    limit: GaugeVec,
 }
 
 impl Metrics {
@@ -42,22 +63,124 @@ impl Metrics {
             "quota_state_serving",
             "1 while quota-state answers (initial lists in and leader), else 0.",
         )?;
-        registry.register(Box::new(calls.clone()))?;
-        registry.register(Box::new(refused.clone()))?;
-        registry.register(Box::new(reservations.clone()))?;
-        registry.register(Box::new(serving.clone()))?;
+        let leader = IntGauge::new(
+            "quota_state_leader",
+            "1 while this replica holds the quota-state Lease (only the leader answers).",
+        )?;
+        let admit_latency = Histogram::with_opts(
+            HistogramOpts::new(
+                "quota_state_admit_pod_duration_seconds",
+                "Time to decide one AdmitPod: quota chain check and reservation, under the ledger's lock.",
+            )
+            .buckets(vec![
+                0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                0.025, 0.05, 0.1,
+            ]),
+        )?;
+        let admissions = IntCounterVec::new(
+            Opts::new(
+                "quota_state_admissions_total",
+                "AdmitPod decisions by result (allowed, denied) and the denying rule (PV-3, PV-4; empty when allowed).",
+            ),
+            &["result", "rule"],
+        )?;
+        let quotas = IntGauge::new("quota_state_quotas", "ElasticQuotas held.")?;
+        let pods = IntGauge::new("quota_state_pods", "Pods held (from the Pod watch).")?;
+        let expired = IntCounter::new(
+            "quota_state_reservations_expired_total",
+            "Reservations whose pod never appeared in the watch within the TTL.",
+        )?;
+        let rebuilds = IntCounter::new(
+            "quota_state_tree_rebuilds_total",
+            "Rebuilds of the quota tree and its usage (after quota changes).",
+        )?;
+        let rebuild_seconds = Counter::new(
+            "quota_state_tree_rebuild_seconds_total",
+            "Seconds spent rebuilding the quota tree and its usage.",
+        )?;
+        let used = GaugeVec::new(
+            Opts::new(
+                "quota_state_quota_used",
+                "Usage of a quota's subtree (admitted pods and outstanding reservations), per resource, in units.",
+            ),
+            &["quota", "resource"],
+        )?;
+        let limit = GaugeVec::new(
+            Opts::new(
+                "quota_state_quota_limit",
+                "A quota's admission limit (the admission annotation, else spec.max), per resource, in units.",
+            ),
+            &["quota", "resource"],
+        )?;
+        for c in [
+            Box::new(calls.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(refused.clone()),
+            Box::new(reservations.clone()),
+            Box::new(serving.clone()),
+            Box::new(leader.clone()),
+            Box::new(admit_latency.clone()),
+            Box::new(admissions.clone()),
+            Box::new(quotas.clone()),
+            Box::new(pods.clone()),
+            Box::new(expired.clone()),
+            Box::new(rebuilds.clone()),
+            Box::new(rebuild_seconds.clone()),
+            Box::new(used.clone()),
+            Box::new(limit.clone()),
+        ] {
+            registry.register(c)?;
+        }
         Ok(Self {
             registry,
             calls,
             refused,
             reservations,
             serving,
+            leader,
+            admit_latency,
+            admissions,
+            quotas,
+            pods,
+            expired,
+            rebuilds,
+            rebuild_seconds,
+            used,
+            limit,
         })
     }
 
     /// The registry, for the managed-certificate metrics.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Sets the ledger's numbers (at each scrape). Counters advance by what the ledger counted
+    /// since the last scrape; the per-quota gauges are rebuilt, so deleted quotas disappear.
+    pub fn observe_ledger(&self, s: &Stats) {
+        let gauge = |g: &IntGauge, v: usize| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        gauge(&self.quotas, s.quotas);
+        gauge(&self.pods, s.pods);
+        gauge(&self.reservations, s.reservations);
+        self.expired
+            .inc_by(s.expired.saturating_sub(self.expired.get()));
+        self.rebuilds
+            .inc_by(s.rebuilds.saturating_sub(self.rebuilds.get()));
+        let more = s.rebuild_seconds - self.rebuild_seconds.get();
+        if more > 0.0 {
+            self.rebuild_seconds.inc_by(more);
+        }
+        self.used.reset();
+        self.limit.reset();
+        for u in &s.usage {
+            self.used
+                .with_label_values(&[&u.quota, &u.resource])
+                .set(u.used);
+            if let Some(l) = u.limit {
+                self.limit
+                    .with_label_values(&[&u.quota, &u.resource])
+                    .set(l);
+            }
+        }
     }
 
     /// Counts one refusal.
@@ -72,5 +195,49 @@ impl Metrics {
             tracing::warn!(error = %e, "cannot encode metrics");
         }
         buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::QuotaUsage;
+
+    #[test]
+    fn ledger_numbers_become_gauges_and_counters() {
+        let m = Metrics::new().unwrap();
+        let mut s = Stats {
+            quotas: 2,
+            pods: 5,
+            reservations: 1,
+            expired: 3,
+            rebuilds: 2,
+            rebuild_seconds: 0.5,
+            usage: vec![QuotaUsage {
+                quota: "team-a".into(),
+                resource: "cpu".into(),
+                used: 3.5,
+                limit: Some(10.0),
+            }],
+        };
+        m.observe_ledger(&s);
+        s.expired = 4;
+        s.usage.clear();
+        m.observe_ledger(&s);
+        let text = String::from_utf8(m.render()).unwrap();
+        for want in [
+            "quota_state_quotas 2",
+            "quota_state_pods 5",
+            "quota_state_reservations 1",
+            "quota_state_reservations_expired_total 4",
+            "quota_state_tree_rebuilds_total 2",
+            "quota_state_tree_rebuild_seconds_total 0.5",
+        ] {
+            assert!(text.contains(want), "missing {want}:\n{text}");
+        }
+        assert!(
+            !text.contains("quota_state_quota_used{"),
+            "a deleted quota's gauges disappear"
+        );
     }
 }
