@@ -3,7 +3,8 @@
 //! with no cert-manager object in it (managed certificates need none). Each cert-manager variant
 //! (`kustomize/with-cert-manager/<service>`: the overlay plus its cert-manager component) passes
 //! the same dry run with cert-manager's CRDs installed (`../shared/fixtures/crds/cert-manager`),
-//! so its Issuers and Certificates are validated for real.
+//! so its Issuers and Certificates are validated for real; and so does the monitoring variant
+//! (`kustomize/with-monitoring`) with the Prometheus operator's CRDs.
 
 use std::path::Path;
 use std::process::Command;
@@ -158,20 +159,32 @@ async fn overlays_render_and_pass_server_dry_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cert_manager_variants_pass_server_dry_run_with_its_crds() {
+async fn cert_manager_and_monitoring_variants_pass_server_dry_run_with_their_crds() {
     let env = Env::new("e2e-kustomize-cm").await;
     let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let crds = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
-        .join("crds/cert-manager");
-    for f in std::fs::read_dir(&crds).unwrap().flatten() {
-        if f.path().extension().is_some_and(|e| e == "yaml") {
-            let yaml = std::fs::read_to_string(f.path()).unwrap();
-            testenv::system::apply_crds(&env.client, &yaml)
-                .await
-                .unwrap_or_else(|e| panic!("{}: {e}", f.path().display()));
+    let fixtures = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    for set in ["crds/cert-manager", "crds/prometheus-operator"] {
+        for f in std::fs::read_dir(fixtures.join(set)).unwrap().flatten() {
+            if f.path().extension().is_some_and(|e| e == "yaml") {
+                let yaml = std::fs::read_to_string(f.path()).unwrap();
+                testenv::system::apply_crds(&env.client, &yaml)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.path().display()));
+            }
         }
     }
+    // The monitoring component on everything: PodMonitor, PrometheusRule, dashboard ConfigMap.
+    let (text, kinds) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/with-monitoring"),
+    )
+    .await;
+    for k in ["PodMonitor", "PrometheusRule", "ConfigMap"] {
+        assert!(kinds.iter().any(|x| x == k), "with-monitoring: no {k}");
+    }
+    assert!(text.contains("grafana_dashboard: \"1\""));
     let mut variants = 0;
     for svc in std::fs::read_dir(root.join("services")).unwrap().flatten() {
         let name = svc.file_name().to_string_lossy().into_owned();

@@ -39,6 +39,8 @@ pub struct Running {
     pub name: String,
     /// Where it logs.
     pub log: PathBuf,
+    /// Its plain-HTTP probe and metrics address (`host:port`), when known.
+    pub metrics: Option<String>,
     child: Child,
 }
 
@@ -59,6 +61,7 @@ impl Running {
         Ok(Self {
             name: name.to_owned(),
             log,
+            metrics: None,
             child,
         })
     }
@@ -181,11 +184,12 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
     let log = o.dir.join("quota-state.log");
     let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let err = logf.try_clone().map_err(io("log file"))?;
+    let mport = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
     let child = Command::new(o.bin_dir.join("quota-state"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--metrics-listen")
-        .arg("127.0.0.1:0")
+        .arg(format!("127.0.0.1:{mport}"))
         .args([
             "--tls-mode",
             "managed",
@@ -206,6 +210,7 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
     Ok(Running {
         name: "quota-state".into(),
         log,
+        metrics: Some(format!("127.0.0.1:{mport}")),
         child,
     })
 }
@@ -283,6 +288,7 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
         let running = Running {
             name: svc.clone(),
             log: log.clone(),
+            metrics: Some(format!("127.0.0.1:{mport}")),
             child,
         };
         let wait = Duration::from_secs(60);

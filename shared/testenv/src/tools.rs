@@ -82,6 +82,66 @@ pub enum ToolsError {
     /// Filesystem trouble.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
+    /// Prometheus is not installed.
+    #[error(
+        "prometheus and promtool are not installed; run `{BUILD_COMMAND}` (it installs Debian's `prometheus` package with apt-get), or install them yourself"
+    )]
+    NoPrometheus,
+    /// Installing Prometheus failed.
+    #[error("installing Debian's prometheus package failed: {0}")]
+    PrometheusInstall(String),
+}
+
+/// Prometheus's server and promtool, from Debian's `prometheus` package (on PATH).
+#[derive(Debug, Clone)]
+pub struct Prometheus {
+    /// The server.
+    pub server: PathBuf,
+    /// promtool.
+    pub promtool: PathBuf,
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Prometheus and promtool on PATH; an error naming [`BUILD_COMMAND`] when missing.
+pub fn prometheus() -> Result<Prometheus, ToolsError> {
+    match (on_path("prometheus"), on_path("promtool")) {
+        (Some(server), Some(promtool)) => Ok(Prometheus { server, promtool }),
+        _ => Err(ToolsError::NoPrometheus),
+    }
+}
+
+/// Installs Debian's `prometheus` package (server and promtool) when missing, with apt-get
+/// (refreshing the package lists once if the first attempt fails). The package's service is
+/// not started: tests run their own server on loopback.
+pub fn ensure_prometheus() -> Result<Prometheus, ToolsError> {
+    if let Ok(p) = prometheus() {
+        return Ok(p);
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "prometheus"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .map_err(|e| ToolsError::PrometheusInstall(format!("apt-get: {e}")))
+    };
+    eprintln!("installing Debian's prometheus package (server and promtool), first time only");
+    if !install()? {
+        let _ = Command::new("apt-get").arg("update").status();
+        if !install()? {
+            return Err(ToolsError::PrometheusInstall(
+                "apt-get install -y prometheus failed; see its output above".into(),
+            ));
+        }
+    }
+    prometheus()
 }
 
 /// Paths of the three binaries.

@@ -46,6 +46,7 @@ fn cargo() -> Command {
 
 fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+    testenv::tools::ensure_prometheus()?;
     Ok(bins)
 }
 
@@ -56,6 +57,10 @@ fn main() -> ExitCode {
             println!("kube-apiserver: {}", b.kube_apiserver.display());
             println!("etcd:           {}", b.etcd.display());
             println!("kustomize:      {}", b.kustomize.display());
+            if let Ok(p) = testenv::tools::prometheus() {
+                println!("prometheus:     {}", p.server.display());
+                println!("promtool:       {}", p.promtool.display());
+            }
         }),
         Cmd::Test => test(),
         Cmd::Up => tokio::runtime::Builder::new_multi_thread()
