@@ -1,4 +1,4 @@
-//! The control plane's binaries (kube-apiserver, etcd, kustomize), built with the machine's Go
+//! The control plane's binaries (kube-apiserver, etcd, kustomize) and tilt, built with the machine's Go
 //! from the Go module proxy and cached outside the repository, keyed by version.
 //!
 //! The wrapper modules in `shared/xtask/go/<tool>` pin every version (go.mod + go.sum); nothing
@@ -13,6 +13,8 @@ pub const KUBERNETES_VERSION: &str = "v1.34.4";
 pub const ETCD_VERSION: &str = "v3.6.4";
 /// kustomize release (the newest whose go.mod the machine's Go accepts).
 pub const KUSTOMIZE_VERSION: &str = "v5.8.1";
+/// tilt release (the newest the module proxy serves; evaluates the Tiltfile in the tests).
+pub const TILT_VERSION: &str = "v0.33.21";
 
 /// One tool: its name, pinned version and how to build it.
 #[derive(Debug, Clone, Copy)]
@@ -25,15 +27,22 @@ pub struct Tool {
     pub package: &'static str,
     /// Extra linker flags (version stamping).
     pub ldflags: &'static str,
+    /// Module path prefixes whose checksums the checksum database does not serve here
+    /// (`GONOSUMDB`); go.sum still pins their hashes.
+    pub nosumdb: &'static str,
+    /// Needs cgo (and so a C compiler): tilt's Starlark language server uses tree-sitter.
+    pub cgo: bool,
 }
 
 /// Every tool the project runs.
-pub const TOOLS: [Tool; 3] = [
+pub const TOOLS: [Tool; 4] = [
     Tool {
         name: "etcd",
         version: ETCD_VERSION,
         package: ".",
         ldflags: "",
+        nosumdb: "",
+        cgo: false,
     },
     Tool {
         name: "kube-apiserver",
@@ -44,12 +53,24 @@ pub const TOOLS: [Tool; 3] = [
                   -X k8s.io/component-base/version.gitMajor=1 \
                   -X k8s.io/component-base/version.gitMinor=34 \
                   -X k8s.io/component-base/version.gitTreeState=clean",
+        nosumdb: "",
+        cgo: false,
     },
     Tool {
         name: "kustomize",
         version: KUSTOMIZE_VERSION,
         package: "sigs.k8s.io/kustomize/kustomize/v5",
         ldflags: "",
+        nosumdb: "",
+        cgo: false,
+    },
+    Tool {
+        name: "tilt",
+        version: TILT_VERSION,
+        package: "github.com/tilt-dev/tilt/cmd/tilt",
+        ldflags: "",
+        nosumdb: "github.com/tilt-dev",
+        cgo: true,
     },
 ];
 
@@ -61,7 +82,7 @@ pub const BUILD_COMMAND: &str = "cargo xtask tools";
 pub enum ToolsError {
     /// A binary is not in the cache.
     #[error(
-        "{0} is not built (looked for {1}); run `{BUILD_COMMAND}` first (it builds kube-apiserver, etcd and kustomize with Go, once)"
+        "{0} is not built (looked for {1}); run `{BUILD_COMMAND}` first (it builds kube-apiserver, etcd, kustomize and tilt with Go, once)"
     )]
     Missing(&'static str, PathBuf),
     /// Go is not installed.
@@ -153,6 +174,8 @@ pub struct Binaries {
     pub etcd: PathBuf,
     /// kustomize.
     pub kustomize: PathBuf,
+    /// tilt (evaluates the Tiltfile).
+    pub tilt: PathBuf,
 }
 
 /// Where built tools are cached: `$ADMISSION_TOOLS_DIR`, else `$XDG_CACHE_HOME/admission-webhooks/tools`,
@@ -194,6 +217,7 @@ pub fn locate() -> Result<Binaries, ToolsError> {
         kube_apiserver: find("kube-apiserver")?,
         etcd: find("etcd")?,
         kustomize: find("kustomize")?,
+        tilt: find("tilt")?,
     })
 }
 
@@ -249,7 +273,8 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
         .arg(tool.package)
         .env("GOFLAGS", "-mod=mod")
         .env("GOTOOLCHAIN", "local")
-        .env("CGO_ENABLED", "0")
+        .env("CGO_ENABLED", if tool.cgo { "1" } else { "0" })
+        .env("GONOSUMDB", tool.nosumdb)
         .status()
         .map_err(|e| ToolsError::Io("go build".into(), e))?;
     if !status.success() {

@@ -57,6 +57,7 @@ fn main() -> ExitCode {
             println!("kube-apiserver: {}", b.kube_apiserver.display());
             println!("etcd:           {}", b.etcd.display());
             println!("kustomize:      {}", b.kustomize.display());
+            println!("tilt:           {}", b.tilt.display());
             if let Ok(p) = testenv::tools::prometheus() {
                 println!("prometheus:     {}", p.server.display());
                 println!("promtool:       {}", p.promtool.display());
