@@ -48,17 +48,14 @@ impl Validator for SloConfigMapValidator {
     type Object = ConfigMap;
 
     fn validate(&self, req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = slo_config(req, ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "validate",
             "configmap",
             req.operation.as_str(),
             "SLOConfig",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || slo_config(req, ctx),
+            Verdict::allowed,
+        )
     }
 }
 

@@ -28,17 +28,14 @@ impl Validator for NodeValidator {
     type Object = Node;
 
     fn validate(&self, req: &Request<Node>, ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = node_slo_conflicts(req, ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "validate",
             "node",
             req.operation.as_str(),
             "SLOManagerConfigConflictForNode",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || node_slo_conflicts(req, ctx),
+            Verdict::allowed,
+        )
     }
 }
 

@@ -208,17 +208,14 @@ impl Mutator for NodeStatusAmplifier {
     type Object = Node;
 
     fn mutate(&self, req: &Request<Node>, node: &mut Node, _ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = amplify_status(req, node, _ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "mutate",
             "node",
             req.operation.as_str(),
             "NodeResourceAmplificationPlugin",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || amplify_status(req, node, _ctx),
+            Verdict::allowed,
+        )
     }
 }
 

@@ -257,17 +257,14 @@ impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
 
     fn mutate(&self, req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = quota_defaults(req, q, ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "mutate",
             "elasticquota",
             req.operation.as_str(),
             "QuotaMetaChecker",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || quota_defaults(req, q, ctx),
+            Verdict::allowed,
+        )
     }
 
     fn denial(&self, _: &Request<ElasticQuota>, errors: &[admission_kit::FieldError]) -> Status {
@@ -308,17 +305,14 @@ impl Validator for QuotaValidator {
     type Object = ElasticQuota;
 
     fn validate(&self, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = quota_checks(req, ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "validate",
             "elasticquota",
             req.operation.as_str(),
             "QuotaMetaChecker",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || quota_checks(req, ctx),
+            Verdict::allowed,
+        )
     }
 
     fn allowed_status(&self) -> Option<Status> {

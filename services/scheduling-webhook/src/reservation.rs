@@ -54,17 +54,14 @@ impl Mutator for ReservationMutator {
     type Object = Reservation;
 
     fn mutate(&self, req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
-        let start = std::time::Instant::now();
-        let v = reservation_profiles(req, r, ctx);
-        admission_kit::metrics::koord::observe(
+        admission_kit::metrics::koord::timed_with(
             "mutate",
             "reservation",
             req.operation.as_str(),
             "ClusterColocationProfile",
-            v.errors.is_empty() && v.refusal.is_none(),
-            start.elapsed(),
-        );
-        v
+            || reservation_profiles(req, r, ctx),
+            Verdict::allowed,
+        )
     }
 }
 

@@ -127,6 +127,26 @@ pub mod koord {
         plugin: &str,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
+        timed_with(
+            webhook_type,
+            object_type,
+            operation,
+            plugin,
+            f,
+            Result::is_ok,
+        )
+    }
+
+    /// Runs `f` as plugin `plugin` and records it ([`observe`]), `allowed` telling whether its
+    /// result let the object through (for handlers that answer with a verdict).
+    pub fn timed_with<T>(
+        webhook_type: &str,
+        object_type: &str,
+        operation: &str,
+        plugin: &str,
+        f: impl FnOnce() -> T,
+        allowed: impl Fn(&T) -> bool,
+    ) -> T {
         let start = Instant::now();
         let r = f();
         observe(
@@ -134,7 +154,7 @@ pub mod koord {
             object_type,
             operation,
             plugin,
-            r.is_ok(),
+            allowed(&r),
             start.elapsed(),
         );
         r
