@@ -156,6 +156,26 @@ async fn overlays_render_and_pass_server_dry_run() {
         );
         registered_as_served(&name, &text);
     }
+
+    // The high-availability component on everything: 3+ replicas per webhook, one per node,
+    // two kept through voluntary disruptions.
+    let (text, _) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/with-high-availability"),
+    )
+    .await;
+    for (want, n) in [
+        ("minReplicas: 3", 4),
+        ("whenUnsatisfiable: DoNotSchedule", 4),
+        ("minAvailable: 2", 4),
+    ] {
+        assert_eq!(
+            text.matches(want).count(),
+            n,
+            "with-high-availability: {want}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
