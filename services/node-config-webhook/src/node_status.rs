@@ -207,20 +207,20 @@ pub struct NodeStatusAmplifier;
 impl Mutator for NodeStatusAmplifier {
     type Object = Node;
 
-    fn mutate(&self, req: &Request<Node>, node: &mut Node, _ctx: &Context) -> Verdict {
+    fn mutate(&self, req: &Request<Node>, node: &mut Node, _: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(
             "mutate",
             "node",
             req.operation.as_str(),
             "NodeResourceAmplificationPlugin",
-            || amplify_status(req, node, _ctx),
+            || amplify_status(req, node),
             Verdict::allowed,
         )
     }
 }
 
 /// The body of the handler, timed under upstream's plugin name `NodeResourceAmplificationPlugin`.
-fn amplify_status(req: &Request<Node>, node: &mut Node, _ctx: &Context) -> Verdict {
+fn amplify_status(req: &Request<Node>, node: &mut Node) -> Verdict {
     // NS-0
     if req.resource.resource != "nodes" || req.sub_resource.as_deref() != Some("status") {
         return Verdict::default();

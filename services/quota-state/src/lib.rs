@@ -267,10 +267,7 @@ impl QuotaState for Service {
             .observe(started.elapsed().as_secs_f64());
         let answer = match outcome {
             PodOutcome::Allowed { quota } => {
-                self.metrics
-                    .admissions
-                    .with_label_values(&["allowed", ""])
-                    .inc();
+                self.metrics.admitted.inc();
                 AdmitPodResponse {
                     allowed: true,
                     quota,

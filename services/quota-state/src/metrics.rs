@@ -25,6 +25,9 @@ pub struct Metrics {
     pub admit_latency: Histogram,
     /// AdmitPod decisions by result (`allowed`, `denied`) and the denying rule.
     pub admissions: IntCounterVec,
+    /// The `allowed` series of `admissions`, resolved once: AdmitPod's common case pays no
+    /// label lookup.
+    pub admitted: IntCounter,
     /// Quotas and pods held.
     quotas: IntGauge,
     pods: IntGauge,
@@ -138,6 +141,7 @@ impl Metrics {
             serving,
             leader,
             admit_latency,
+            admitted: admissions.with_label_values(&["allowed", ""]),
             admissions,
             quotas,
             pods,

@@ -202,6 +202,13 @@ pub struct CertArgs {
 const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 impl CertArgs {
+    /// The Service clients call: `--service-name`, else `default` (the service's name).
+    fn service(&self, default: &str) -> String {
+        self.service_name
+            .clone()
+            .unwrap_or_else(|| default.to_owned())
+    }
+
     /// Whether `--tls-mode=managed`.
     pub fn is_managed(&self) -> bool {
         self.tls_mode == TlsMode::Managed
@@ -223,10 +230,7 @@ impl CertArgs {
                     format!("--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({SA_NAMESPACE}: {e})")
                 })?,
         };
-        let svc = self
-            .service_name
-            .clone()
-            .unwrap_or_else(|| service.to_owned());
+        let svc = self.service(service);
         let mut names = vec![
             format!("{svc}.{namespace}.svc"),
             format!("{svc}.{namespace}.svc.cluster.local"),
@@ -565,11 +569,7 @@ async fn start_managed(
     metrics: &Metrics,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
-    let service = a
-        .certs
-        .service_name
-        .clone()
-        .unwrap_or_else(|| app.name.to_owned());
+    let service = a.certs.service(app.name);
     let registrar = a.registration.registrar(app, &managed, &service)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
     crate::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;

@@ -51,6 +51,8 @@ pub const BUNDLE: &str = "ca-bundle.crt";
 pub const TLS_CERT: &str = "tls.crt";
 /// Secret key of the serving key.
 pub const TLS_KEY: &str = "tls.key";
+/// Client Secret key of the CAs the client trusts (the bundle), named as cert-manager names it.
+pub const CLIENT_CA: &str = "ca.crt";
 /// Annotation: when the configurations were seen carrying the pending CA (RFC 3339).
 pub const REGISTERED_AT: &str = "admission-webhooks.io/ca-next-registered-at";
 /// Annotation: when the pending CA became the signing CA (RFC 3339).
@@ -95,15 +97,20 @@ fn time_text(t: SystemTime) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
+/// A Secret's value as text: `None` when missing, blank or not UTF-8.
+fn secret_text(secret: &Secret, key: &str) -> Option<String> {
+    secret
+        .data
+        .as_ref()?
+        .get(key)
+        .and_then(|b| String::from_utf8(b.0.clone()).ok())
+        .filter(|s| !s.trim().is_empty())
+}
+
 impl Material {
     /// Reads a Secret's data and annotations.
     pub fn of(secret: &Secret) -> Self {
-        let data = secret.data.clone().unwrap_or_default();
-        let text = |k: &str| {
-            data.get(k)
-                .and_then(|b| String::from_utf8(b.0.clone()).ok())
-                .filter(|s| !s.trim().is_empty())
-        };
+        let text = |k: &str| secret_text(secret, k);
         let pair = |c: &str, k: &str| {
             Some(Pair {
                 cert: text(c)?,
@@ -675,6 +682,24 @@ impl Serve for MutualTls {
     fn reject(&self) {}
 }
 
+/// The watch events of one Secret, selected by name (so RBAC can grant list and watch on that
+/// name only), with kube-runtime's backoff on errors.
+fn watch_secret(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+) -> impl futures::Stream<
+    Item = Result<kube::runtime::watcher::Event<Secret>, kube::runtime::watcher::Error>,
+> {
+    use kube::runtime::{WatchStreamExt as _, watcher};
+    let api: Api<Secret> = Api::namespaced(client, namespace);
+    watcher(
+        api,
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    )
+    .default_backoff()
+}
+
 /// A mutual-TLS client configuration from a Secret holding `tls.crt`, `tls.key` and `ca.crt`
 /// (a managed client Secret, or cert-manager's), read from the API and watched: a renewed
 /// certificate or CA is used from the next connection on, with no volume-mount delay. Until a
@@ -684,7 +709,7 @@ pub fn client_config_from_secret(
     name: String,
 ) -> Result<Arc<crate::mtls::Reloading<rustls::ClientConfig>>, TlsError> {
     use futures::StreamExt as _;
-    use kube::runtime::{WatchStreamExt as _, watcher};
+    use kube::runtime::WatchStreamExt as _;
     let config = crate::mtls::Reloading::fixed(crate::mtls::client_config_refusing()?);
     let out = config.clone();
     tokio::spawn(async move {
@@ -695,9 +720,7 @@ pub fn client_config_from_secret(
                 return;
             }
         };
-        let api: Api<Secret> = Api::namespaced(client, &namespace);
-        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let mut events = std::pin::pin!(watcher(api, cfg).default_backoff().applied_objects());
+        let mut events = std::pin::pin!(watch_secret(client, &namespace, &name).applied_objects());
         let mut last = None;
         while let Some(ev) = events.next().await {
             let s = match ev {
@@ -748,11 +771,9 @@ pub fn spawn_loader(
     changed: Arc<tokio::sync::Notify>,
 ) -> tokio::task::JoinHandle<()> {
     use futures::StreamExt as _;
-    use kube::runtime::{WatchStreamExt as _, watcher};
+    use kube::runtime::watcher;
     tokio::spawn(async move {
-        let api: Api<Secret> = Api::namespaced(client, &m.namespace);
-        let cfg = watcher::Config::default().fields(&format!("metadata.name={}", m.secret));
-        let mut events = std::pin::pin!(watcher(api, cfg).default_backoff());
+        let mut events = std::pin::pin!(watch_secret(client, &m.namespace, &m.secret));
         let mut served: Option<Pair> = None;
         while let Some(ev) = events.next().await {
             changed.notify_one();
@@ -920,17 +941,12 @@ pub enum ManagedError {
 }
 
 fn client_material(s: &Secret) -> ClientMaterial {
-    let data = s.data.clone().unwrap_or_default();
-    let text = |k: &str| {
-        data.get(k)
-            .and_then(|b| String::from_utf8(b.0.clone()).ok())
-            .filter(|t| !t.trim().is_empty())
-    };
+    let text = |k: &str| secret_text(s, k);
     ClientMaterial {
         pair: text(TLS_CERT)
             .zip(text(TLS_KEY))
             .map(|(cert, key)| Pair { cert, key }),
-        ca: text("ca.crt").unwrap_or_default(),
+        ca: text(CLIENT_CA).unwrap_or_default(),
     }
 }
 
@@ -948,7 +964,7 @@ async fn write_client(
         data.insert(TLS_CERT.to_owned(), ByteString(p.cert.clone().into_bytes()));
         data.insert(TLS_KEY.to_owned(), ByteString(p.key.clone().into_bytes()));
     }
-    data.insert("ca.crt".to_owned(), ByteString(c.ca.clone().into_bytes()));
+    data.insert(CLIENT_CA.to_owned(), ByteString(c.ca.clone().into_bytes()));
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.clone()),

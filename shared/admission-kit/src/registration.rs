@@ -302,37 +302,64 @@ pub enum Registrar {
     },
 }
 
+/// The two webhook configuration kinds, as the caBundle keeper reads them.
+trait Configuration:
+    kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug
+{
+    /// Each webhook's name and client configuration.
+    fn clients(&self) -> Vec<(&str, &WebhookClientConfig)>;
+}
+
+impl Configuration for MutatingWebhookConfiguration {
+    fn clients(&self) -> Vec<(&str, &WebhookClientConfig)> {
+        self.webhooks
+            .iter()
+            .flatten()
+            .map(|w| (w.name.as_str(), &w.client_config))
+            .collect()
+    }
+}
+
+impl Configuration for ValidatingWebhookConfiguration {
+    fn clients(&self) -> Vec<(&str, &WebhookClientConfig)> {
+        self.webhooks
+            .iter()
+            .flatten()
+            .map(|w| (w.name.as_str(), &w.client_config))
+            .collect()
+    }
+}
+
+/// The configuration of kind `K` named `name`, if any.
+async fn get<K: Configuration>(
+    client: &kube::Client,
+    name: &str,
+) -> Result<Option<K>, RegisterError> {
+    Api::<K>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(|e| RegisterError::Api(format!("get {} {name}", K::kind(&())), e))
+}
+
 /// The caBundle of every webhook of both configurations named `name` (absent ones skipped):
 /// `None` when neither exists.
 async fn bundles(client: &kube::Client, name: &str) -> Result<Option<Vec<Vec<u8>>>, RegisterError> {
-    let api = |what: &str| {
-        let what = format!("get {what} {name}");
-        move |e| RegisterError::Api(what, e)
-    };
-    let m = Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .get_opt(name)
-        .await
-        .map_err(api("MutatingWebhookConfiguration"))?;
-    let v = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-        .get_opt(name)
-        .await
-        .map_err(api("ValidatingWebhookConfiguration"))?;
+    let m = get::<MutatingWebhookConfiguration>(client, name).await?;
+    let v = get::<ValidatingWebhookConfiguration>(client, name).await?;
     if m.is_none() && v.is_none() {
         return Ok(None);
     }
     let bundle = |c: &WebhookClientConfig| c.ca_bundle.clone().map(|b| b.0).unwrap_or_default();
-    let mut out: Vec<Vec<u8>> = m
-        .and_then(|m| m.webhooks)
-        .unwrap_or_default()
-        .iter()
-        .map(|w| bundle(&w.client_config))
-        .collect();
-    out.extend(
-        v.and_then(|v| v.webhooks)
-            .unwrap_or_default()
-            .iter()
-            .map(|w| bundle(&w.client_config)),
-    );
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for clients in [
+        m.as_ref().map(Configuration::clients),
+        v.as_ref().map(Configuration::clients),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        out.extend(clients.into_iter().map(|(_, c)| bundle(c)));
+    }
     Ok(Some(out))
 }
 
@@ -427,30 +454,22 @@ fn ca_bundle_patch(names: &[String], bundle: &str) -> Result<json_patch::Patch, 
 }
 
 /// Sets the caBundle of every webhook of the `K` named `name`; `false` when there is none.
-async fn patch_ca_bundle<K>(
+async fn patch_ca_bundle<K: Configuration>(
     client: &kube::Client,
     name: &str,
     pp: &PatchParams,
     bundle: &str,
-    webhook_names: fn(K) -> Vec<String>,
-) -> Result<bool, RegisterError>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let kind = K::kind(&());
-    let api = Api::<K>::all(client.clone());
-    let Some(obj) = api
-        .get_opt(name)
-        .await
-        .map_err(|e| RegisterError::Api(format!("get {kind} {name}"), e))?
-    else {
+) -> Result<bool, RegisterError> {
+    let Some(obj) = get::<K>(client, name).await? else {
         return Ok(false);
     };
-    let patch = ca_bundle_patch(&webhook_names(obj), bundle)
+    let names: Vec<String> = obj.clients().iter().map(|(n, _)| (*n).to_owned()).collect();
+    let patch = ca_bundle_patch(&names, bundle)
         .map_err(|e| RegisterError::Api("caBundle patch".into(), kube::Error::SerdeError(e)))?;
-    api.patch(name, pp, &Patch::<()>::Json(patch))
+    Api::<K>::all(client.clone())
+        .patch(name, pp, &Patch::<()>::Json(patch))
         .await
-        .map_err(|e| RegisterError::Api(format!("patch {kind} {name} caBundle"), e))?;
+        .map_err(|e| RegisterError::Api(format!("patch {} {name} caBundle", K::kind(&())), e))?;
     Ok(true)
 }
 
@@ -464,14 +483,8 @@ async fn patch_ca_bundles(
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
-    let m = patch_ca_bundle::<MutatingWebhookConfiguration>(client, name, &pp, bundle, |c| {
-        c.webhooks.into_iter().flatten().map(|w| w.name).collect()
-    })
-    .await?;
-    let v = patch_ca_bundle::<ValidatingWebhookConfiguration>(client, name, &pp, bundle, |c| {
-        c.webhooks.into_iter().flatten().map(|w| w.name).collect()
-    })
-    .await?;
+    let m = patch_ca_bundle::<MutatingWebhookConfiguration>(client, name, &pp, bundle).await?;
+    let v = patch_ca_bundle::<ValidatingWebhookConfiguration>(client, name, &pp, bundle).await?;
     if m || v {
         Ok(())
     } else {

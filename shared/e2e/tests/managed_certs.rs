@@ -30,7 +30,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
-use testenv::system::{Running, bin_dir_of_current_exe, check_binaries, http_status};
+use testenv::system::{Running, bin_dir_of_current_exe, check_binaries, http_get, http_status};
 
 const BIN: &str = "registry-webhook";
 
@@ -156,15 +156,10 @@ async fn ready(metrics: &str) {
 
 /// The value of a metric (summed over its label sets) on a metrics address.
 async fn metric(addr: &str, name: &str) -> f64 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
-        return 0.0;
-    };
-    let _ = s
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .await;
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body).await;
+    let body = http_get(addr, "/metrics")
+        .await
+        .map(|(_, b)| b)
+        .unwrap_or_default();
     body.lines()
         .filter(|l| l.starts_with(name) && !l.starts_with('#'))
         .filter(|l| l[name.len()..].starts_with(['{', ' ']))

@@ -221,18 +221,8 @@ fn selectors_are_read_from_expressions() {
 
 /// GET on Prometheus's HTTP API; the JSON `data`.
 async fn api(addr: &str, path_and_query: &str) -> Result<Value, String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(format!("GET {path_and_query} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&buf);
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {text}"))?;
+    let (_, body) = testenv::system::http_get(addr, path_and_query).await?;
+    let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
     if v["status"] != "success" {
         return Err(v.to_string());
     }

@@ -306,20 +306,33 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
     Ok(system)
 }
 
-/// The HTTP status of `GET path` on a plain-HTTP address (readiness probes).
-pub async fn http_status(addr: &str, path: &str) -> Option<u16> {
+/// `GET path` on a plain-HTTP address (probes, metrics, Prometheus's API): the status and the
+/// body. HTTP/1.0, so the server closes the connection after the answer.
+pub async fn http_get(addr: &str, path: &str) -> Result<(u16, String), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("{addr}: {e}"))?;
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
         .await
-        .ok()?;
-    let mut buf = vec![0u8; 64];
-    let n = s.read(&mut buf).await.ok()?;
-    String::from_utf8_lossy(&buf[..n])
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)
+        .await
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
         .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("{addr}{path}: not an HTTP answer: {head}"))?;
+    Ok((status, body.to_owned()))
+}
+
+/// The HTTP status of `GET path` on a plain-HTTP address (readiness probes).
+pub async fn http_status(addr: &str, path: &str) -> Option<u16> {
+    http_get(addr, path).await.ok().map(|(status, _)| status)
 }
 
 /// Server-side applies the CRDs of a multi-document YAML and waits until each is established.
