@@ -49,5 +49,7 @@ pub fn app() -> App {
         "false",
     )
     .watch_one::<k8s_openapi::api::core::v1::ConfigMap>("config-namespace", "slo-config-name")
-    .watch::<k8s_openapi::api::core::v1::Node>()
+    // CM-7 reads Node names and labels only: metadata alone is watched (a GPU Node with its
+    // images and conditions is many times larger).
+    .watch_metadata::<k8s_openapi::api::core::v1::Node>()
 }

@@ -14,7 +14,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::ledger::{Amounts, Ledger, QuotaSpec};
-use crate::tree::pod_quota_label as quota_label;
+use crate::tree::keys::CHILD_REQUEST;
+use crate::tree::{annotation, pod_quota_label as quota_label};
 use crate::types::ElasticQuota;
 
 /// What a pod is charged: its request (Kubernetes' pod-request formula), exactly; nothing once it
@@ -43,6 +44,11 @@ async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<Atomi
             Ok(Event::InitApply(o)) | Ok(Event::Apply(o)) => {
                 let spec = QuotaSpec::of(&o);
                 seen.insert((spec.info.name.clone(), spec.info.namespace.clone()));
+                ledger.observe_shown(
+                    &spec.info.namespace,
+                    &spec.info.name,
+                    annotation(&o, CHILD_REQUEST),
+                );
                 ledger.upsert_quota(spec);
             }
             Ok(Event::Delete(o)) => {

@@ -261,6 +261,10 @@ struct State {
     /// Tree rebuilds since start and the time they took (metrics).
     rebuilds: u64,
     rebuild_seconds: f64,
+    /// Each quota's `child-request` annotation as last seen or written, by (namespace, name):
+    /// what the usage write-back compares against. Kept apart from [`QuotaSpec`] so that a
+    /// write-back's own watch event does not rebuild the tree.
+    shown: HashMap<PodKey, String>,
 }
 
 impl State {
@@ -440,6 +444,17 @@ pub struct QuotaUsage {
     pub used: f64,
     /// Its admission limit (`admission` annotation, else `spec.max`), if it limits the resource.
     pub limit: Option<f64>,
+}
+
+/// A quota whose `child-request` annotation should show its subtree's usage anew.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageWrite {
+    /// Namespace of the ElasticQuota.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The annotation's new value: compact JSON, sorted keys, canonical quantities.
+    pub value: String,
 }
 
 /// One pod to check: what scheduling-webhook's PV-3.2 and PV-4 send.
@@ -676,10 +691,14 @@ impl Ledger {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds or replaces a quota (watch event).
+    /// Adds or replaces a quota (watch event). An unchanged quota (an event for an annotation the
+    /// ledger does not read, such as the usage write-back's own) keeps the tree.
     pub fn upsert_quota(&self, spec: QuotaSpec) {
         let mut s = self.lock();
         let entry = s.quotas.entry(spec.info.name.clone()).or_default();
+        if entry.contains(&spec) {
+            return;
+        }
         entry.retain(|q| q.info.namespace != spec.info.namespace);
         entry.push(spec);
         s.topology = None;
@@ -688,6 +707,7 @@ impl Ledger {
     /// Removes a quota (watch event).
     pub fn delete_quota(&self, name: &str, namespace: &str) {
         let mut s = self.lock();
+        s.shown.remove(&(namespace.to_owned(), name.to_owned()));
         if let Some(v) = s.quotas.get_mut(name) {
             v.retain(|q| q.info.namespace != namespace);
             if v.is_empty() {
@@ -906,6 +926,73 @@ impl Ledger {
         s.uncountable.get(quota).copied().unwrap_or(0)
     }
 
+    /// Records what a quota's `child-request` annotation holds ("" when absent): from its watch
+    /// event, or after a write-back succeeded (before its event arrives).
+    pub fn observe_shown(&self, namespace: &str, name: &str, value: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut s = self.lock();
+        if value.is_empty() {
+            s.shown.remove(&key);
+        } else {
+            s.shown.insert(key, value.to_owned());
+        }
+    }
+
+    /// Up to `max` quotas whose `child-request` annotation differs from their subtree's usage
+    /// (admitted pods and outstanding reservations, after expiring those past their TTL), in
+    /// (namespace, name) order starting after `after` and wrapping round, so that when more
+    /// than `max` change, each still gets its turn. Left out: the quotas admission never checks
+    /// (root, system, default), names held by several quotas (PV-4 refuses them) and quotas with
+    /// pods whose amounts cannot be counted (their usage is unknown). No usage and no annotation
+    /// count as equal.
+    pub fn usage_writes(
+        &self,
+        now: Instant,
+        after: Option<&PodKey>,
+        max: usize,
+    ) -> Vec<UsageWrite> {
+        let mut s = self.lock();
+        s.expire(now);
+        s.topology();
+        let mut due: Vec<UsageWrite> = s
+            .quotas
+            .iter()
+            .filter(|(name, specs)| {
+                specs.len() == 1
+                    && !UNCHECKED.contains(&name.as_str())
+                    && !s.uncountable.contains_key(*name)
+            })
+            .filter_map(|(name, specs)| {
+                let namespace = &specs.first()?.info.namespace;
+                let used: Amounts = s
+                    .subtree
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, a)| a.milli != 0)
+                    .map(|(k, a)| (k.clone(), *a))
+                    .collect();
+                let value = admission_kit::resources::amounts_json(&used);
+                let shown = s
+                    .shown
+                    .get(&(namespace.clone(), name.clone()))
+                    .map_or("{}", String::as_str);
+                (shown != value).then(|| UsageWrite {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    value,
+                })
+            })
+            .collect();
+        due.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let start = after.map_or(0, |(ns, n)| {
+            due.partition_point(|w| (&w.namespace, &w.name) <= (ns, n))
+        });
+        due.rotate_left(start);
+        due.truncate(max);
+        due
+    }
+
     /// Outstanding reservations (metrics, tests).
     pub fn reservations(&self) -> usize {
         self.lock().reservations.len()
@@ -996,6 +1083,92 @@ mod tests {
         let s = l.stats();
         assert_eq!((s.expired, s.reservations), (1, 1));
         assert_eq!(s.usage[0].used, 1.0);
+    }
+
+    fn keys(w: &[UsageWrite]) -> Vec<(&str, &str)> {
+        w.iter()
+            .map(|w| (w.name.as_str(), w.value.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn usage_writes_show_each_changed_subtree_once_in_turn() {
+        let l = Ledger::new(Duration::from_millis(10));
+        l.upsert_quota(quota("p", None, 8));
+        l.upsert_quota(quota("c", Some("p"), 4));
+        let now = Instant::now();
+        assert!(
+            l.usage_writes(now, None, 10).is_empty(),
+            "no usage, no annotation"
+        );
+        assert_eq!(
+            l.admit("ns", "a", "c", &cpu(3), false, now),
+            Admission::Allowed
+        );
+        let due = l.usage_writes(now, None, 10);
+        assert_eq!(
+            keys(&due),
+            [("c", r#"{"cpu":"3"}"#), ("p", r#"{"cpu":"3"}"#)],
+            "the reservation counts, up the chain"
+        );
+        // Two changed, one write per round: the next round starts after the last one written.
+        assert_eq!(
+            keys(&l.usage_writes(now, None, 1)),
+            [("c", r#"{"cpu":"3"}"#)]
+        );
+        let after = ("ns".to_owned(), "c".to_owned());
+        assert_eq!(
+            keys(&l.usage_writes(now, Some(&after), 1)),
+            [("p", r#"{"cpu":"3"}"#)]
+        );
+        let after = ("ns".to_owned(), "p".to_owned());
+        assert_eq!(
+            keys(&l.usage_writes(now, Some(&after), 1)),
+            [("c", r#"{"cpu":"3"}"#)],
+            "wraps round"
+        );
+        for w in &due {
+            l.observe_shown(&w.namespace, &w.name, &w.value);
+        }
+        assert!(l.usage_writes(now, None, 10).is_empty(), "shown already");
+        // The pod never appears: once its reservation expires, the usage shown goes back to none.
+        let later = now + Duration::from_millis(20);
+        assert_eq!(
+            keys(&l.usage_writes(later, None, 10)),
+            [("c", "{}"), ("p", "{}")]
+        );
+        l.observe_shown("ns", "c", "");
+        l.observe_shown("ns", "p", "");
+        assert!(l.usage_writes(later, None, 10).is_empty());
+    }
+
+    #[test]
+    fn usage_writes_leave_out_unknown_usage_duplicates_and_unchecked_quotas() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 4));
+        l.upsert_quota(QuotaSpec::simple("dup", "a", None, cpu(4)));
+        l.upsert_quota(QuotaSpec::simple("dup", "b", None, cpu(4)));
+        l.upsert_quota(quota(tree::keys::DEFAULT, None, 4));
+        l.observe_pod("ns", "x", "q", cpu(1));
+        l.observe_pod("a", "y", "dup", cpu(1));
+        l.observe_pod("ns", "z", tree::keys::DEFAULT, cpu(1));
+        assert_eq!(
+            keys(&l.usage_writes(Instant::now(), None, 10)),
+            [("q", r#"{"cpu":"1"}"#)]
+        );
+        l.observe_pod_usage("ns", "w", "q", Err("cpu: too large".into()));
+        assert!(l.usage_writes(Instant::now(), None, 10).is_empty());
+    }
+
+    #[test]
+    fn an_unchanged_quota_keeps_the_tree() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 4));
+        let built = l.stats().rebuilds;
+        l.upsert_quota(quota("q", None, 4));
+        assert_eq!(l.stats().rebuilds, built);
+        l.upsert_quota(quota("q", None, 5));
+        assert_eq!(l.stats().rebuilds, built + 1);
     }
 
     #[test]

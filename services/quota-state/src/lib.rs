@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod synthetic;
 pub mod tree;
 pub mod types;
+pub mod usage;
 
 /// Generated gRPC types and service (`proto/quota_state.proto`).
 #[allow(missing_docs, clippy::all)]

@@ -84,6 +84,18 @@ struct Args {
     /// Outstanding reservations allowed in all.
     #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS", default_value_t = ReservationLimits::default().total)]
     max_reservations: usize,
+    /// Seconds between usage write-back rounds: the serving replica writes each quota's usage
+    /// (admitted pods and reservations) to its `child-request` annotation, at most once a round
+    /// and only when it changed. 0 turns the write-back off.
+    #[arg(long, env = "QUOTA_STATE_USAGE_WRITE_INTERVAL", default_value_t = 10)]
+    usage_write_interval_secs: u64,
+    /// Quotas written per round at most (the rest wait for the next rounds, in turn).
+    #[arg(
+        long,
+        env = "QUOTA_STATE_USAGE_WRITES_PER_ROUND",
+        default_value_t = 100
+    )]
+    usage_writes_per_round: usize,
     /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
     /// of watching a cluster (nothing is then rebuilt after a restart). Needs
     /// `--insecure-plaintext`.
@@ -170,6 +182,8 @@ async fn main() -> anyhow::Result<()> {
         Policy::Anyone
     };
     let leader = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    // SERVING: initial lists in, leader, certificate loaded (set below).
+    let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
         quota_state::synthetic::fill(&ledger, args.synthetic_quotas, args.synthetic_pods);
         let done = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -208,6 +222,18 @@ async fn main() -> anyhow::Result<()> {
                 }
             });
         }
+        if args.usage_write_interval_secs > 0 {
+            tokio::spawn(quota_state::usage::run(
+                client.clone(),
+                ledger.clone(),
+                quota_state::usage::WriteBack {
+                    interval: Duration::from_secs(args.usage_write_interval_secs),
+                    per_round: args.usage_writes_per_round.max(1),
+                },
+                metrics.clone(),
+                serving_flag.clone(),
+            ));
+        }
         quota_state::feed::start(client, ledger.clone())
     };
     let leading = leader.clone();
@@ -217,7 +243,6 @@ async fn main() -> anyhow::Result<()> {
         .await;
     // SERVING only while the initial lists are in and this replica leads; calls are answered
     // only then.
-    let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = serving_flag.clone();
     let gauge = metrics.serving.clone();
     tokio::spawn(async move {

@@ -38,6 +38,10 @@ pub struct Metrics {
     /// Each quota's subtree usage and limit, per resource, in units.
     used: GaugeVec,
     limit: GaugeVec,
+    /// Usage write-back rounds run (by the leader), and the annotation writes by result.
+    pub usage_rounds: IntCounter,
+    /// `ok` and `error` writes of the `child-request` annotation.
+    pub usage_writes: IntCounterVec,
 }
 
 impl Metrics {
@@ -115,8 +119,21 @@ impl Metrics {
             ),
             &["quota", "resource"],
         )?;
+        let usage_rounds = IntCounter::new(
+            "quota_state_usage_write_rounds_total",
+            "Usage write-back rounds run by the leader (each writes a quota at most once).",
+        )?;
+        let usage_writes = IntCounterVec::new(
+            Opts::new(
+                "quota_state_usage_writes_total",
+                "Writes of a quota's usage to its child-request annotation, by result (ok, error).",
+            ),
+            &["result"],
+        )?;
         for c in [
             Box::new(calls.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(usage_rounds.clone()),
+            Box::new(usage_writes.clone()),
             Box::new(refused.clone()),
             Box::new(reservations.clone()),
             Box::new(serving.clone()),
@@ -150,6 +167,8 @@ impl Metrics {
             rebuild_seconds,
             used,
             limit,
+            usage_rounds,
+            usage_writes,
         })
     }
 

@@ -97,6 +97,8 @@ pub struct WatchSpec {
     pub only: Option<(&'static str, &'static str)>,
     /// Not watched when this service option is set (another service answers those lookups).
     pub unless: Option<&'static str>,
+    /// Keep only metadata (a metadata-only watch): the rules read nothing else of this kind.
+    pub metadata_only: bool,
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -250,41 +252,49 @@ impl App {
         self
     }
 
-    /// Declares that rules read objects of kind `K` from the cluster state.
-    pub fn watch<K: Resource<DynamicType = ()>>(mut self) -> Self {
+    fn with_watch<K: Resource<DynamicType = ()>>(
+        mut self,
+        only: Option<(&'static str, &'static str)>,
+        unless: Option<&'static str>,
+        metadata_only: bool,
+    ) -> Self {
         self.watches.push(WatchSpec {
             resource: ApiResource::erase::<K>(&()),
-            only: None,
-            unless: None,
+            only,
+            unless,
+            metadata_only,
         });
         self
+    }
+
+    /// Declares that rules read objects of kind `K` from the cluster state.
+    pub fn watch<K: Resource<DynamicType = ()>>(self) -> Self {
+        self.with_watch::<K>(None, None, false)
+    }
+
+    /// As [`App::watch`] for a kind whose rules read only metadata (names, labels, annotations):
+    /// the watch asks the API server for metadata alone and the cache holds nothing else, so a
+    /// cluster's Pods or Nodes (the largest objects, and the most) cost a fraction of their full
+    /// size. A rule reading anything else of such an object would find it empty.
+    pub fn watch_metadata<K: Resource<DynamicType = ()>>(self) -> Self {
+        self.with_watch::<K>(None, None, true)
     }
 
     /// As [`App::watch`], but only while the service option `option` is empty: when it is set,
     /// the lookups of kind `K` are answered elsewhere (scheduling-webhook's quota lookups go to
     /// quota-state), and a cache of them would only cost memory.
-    pub fn watch_unless<K: Resource<DynamicType = ()>>(mut self, option: &'static str) -> Self {
-        self.watches.push(WatchSpec {
-            resource: ApiResource::erase::<K>(&()),
-            only: None,
-            unless: Some(option),
-        });
-        self
+    pub fn watch_unless<K: Resource<DynamicType = ()>>(self, option: &'static str) -> Self {
+        self.with_watch::<K>(None, Some(option), false)
     }
 
     /// Declares that rules read one object of kind `K`, whose namespace and name are the values of
     /// the service options `namespace_option` and `name_option`: only it is watched.
     pub fn watch_one<K: Resource<DynamicType = ()>>(
-        mut self,
+        self,
         namespace_option: &'static str,
         name_option: &'static str,
     ) -> Self {
-        self.watches.push(WatchSpec {
-            resource: ApiResource::erase::<K>(&()),
-            only: Some((namespace_option, name_option)),
-            unless: None,
-        });
-        self
+        self.with_watch::<K>(Some((namespace_option, name_option)), None, false)
     }
 
     /// Restricts the endpoint added last to objects whose label `key` has one of `values`.

@@ -271,6 +271,13 @@ pub fn canonical_json(rl: &ResourceList) -> String {
     serde_json::to_string(&m).unwrap_or_default()
 }
 
+/// Amounts as compact JSON with sorted keys and canonical quantities: the shape of Koordinator's
+/// `child-request` annotation.
+pub fn amounts_json(a: &Amounts) -> String {
+    let m: BTreeMap<&str, String> = a.iter().map(|(k, v)| (k.as_str(), v.canonical())).collect();
+    serde_json::to_string(&m).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

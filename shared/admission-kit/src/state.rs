@@ -9,11 +9,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::app::WatchSpec;
 
@@ -251,6 +252,37 @@ impl ClusterState for StaticState {
     }
 }
 
+/// The API of `ar` objects in `namespace`, or in all namespaces.
+fn api_for<K>(client: &Client, namespace: Option<&str>, ar: &ApiResource) -> Api<K>
+where
+    K: Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+        None => Api::all_with(client.clone(), ar),
+    }
+}
+
+/// A metadata-only watch event as the object of its kind with no fields beyond metadata, so that
+/// the store and the lookups stay one type (and typed reads of it see the right kind).
+fn metadata_event(
+    e: watcher::Event<PartialObjectMeta<DynamicObject>>,
+    types: &kube::core::TypeMeta,
+) -> watcher::Event<DynamicObject> {
+    let object = |p: PartialObjectMeta<DynamicObject>| DynamicObject {
+        types: Some(types.clone()),
+        metadata: p.metadata,
+        data: serde_json::Value::Object(serde_json::Map::new()),
+    };
+    match e {
+        watcher::Event::Apply(p) => watcher::Event::Apply(object(p)),
+        watcher::Event::Delete(p) => watcher::Event::Delete(object(p)),
+        watcher::Event::InitApply(p) => watcher::Event::InitApply(object(p)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
 struct Watched {
     resource: ApiResource,
     store: Store<DynamicObject>,
@@ -283,7 +315,7 @@ impl WatchState {
             let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
             let store = writer.as_reader();
             let synced = Arc::new(AtomicBool::new(false));
-            let (api, config): (Api<DynamicObject>, watcher::Config) = match spec.only {
+            let (namespace, config) = match spec.only {
                 Some((ns_opt, name_opt)) => {
                     let ns = options.get(ns_opt).map(String::as_str).unwrap_or_default();
                     let name = options
@@ -291,18 +323,32 @@ impl WatchState {
                         .map(String::as_str)
                         .unwrap_or_default();
                     (
-                        Api::namespaced_with(client.clone(), ns, ar),
+                        Some(ns),
                         watcher::Config::default().fields(&format!("metadata.name={name}")),
                     )
                 }
-                None => (
-                    Api::all_with(client.clone(), ar),
-                    watcher::Config::default(),
-                ),
+                None => (None, watcher::Config::default()),
             };
             let kind = ar.kind.clone();
-            let stream = watcher(api, config)
+            let events = if spec.metadata_only {
+                let types = kube::core::TypeMeta {
+                    api_version: ar.api_version.clone(),
+                    kind: ar.kind.clone(),
+                };
+                watcher(
+                    api_for::<PartialObjectMeta<DynamicObject>>(&client, namespace, ar),
+                    config,
+                )
+                .map_ok(move |e| metadata_event(e, &types))
+                .boxed()
+            } else {
+                watcher(api_for::<DynamicObject>(&client, namespace, ar), config).boxed()
+            };
+            let stream = events
                 .default_backoff()
+                // No rule reads managedFields, and they are often the larger part of an object:
+                // the stores hold every Pod (or Node) of the cluster.
+                .modify(|o| o.managed_fields_mut().clear())
                 .reflect(writer)
                 .applied_objects();
             tokio::spawn(async move {

@@ -286,3 +286,17 @@ where
         }
     }
 }
+
+/// The value of a metric (summed over its label sets) on a metrics address; 0 when absent or
+/// unreachable.
+pub async fn metric(addr: &str, name: &str) -> f64 {
+    let body = testenv::system::http_get(addr, "/metrics")
+        .await
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    body.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter(|l| l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

@@ -112,6 +112,7 @@ async fn overlays_render_and_pass_server_dry_run() {
             assert!(kinds.iter().any(|x| x == k), "{name}: overlay has no {k}");
         }
         registered_as_served(&name, &text);
+        reachable_only_as_intended(&name, &text);
         // quota-state's gRPC is mutual TLS only, and the webhook calls it that way.
         if name == "quota-state" {
             assert!(
@@ -253,6 +254,45 @@ fn app_of(service: &str) -> Option<admission_kit::App> {
 
 /// Every endpoint is registered once, at its path, in the right configuration kind, with its
 /// failure policy, target and object selector.
+/// The service's NetworkPolicy: the metrics port only from Prometheus Pods, quota-state's gRPC
+/// port only from scheduling-webhook's, the webhook port from anywhere (the API server), and no
+/// rule without ports.
+fn reachable_only_as_intended(service: &str, rendered: &str) {
+    let peers = |rule: &serde_json::Value| -> Vec<String> {
+        rule["from"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|p| p["podSelector"]["matchLabels"]["app.kubernetes.io/name"].to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut seen = 0;
+    for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
+        let v = serde_json::Value::deserialize(doc).unwrap();
+        if v["kind"] != "NetworkPolicy" || v["metadata"]["name"] != service {
+            continue;
+        }
+        seen += 1;
+        for rule in v["spec"]["ingress"].as_array().unwrap() {
+            let ports = rule["ports"]
+                .as_array()
+                .expect("every rule names its ports");
+            for port in ports {
+                let from = peers(rule);
+                match port["port"].as_str().unwrap() {
+                    "metrics" => assert_eq!(from, [r#""prometheus""#], "{service}: metrics"),
+                    "grpc" => assert_eq!(from, [r#""scheduling-webhook""#], "{service}: grpc"),
+                    "webhook" => assert!(from.is_empty(), "{service}: the API server calls"),
+                    other => panic!("{service}: unexpected port {other}"),
+                }
+            }
+        }
+    }
+    assert_eq!(seen, 1, "{service}: one NetworkPolicy");
+}
+
 fn registered_as_served(service: &str, rendered: &str) {
     let Some(app) = app_of(service) else { return };
     let served = EndpointInfo::of(&app);

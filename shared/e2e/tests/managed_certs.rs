@@ -23,14 +23,14 @@ use admission_kit::mtls::Pki;
 use admission_kit::registration::{
     ClientTarget, EndpointInfo, Registration, configurations, only_namespace,
 };
-use e2e::{Env, eventually};
+use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
-use testenv::system::{Running, bin_dir_of_current_exe, check_binaries, http_get, http_status};
+use testenv::system::{Running, bin_dir_of_current_exe, check_binaries, http_status};
 
 const BIN: &str = "registry-webhook";
 
@@ -152,19 +152,6 @@ async fn ready(metrics: &str) {
         }
     })
     .await;
-}
-
-/// The value of a metric (summed over its label sets) on a metrics address.
-async fn metric(addr: &str, name: &str) -> f64 {
-    let body = http_get(addr, "/metrics")
-        .await
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    body.lines()
-        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-        .filter(|l| l[name.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// A policy the mutating webhook completes (PM-01) and the validating one admits.

@@ -1,5 +1,6 @@
 //! node-config-webhook through the real kube-apiserver: Node status amplification read back, an
-//! invalid ratio refused, the SLO ConfigMap checked, and each webhook's own failure policy when
+//! invalid ratio refused, the SLO ConfigMap checked (CM-7 against a Node from the service's
+//! metadata-only Node cache), and each webhook's own failure policy when
 //! the service is down (Ignore for node status, Fail for the ConfigMap).
 
 use std::time::Duration;
@@ -158,6 +159,43 @@ async fn slo_configmap_is_checked_and_refused_when_the_service_is_down() {
                                           "system-config": "{\"clusterStrategy\": {\"minFreeKbytesFactor\": 100}}"}),
     );
     cms.create(&PostParams::default(), &good).await.unwrap();
+
+    // CM-7 from the service's Node cache (metadata only): a Node whose labels match two
+    // strategies of the new config is named in the refusal.
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let (a, b) = (format!("a-{}", env.ns), format!("b-{}", env.ns));
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": format!("n-{}", env.ns), "labels": {&a: "1", &b: "1"}},
+        "status": {"capacity": {"cpu": "8"}, "images": [{"names": ["registry.example.com/big:1"], "sizeBytes": 1}]}
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    let strategies = json!({"enable": true, "nodeConfigs": [
+        {"name": "s1", "nodeSelector": {"matchLabels": {&a: "1"}}},
+        {"name": "s2", "nodeSelector": {"matchLabels": {&b: "1"}}}
+    ]});
+    let conflicting = slo_configmap(&env, json!({"colocation-config": strategies.to_string()}));
+    let want = format!(
+        r#"{{"config":"colocation-config","strategies":["s1","s2"],"exampleNodes":["n-{}"]}}"#,
+        env.ns
+    );
+    eventually(Duration::from_secs(30), || async {
+        match cms
+            .patch(
+                "slo-controller-config",
+                &PatchParams {
+                    dry_run: true,
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(json!({"data": conflicting.data})),
+            )
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.message.contains(&want) => Ok(()),
+            other => Err(format!("no CM-7 refusal yet: {:?}", other.map(|c| c.data))),
+        }
+    })
+    .await;
 
     // Service down: the Fail webhook refuses ConfigMap changes.
     hook.stop().await;

@@ -1,7 +1,8 @@
 //! scheduling-webhook with quota-state through the real kube-apiserver: every quota question goes
 //! over gRPC to quota-state, which reserves atomically; 200 pods created at once against a quota
 //! of 100 CPUs end with exactly 100 admitted; a refused pod fits once another is deleted;
-//! quota-state restarted rebuilds its usage; the tree invariants hold on create, update, delete.
+//! quota-state restarted rebuilds its usage; the tree invariants hold on create, update, delete;
+//! PB reads the bound pod from the service's metadata-only Pod cache.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -389,4 +390,85 @@ async fn quota_tree_invariants_and_colocation_profile() {
     );
     let stored = pods.create(&PostParams::default(), &p).await.unwrap();
     assert_eq!(stored.metadata.labels.unwrap()["colocated"], "true");
+}
+
+/// PB from the service's Pod cache (metadata only): binding a pod is refused for a user not in
+/// the allowed list, unless the bound pod carries a bypass label, which the cache must hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_binding_reads_the_bound_pod_from_the_cache() {
+    let env = Env::new("e2e-binding").await;
+    let mut app = scheduling_webhook::app();
+    app.gates.apply("BindingAdmissionWebhook=true").unwrap();
+    env.install_crds(&app).await;
+    let mut options = app.default_options();
+    options.insert(
+        "binding-admission-user-name",
+        "system:kube-scheduler".into(),
+    );
+    options.insert("binding-admission-namespaces", env.ns.clone());
+    options.insert(
+        "binding-admission-bypass-labels",
+        "example.com/bind-freely".into(),
+    );
+    let hook = Webhook::start_with(&app, &env.client, options).await;
+    env.register("scheduling", &app, &hook, None, 10).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let plain = |name: &str, labels: serde_json::Value| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1"}]}
+        }))
+        .unwrap()
+    };
+    let bind = |name: &str| {
+        let pods = pods.clone();
+        let name = name.to_owned();
+        async move {
+            let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                                 "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+            pods.create_subresource::<_, serde_json::Value>(
+                "binding",
+                &name,
+                &PostParams::default(),
+                &binding,
+            )
+            .await
+        }
+    };
+    pods.create(&PostParams::default(), &plain("held", json!({})))
+        .await
+        .unwrap();
+    let msg = eventually(Duration::from_secs(30), || async {
+        match bind("held").await {
+            Err(kube::Error::Api(e)) => Ok(e.message),
+            Ok(_) => Err("bound".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
+    assert!(
+        msg.contains("binding denied: username is not in the allowed list"),
+        "{msg}"
+    );
+    pods.create(
+        &PostParams::default(),
+        &plain("free", json!({"example.com/bind-freely": "yes"})),
+    )
+    .await
+    .unwrap();
+    // Bound once the pod (its labels) is in the cache.
+    eventually(Duration::from_secs(30), || async {
+        bind("free").await.map(|_| ()).map_err(|e| e.to_string())
+    })
+    .await;
+    assert_eq!(
+        pods.get("free")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .as_deref(),
+        Some("node-1")
+    );
 }

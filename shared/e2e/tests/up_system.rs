@@ -3,16 +3,21 @@
 //! through the real API server: 200 pods created at once against 100 CPUs end with exactly 100
 //! admitted; a pod asking for 9.2e15 CPUs is refused naming the value, and the full quota keeps
 //! refusing; a refused pod fits once another is deleted; quota-state killed refuses (fail
-//! closed), restarted rebuilds its usage from the cluster and admits again; its gRPC port
+//! closed), restarted rebuilds its usage from the cluster and admits again; the usage is written
+//! back to the quota's `child-request` annotation in rounds (never one write per pod); its gRPC port
 //! refuses every call without scheduling-webhook's client certificate, and a negative amount.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e::{Env, eventually};
+use e2e::{Env, eventually, metric};
+use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use quota_state::proto::quota_state_client::QuotaStateClient;
+use quota_state::tree::keys::CHILD_REQUEST;
 use serde_json::json;
 use testenv::system::{Options, bin_dir_of_current_exe, check_binaries, spawn_quota_state};
 
@@ -90,6 +95,14 @@ async fn quota_through_both_services_started_as_up_does() {
     })
     .await;
 
+    // Every change of the quota's usage annotation, as a watch sees it.
+    let shown = Arc::new(Mutex::new(Vec::<String>::new()));
+    let watching = tokio::spawn(watch_usage(
+        quotas.clone(),
+        quota_name.clone(),
+        shown.clone(),
+    ));
+
     let results = join_all((0..200).map(|i| {
         let (pods, q) = (pods.clone(), quota_name.clone());
         async move {
@@ -105,6 +118,41 @@ async fn quota_through_both_services_started_as_up_does() {
         .collect();
     let first_refusal = results.iter().find_map(|r| r.as_ref().err());
     assert_eq!(admitted.len(), 100, "first refusal: {first_refusal:?}");
+    // The usage is written back to the quota's child-request annotation in rounds, never once
+    // per pod: each round writes a quota at most once.
+    let qs_metrics = system
+        .quota_state
+        .as_ref()
+        .unwrap()
+        .1
+        .metrics
+        .clone()
+        .unwrap();
+    eventually(Duration::from_secs(30), || async {
+        let q = quotas.get(&quota_name).await.map_err(|e| e.to_string())?;
+        match q
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(CHILD_REQUEST)
+        {
+            Some(v) if v == r#"{"cpu":"100"}"# => Ok(()),
+            other => Err(format!("child-request: {other:?}")),
+        }
+    })
+    .await;
+    let rounds = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
+    let changes = shown.lock().unwrap().len();
+    eprintln!(
+        "usage write-back: {changes} annotation changes for 100 admitted pods in {rounds} rounds"
+    );
+    assert!(
+        changes >= 1 && changes as f64 <= rounds,
+        "{changes} changes in {rounds} rounds: {:?}",
+        shown.lock().unwrap()
+    );
+    watching.abort();
+
     let msg = refusal(&pods, &pod("late", &quota_name, 1)).await.unwrap();
     assert!(
         msg.contains(&format!(
@@ -213,6 +261,27 @@ async fn quota_through_both_services_started_as_up_does() {
         .map_err(|e| e.to_string())
     })
     .await;
+}
+
+/// Appends each new value of `name`'s child-request annotation to `shown`.
+async fn watch_usage(quotas: Api<DynamicObject>, name: String, shown: Arc<Mutex<Vec<String>>>) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut last = None;
+    let mut events = std::pin::pin!(watcher::watcher(quotas, config).applied_objects());
+    while let Some(Ok(q)) = events.next().await {
+        let v = q
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(CHILD_REQUEST)
+            .cloned();
+        if v != last {
+            if let Some(v) = &v {
+                shown.lock().unwrap().push(v.clone());
+            }
+            last = v;
+        }
+    }
 }
 
 /// A client of the real quota-state binary presenting `client` (or no certificate).

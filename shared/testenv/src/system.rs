@@ -45,6 +45,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The process id (footprint measurements read `/proc/<pid>`).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `cmd`, its stdout and stderr appended to `log`.
     pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Result<Self, SystemError> {
         let logf = std::fs::OpenOptions::new()
@@ -198,6 +203,8 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
         ])
         .args(["--ca-bundle-propagation", "2s", "--lease-duration", "3s"])
         .args(["--cert-check-interval", "1s"])
+        // Usage shown on the quotas within a second (10 s in a cluster).
+        .args(["--usage-write-interval-secs", "1"])
         .arg("--namespace")
         .arg(&o.namespace)
         .arg("--lease-namespace")

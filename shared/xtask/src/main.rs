@@ -1,14 +1,18 @@
-//! `cargo xtask`: the project's two set-up commands and the tool build.
+//! `cargo xtask`: the project's set-up commands, the tool build and the footprint measurement.
 //!
 //! - `cargo xtask up`: a real control plane, every webhook service, their webhook
 //!   configurations and the sample objects; runs until Ctrl-C.
 //! - `cargo xtask test`: builds the control-plane binaries if needed, then fmt check, clippy and
 //!   every test (unit, fixture, server, end-to-end through the real API server).
 //! - `cargo xtask tools`: builds kube-apiserver, etcd and kustomize with Go (cached by version).
+//! - `cargo xtask footprint`: each service's memory and CPU on a real control plane under pods
+//!   and nodes (the Deployments' requests and limits come from it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+
+mod footprint;
 
 use admission_kit::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
@@ -17,7 +21,10 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Project commands: up, test, tools.")]
+#[command(
+    name = "cargo xtask",
+    about = "Project commands: up, test, tools, footprint."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -32,6 +39,19 @@ enum Cmd {
     Test,
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
     Tools,
+    /// Measure each service's memory and CPU on a real control plane while pods and nodes go
+    /// through the webhooks (the figures behind the Deployments' requests and limits).
+    Footprint {
+        /// Pods to create, spread over ten quota namespaces.
+        #[arg(long, default_value_t = 5000)]
+        pods: usize,
+        /// Nodes to create and heartbeat once.
+        #[arg(long, default_value_t = 200)]
+        nodes: usize,
+        /// Cargo profile of the measured binaries (`image` is what the images ship).
+        #[arg(long, default_value = "image")]
+        profile: String,
+    },
 }
 
 fn root() -> PathBuf {
@@ -64,6 +84,11 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Test => test(),
+        Cmd::Footprint {
+            pods,
+            nodes,
+            profile,
+        } => footprint(pods, nodes, &profile),
         Cmd::Up => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -218,6 +243,33 @@ async fn create(
         Err(kube::Error::Api(e)) => Ok(Err(e.message)),
         Err(e) => Err(e.into()),
     }
+}
+
+fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
+    let bins = tools()?;
+    let svcs = services()?;
+    let mut build = cargo();
+    build.args(["build", "--profile", profile]);
+    for s in &svcs {
+        build.args(["-p", s]);
+    }
+    run(
+        build,
+        &format!("cargo build --profile {profile} (services)"),
+    )?;
+    // Cargo's directory for a profile: `dev` builds into debug.
+    let dir = if profile == "dev" { "debug" } else { profile };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("runtime")?
+        .block_on(footprint::run(
+            &bins,
+            root().join("target").join(dir),
+            svcs,
+            pods,
+            nodes,
+        ))
 }
 
 async fn up() -> Result<()> {
