@@ -3,6 +3,7 @@
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use std::io::IsTerminal as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -63,7 +64,15 @@ impl Telemetry {
                 .with_span_list(false)
                 .with_writer(writer)
                 .boxed(),
-            LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
+            // Colour only for a person at a terminal: in a file or a log pipeline the escape
+            // codes are noise.
+            LogFormat::Text => tracing_subscriber::fmt::layer()
+                .with_ansi(match target {
+                    LogTarget::Stdout => std::io::stdout().is_terminal(),
+                    LogTarget::Stderr => std::io::stderr().is_terminal(),
+                })
+                .with_writer(writer)
+                .boxed(),
         };
         let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")
             .is_some_and(|v| !v.is_empty())

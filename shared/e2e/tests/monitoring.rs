@@ -268,6 +268,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
         namespace_selector: admission_kit::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
         namespace: env.ns.clone(),
+        port_base: None,
     };
     let system = testenv::system::start(&env.client, &opts).await.unwrap();
     // Prometheus scrapes each service as the PodMonitor does: job = the service's name.

@@ -58,6 +58,7 @@ async fn quota_through_both_services_started_as_up_does() {
         namespace_selector: admission_kit::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
         namespace: env.ns.clone(),
+        port_base: None,
     };
     let mut system = testenv::system::start(&env.client, &opts).await.unwrap();
     assert_eq!(system.webhooks.len(), 1, "scheduling-webhook serves");

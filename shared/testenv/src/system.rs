@@ -119,6 +119,27 @@ pub struct Options {
     /// Namespace of quota-state's leader Lease and of each webhook's managed certificate
     /// Secret and writer Lease.
     pub namespace: String,
+    /// Fixed ports from this one on (quota-state's gRPC and metrics ports first, then each
+    /// webhook's webhook and metrics ports, in `services` order); free ports when `None`.
+    pub port_base: Option<u16>,
+}
+
+/// Hands out the fixed ports of [`Options::port_base`] in turn, or free ones.
+struct Ports(Option<u16>);
+
+impl Ports {
+    fn next(&mut self) -> Result<u16, SystemError> {
+        match &mut self.0 {
+            Some(p) => {
+                let port = *p;
+                *p = p
+                    .checked_add(1)
+                    .ok_or_else(|| SystemError::Invalid("port base too high".into()))?;
+                Ok(port)
+            }
+            None => free_port().map_err(|e| SystemError::Invalid(e.to_string())),
+        }
+    }
 }
 
 /// The started services.
@@ -186,10 +207,14 @@ pub async fn quota_state_client_files(
 /// certificate of scheduling-webhook in [`QUOTA_STATE_CLIENT_SECRET`]); also used to restart it
 /// on the same address. Its probes and metrics on a free port, named in the log.
 pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError> {
+    let mport = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
+    spawn_quota_state_on(o, port, mport)
+}
+
+fn spawn_quota_state_on(o: &Options, port: u16, mport: u16) -> Result<Running, SystemError> {
     let log = o.dir.join("quota-state.log");
     let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let err = logf.try_clone().map_err(io("log file"))?;
-    let mport = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
     let child = Command::new(o.bin_dir.join("quota-state"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
@@ -222,15 +247,14 @@ pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError>
     })
 }
 
-/// Starts every service of `o.services` and registers the webhooks. quota-state's readiness is
-/// not awaited: the webhook answers per `--quota-unavailable` until it is.
+/// Starts every service of `o.services` and registers the webhooks. Every webhook service's
+/// CRDs (from `<bin> crd`) are applied first, so no service starts watching a kind that does not
+/// exist yet (quota-state watches the ElasticQuotas scheduling-webhook defines). quota-state's
+/// readiness is not awaited: the webhook answers per `--quota-unavailable` until it is.
 pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemError> {
     let mut system = System::default();
-    if o.services.iter().any(|s| s == "quota-state") {
-        let port = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
-        let r = spawn_quota_state(o, port)?;
-        system.quota_state = Some((format!("https://127.0.0.1:{port}"), r));
-    }
+    let mut ports = Ports(o.port_base);
+    let mut webhooks = Vec::new();
     for svc in o.services.iter().filter(|s| *s != "quota-state") {
         let bin = o.bin_dir.join(svc);
         let endpoints = Command::new(&bin)
@@ -248,10 +272,15 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
         if crd.status.success() {
             apply_crds(client, &String::from_utf8_lossy(&crd.stdout)).await?;
         }
-        let (port, mport) = (
-            free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
-            free_port().map_err(|e| SystemError::Invalid(e.to_string()))?,
-        );
+        webhooks.push((svc, bin, endpoints));
+    }
+    if o.services.iter().any(|s| s == "quota-state") {
+        let (port, mport) = (ports.next()?, ports.next()?);
+        let r = spawn_quota_state_on(o, port, mport)?;
+        system.quota_state = Some((format!("https://127.0.0.1:{port}"), r));
+    }
+    for (svc, bin, endpoints) in webhooks {
+        let (port, mport) = (ports.next()?, ports.next()?);
         let log = o.dir.join(format!("{svc}.log"));
         let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
         let err = logf.try_clone().map_err(io("log file"))?;

@@ -264,6 +264,7 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
             go.env("GOCACHE", base.join("gocache"));
         }
     }
+    let started = std::time::Instant::now();
     let status = go
         .current_dir(module)
         .args(["build", "-trimpath"])
@@ -285,5 +286,11 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
             code: status.code(),
         });
     }
-    std::fs::rename(&tmp, out).map_err(|e| ToolsError::Io(out.display().to_string(), e))
+    std::fs::rename(&tmp, out).map_err(|e| ToolsError::Io(out.display().to_string(), e))?;
+    eprintln!(
+        "built {} in {:.0} s",
+        tool.name,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

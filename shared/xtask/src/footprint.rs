@@ -147,6 +147,7 @@ pub async fn run(
         namespace_selector: admission_kit::registration::all_namespaces_except(&["kube-system"]),
         name_suffix: String::new(),
         namespace: "default".into(),
+        port_base: None,
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

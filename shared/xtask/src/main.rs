@@ -30,11 +30,27 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// `cargo xtask up` options.
+#[derive(clap::Args, Debug, Default)]
+struct UpArgs {
+    /// Only these services (comma-separated; all by default). scheduling-webhook without
+    /// quota-state evaluates quotas in-process from its own watches.
+    #[arg(long, value_delimiter = ',')]
+    services: Vec<String>,
+    /// Fixed ports from this one on: quota-state's gRPC and metrics ports, then each webhook's
+    /// webhook and metrics ports, in name order (free ports when not given).
+    #[arg(long)]
+    port_base: Option<u16>,
+    /// Do not create the services' sample objects.
+    #[arg(long)]
+    no_samples: bool,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Start etcd + kube-apiserver, every webhook service and its webhooks, apply the samples,
     /// and run until Ctrl-C.
-    Up,
+    Up(UpArgs),
     /// Build the tools if needed, then run fmt check, clippy and every test.
     Test,
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
@@ -58,10 +74,33 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Cargo, in the environment the user's own `cargo` commands see. `cargo run` hands xtask the
+/// variables of xtask's package (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …); ring's build script
+/// tracks some of them, so passing them on made every switch between `cargo xtask …` and plain
+/// `cargo test` rebuild ring and the 21 crates above it.
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(root());
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(is_package_variable) {
+            c.env_remove(key);
+        }
+    }
     c
+}
+
+/// The variables `cargo run` sets for the package it runs (not cargo's own configuration).
+fn is_package_variable(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_")
+        || matches!(
+            key,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+        )
 }
 
 fn tools() -> Result<testenv::Binaries> {
@@ -89,11 +128,11 @@ fn main() -> ExitCode {
             nodes,
             profile,
         } => footprint(pods, nodes, &profile),
-        Cmd::Up => tokio::runtime::Builder::new_multi_thread()
+        Cmd::Up(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .context("runtime")
-            .and_then(|rt| rt.block_on(up())),
+            .and_then(|rt| rt.block_on(up(args))),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -272,15 +311,30 @@ fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
         ))
 }
 
-async fn up() -> Result<()> {
+async fn up(args: UpArgs) -> Result<()> {
+    let started = Instant::now();
     let bins = tools()?;
-    let svcs = services()?;
+    let all = services()?;
+    let svcs = if args.services.is_empty() {
+        all
+    } else {
+        if let Some(unknown) = args.services.iter().find(|s| !all.contains(s)) {
+            bail!(
+                "no service named {unknown}; the services are {}",
+                all.join(", ")
+            );
+        }
+        args.services.clone()
+    };
+    // The build `cargo xtask test` makes (`cargo test` unifies the dependencies' features over
+    // every package and its tests): switching between the two then compiles nothing.
     let mut build = cargo();
-    build.arg("build");
-    for s in &svcs {
-        build.args(["-p", s]);
-    }
-    run(build, "cargo build (webhook services)")?;
+    build.args(["test", "--workspace", "--no-run"]);
+    run(
+        build,
+        "cargo test --workspace --no-run (the services, as the tests build them)",
+    )?;
+    eprintln!("built after {:.0?}", started.elapsed());
     let mut cp = testenv::ControlPlane::start(&bins).await?;
     let client = cp.client().await?;
     let dir = cp.dir().to_path_buf();
@@ -297,49 +351,43 @@ async fn up() -> Result<()> {
         namespace_selector: all_namespaces_except(&["kube-system"]),
         name_suffix: String::new(),
         namespace: "default".into(),
+        port_base: args.port_base,
     };
     let system = testenv::system::start(&client, &opts).await?;
+    let metrics = |r: &testenv::system::Running| {
+        r.metrics
+            .as_deref()
+            .map(|m| format!("http://{m}/metrics"))
+            .unwrap_or_default()
+    };
     if let Some((url, r)) = &system.quota_state {
-        eprintln!("quota-state: gRPC on {url} (log {})", r.log.display());
+        println!(
+            "quota-state          gRPC {url}  metrics {}  log {}",
+            metrics(r),
+            r.log.display()
+        );
     }
     for (r, url, n) in &system.webhooks {
-        eprintln!(
-            "{}: serving {url} (log {}), {n} webhooks registered",
+        println!(
+            "{:<20} webhooks {url} ({n} registered)  metrics {}  log {}",
             r.name,
+            metrics(r),
             r.log.display()
         );
     }
     for s in &system.skipped {
         eprintln!("{s}: not a webhook service (no endpoint table); not started");
     }
-    // The API server picks up new webhook configurations asynchronously.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    for svc in &svcs {
-        for (file, obj) in samples(svc)? {
-            let name = format!(
-                "{}/{}",
-                obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("?"),
-                obj.metadata.name.as_deref().unwrap_or("?")
-            );
-            let expect_refusal = file.contains("refused");
-            // A refusal that depends on the watch cache (a just-created object) may need a moment.
-            let mut result = create(&client, &obj).await?;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while result.is_err() && !expect_refusal && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                result = create(&client, &obj).await?;
-            }
-            match result {
-                Ok(()) => println!("  admitted  {name}  ({file})"),
-                Err(reason) => println!(
-                    "  refused   {name}  ({file})\n            {}",
-                    reason.replace('\n', "\n            ")
-                ),
-            }
+    if !args.no_samples {
+        // The API server picks up new webhook configurations asynchronously.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for svc in &svcs {
+            apply_samples(&client, svc).await?;
         }
     }
     println!(
-        "\nThe control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
+        "\nUsable after {:.0?}. The control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
+        started.elapsed(),
         cp.kubeconfig.display()
     );
     shutdown_signal().await;
@@ -349,6 +397,33 @@ async fn up() -> Result<()> {
     );
     drop(system);
     cp.stop();
+    Ok(())
+}
+
+/// Creates a service's sample objects, printing each one's outcome.
+async fn apply_samples(client: &kube::Client, svc: &str) -> Result<()> {
+    for (file, obj) in samples(svc)? {
+        let name = format!(
+            "{}/{}",
+            obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("?"),
+            obj.metadata.name.as_deref().unwrap_or("?")
+        );
+        let expect_refusal = file.contains("refused");
+        // A refusal that depends on the watch cache (a just-created object) may need a moment.
+        let mut result = create(client, &obj).await?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while result.is_err() && !expect_refusal && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            result = create(client, &obj).await?;
+        }
+        match result {
+            Ok(()) => println!("  admitted  {name}  ({file})"),
+            Err(reason) => println!(
+                "  refused   {name}  ({file})\n            {}",
+                reason.replace('\n', "\n            ")
+            ),
+        }
+    }
     Ok(())
 }
 
