@@ -32,6 +32,9 @@ pub struct Tool {
     pub nosumdb: &'static str,
     /// Needs cgo (and so a C compiler): tilt's Starlark language server uses tree-sitter.
     pub cgo: bool,
+    /// Seconds its first build took on the 2-core development machine, module downloads
+    /// included (empty Go caches): the estimate printed before building.
+    pub cold_secs: u64,
 }
 
 /// Every tool the project runs.
@@ -43,6 +46,7 @@ pub const TOOLS: [Tool; 4] = [
         ldflags: "",
         nosumdb: "",
         cgo: false,
+        cold_secs: 49,
     },
     Tool {
         name: "kube-apiserver",
@@ -55,6 +59,7 @@ pub const TOOLS: [Tool; 4] = [
                   -X k8s.io/component-base/version.gitTreeState=clean",
         nosumdb: "",
         cgo: false,
+        cold_secs: 275,
     },
     Tool {
         name: "kustomize",
@@ -63,6 +68,7 @@ pub const TOOLS: [Tool; 4] = [
         ldflags: "",
         nosumdb: "",
         cgo: false,
+        cold_secs: 10,
     },
     Tool {
         name: "tilt",
@@ -71,6 +77,7 @@ pub const TOOLS: [Tool; 4] = [
         ldflags: "",
         nosumdb: "github.com/tilt-dev",
         cgo: true,
+        cold_secs: 249,
     },
 ];
 
@@ -224,12 +231,22 @@ pub fn locate() -> Result<Binaries, ToolsError> {
 /// Builds every missing tool from the wrapper modules under `go_root`
 /// (`shared/xtask/go`), then returns their paths.
 pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
-    for tool in &TOOLS {
-        let out = binary_path(tool);
-        if out.is_file() {
-            continue;
-        }
-        build(tool, &go_root.join(tool.name), &out)?;
+    let missing: Vec<&Tool> = TOOLS.iter().filter(|t| !binary_path(t).is_file()).collect();
+    if !missing.is_empty() {
+        let secs: u64 = missing.iter().map(|t| t.cold_secs).sum();
+        eprintln!(
+            "building {} with Go, once: about {} min on a 2-core machine with empty Go caches \
+             (less with Go's module and build caches warm)",
+            missing
+                .iter()
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+            secs.div_ceil(60)
+        );
+    }
+    for tool in missing {
+        build(tool, &go_root.join(tool.name), &binary_path(tool))?;
     }
     locate()
 }
@@ -248,9 +265,10 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
     // Build to a temporary name and rename: an interrupted build never counts as built.
     let tmp = dir.join(format!(".{}.partial", tool.name));
     eprintln!(
-        "building {} {} with Go from the module proxy (first time only; cached in {})",
+        "building {} {} with Go from the module proxy (about {} s; cached in {})",
         tool.name,
         tool.version,
+        tool.cold_secs,
         dir.display()
     );
     let mut go = Command::new("go");

@@ -9,10 +9,11 @@
 //!   and nodes (the Deployments' requests and limits come from it).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 mod footprint;
+mod runner;
 
 use admission_kit::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
@@ -52,7 +53,12 @@ enum Cmd {
     /// and run until Ctrl-C.
     Up(UpArgs),
     /// Build the tools if needed, then run fmt check, clippy and every test.
-    Test,
+    Test {
+        /// Test binaries run at once (the end-to-end ones mostly wait on their own control
+        /// plane, so a few side by side take the time of the longest).
+        #[arg(long, default_value_t = 3)]
+        jobs: usize,
+    },
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
     Tools,
     /// Measure each service's memory and CPU on a real control plane while pods and nodes go
@@ -122,7 +128,7 @@ fn main() -> ExitCode {
                 println!("promtool:       {}", p.promtool.display());
             }
         }),
-        Cmd::Test => test(),
+        Cmd::Test { jobs } => test(jobs),
         Cmd::Footprint {
             pods,
             nodes,
@@ -153,7 +159,7 @@ fn run(mut c: Command, what: &str) -> Result<()> {
 }
 
 /// The README's test command.
-fn test() -> Result<()> {
+fn test(jobs: usize) -> Result<()> {
     let started = Instant::now();
     tools()?;
     eprintln!("tools ready after {:.0?}", started.elapsed());
@@ -173,39 +179,31 @@ fn test() -> Result<()> {
         clippy,
         "cargo clippy --workspace --all-targets -- -D warnings",
     )?;
-    eprintln!("==> cargo test --workspace");
-    let mut t = cargo();
-    t.args(["test", "--workspace"]).stdout(Stdio::piped());
-    let mut child = t.spawn().context("cargo test")?;
-    let mut out = String::new();
-    if let Some(mut so) = child.stdout.take() {
-        use std::io::{BufRead, BufReader, Write};
-        let mut r = BufReader::new(&mut so);
-        let mut line = String::new();
-        while r.read_line(&mut line).unwrap_or(0) > 0 {
-            print!("{line}");
-            let _ = std::io::stdout().flush();
-            out.push_str(&line);
-            line.clear();
-        }
-    }
-    let status = child.wait()?;
-    let (mut passed, mut failed) = (0u64, 0u64);
-    for l in out.lines().filter(|l| l.starts_with("test result:")) {
-        let words: Vec<&str> = l.split_whitespace().collect();
-        for w in words.windows(2) {
-            match w[1].trim_end_matches(';') {
-                "passed" => passed += w[0].parse::<u64>().unwrap_or(0),
-                "failed" => failed += w[0].parse::<u64>().unwrap_or(0),
-                _ => {}
-            }
-        }
+    eprintln!("==> cargo test --workspace --no-run (every test binary, built once)");
+    let mut build = cargo();
+    build.args(["test", "--workspace", "--no-run"]);
+    let bins = runner::build(build)?;
+    eprintln!(
+        "==> {} test binaries, {jobs} at a time (tests built after {:.0?})",
+        bins.len(),
+        started.elapsed()
+    );
+    let mut totals = runner::run(bins, jobs, &root().join("target/xtask-test-times.json"));
+    eprintln!("==> cargo test --workspace --doc");
+    let mut doc = cargo();
+    doc.args(["test", "--workspace", "--doc"]);
+    let out = doc.output().context("cargo test --doc")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    print!("{text}");
+    runner::count(&text, &mut totals);
+    if !out.status.success() {
+        totals.failed_binaries.push("doc tests".into());
     }
     eprintln!("all checks took {:.0?}", started.elapsed());
-    // One closing line over every test binary (cargo's own last line is a doc-test summary).
-    println!("{passed} passed, {failed} failed");
-    if !status.success() {
-        bail!("cargo test failed ({status})");
+    // One closing line over every test binary.
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    if !totals.failed_binaries.is_empty() {
+        bail!("failed: {}", totals.failed_binaries.join(", "));
     }
     Ok(())
 }
