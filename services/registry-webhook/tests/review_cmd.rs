@@ -1,4 +1,5 @@
-//! `registry-webhook review`: bad input is a clear message on stderr and exit 2; `--state` takes
+//! `registry-webhook review`: bad input is a clear message on stderr naming where it came from,
+//! and exit 2 (a YAML manifest, a review of another kind than the endpoint serves); `--state` takes
 //! YAML as well as JSON.
 
 use std::io::Write as _;
@@ -53,7 +54,17 @@ fn malformed_input_exits_2_with_a_message() {
         (
             vec!["--path", BINDING, "/does/not/exist.json"],
             &b""[..],
-            "cannot read the review",
+            "cannot read the review from /does/not/exist.json",
+        ),
+        (
+            vec!["--path", BINDING],
+            &b"apiVersion: registry.volcano.sh/v1alpha1\nkind: Model\n"[..],
+            "standard input: cannot decode the AdmissionReview: expected value at line 1 column 1 (review takes one AdmissionReview in JSON",
+        ),
+        (
+            vec!["--path", "/validate-registry-volcano-sh-v1alpha1-autoscalingpolicy"],
+            &br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"group":"registry.volcano.sh","version":"v1alpha1","kind":"Model"},"resource":{"group":"registry.volcano.sh","version":"v1alpha1","resource":"models"},"object":{"metadata":{"name":"m"}}}}"#[..],
+            "standard input: /validate-registry-volcano-sh-v1alpha1-autoscalingpolicy serves registry.volcano.sh autoscalingpolicies; this review is for registry.volcano.sh models (kind Model)",
         ),
         (
             vec!["--path", BINDING, "--state", "/does/not/exist.yaml"],

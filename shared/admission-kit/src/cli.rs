@@ -512,12 +512,20 @@ fn review(
         ));
     };
     let mut body = Vec::new();
-    let read = match &a.file {
-        Some(p) if p.as_os_str() != "-" => std::fs::read(p).map(|b| body = b),
-        _ => std::io::stdin().read_to_end(&mut body).map(|_| ()),
+    let (source, read) = match &a.file {
+        Some(p) if p.as_os_str() != "-" => {
+            (p.display().to_string(), std::fs::read(p).map(|b| body = b))
+        }
+        _ => (
+            "standard input".to_owned(),
+            std::io::stdin().read_to_end(&mut body).map(|_| ()),
+        ),
     };
     if let Err(e) = read {
-        return fail(format!("cannot read the review: {e}"));
+        return fail(format!("cannot read the review from {source}: {e}"));
+    }
+    if let Some(wrong) = served_elsewhere(&body, endpoint) {
+        return fail(format!("{source}: {wrong}"));
     }
     let state: Arc<dyn ClusterState> = if a.state.is_empty() {
         Arc::new(EmptyState)
@@ -535,8 +543,63 @@ fn review(
             Ok(s) => emit(&(s + "\n")),
             Err(e) => fail(format!("cannot encode the answer: {e}")),
         },
-        Err(e) => fail(e.to_string()),
+        Err(e) if body.trim_ascii_start().first() != Some(&b'{') => fail(format!(
+            "{source}: {e} (review takes one AdmissionReview in JSON, as the API server sends it)"
+        )),
+        Err(e) => fail(format!("{source}: {e}")),
     }
+}
+
+/// Why a review cannot go to `endpoint`: its request names a group or resource the endpoint is
+/// not registered for (a Model review on the AutoscalingPolicy path would otherwise be decided
+/// by the wrong rules, usually admitted). A different subresource or version is left to the
+/// handler, which answers it as upstream does; a review naming no resource is not judged here.
+fn served_elsewhere(body: &[u8], endpoint: &crate::app::Endpoint) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Review {
+        request: Option<Req>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Req {
+        resource: Option<Gvr>,
+        kind: Option<Gvk>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Gvr {
+        #[serde(default)]
+        group: String,
+        #[serde(default)]
+        resource: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Gvk {
+        #[serde(default)]
+        kind: String,
+    }
+    let req = serde_json::from_slice::<Review>(body).ok()?.request?;
+    let res = req.resource?;
+    let t = &endpoint.target;
+    let served = t.resource.split('/').next().unwrap_or_default();
+    if res.group == t.group && res.resource == served {
+        return None;
+    }
+    let group = |g: &str| {
+        if g.is_empty() {
+            "core".to_owned()
+        } else {
+            g.to_owned()
+        }
+    };
+    Some(format!(
+        "{} serves {} {served}; this review is for {} {}{}",
+        endpoint.path,
+        group(&t.group),
+        group(&res.group),
+        res.resource,
+        req.kind
+            .map(|k| format!(" (kind {})", k.kind))
+            .unwrap_or_default()
+    ))
 }
 
 async fn shutdown_signal() {
