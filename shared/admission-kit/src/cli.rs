@@ -97,6 +97,11 @@ struct ServeArgs {
     /// Time allowed to read a request's headers (and, separately, its body).
     #[arg(long, env = "WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = duration)]
     read_timeout: Duration,
+    /// Close a connection silent this long (no request, no answer being written). After the TLS
+    /// handshake the first byte must come within `--read-timeout`. Keep it above the API
+    /// server's own idle timeout (90 s) so that it closes resting connections first.
+    #[arg(long, env = "WEBHOOK_IDLE_TIMEOUT", default_value = "120s", value_parser = duration)]
+    idle_timeout: Duration,
     /// After SIGTERM, how long to keep serving with readiness false before closing the listener.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_DELAY", default_value = "3s", value_parser = duration)]
     shutdown_delay: Duration,
@@ -716,6 +721,7 @@ async fn serve(
         handshake_timeout: a.read_timeout,
         header_timeout: a.read_timeout,
         body_timeout: a.read_timeout,
+        idle_timeout: a.idle_timeout,
         shutdown_delay: a.shutdown_delay,
         shutdown_grace: a.shutdown_grace,
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),

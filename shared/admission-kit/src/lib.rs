@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod gates;
 pub mod go;
 pub mod handler;
+pub mod idle;
 pub mod managed;
 pub mod metrics;
 pub mod mtls;

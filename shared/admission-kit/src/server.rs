@@ -49,6 +49,9 @@ pub struct ServeOptions {
     pub header_timeout: Duration,
     /// Time allowed for reading a request's body.
     pub body_timeout: Duration,
+    /// How long a connection may rest between reads and writes once its first byte came (which
+    /// must come within `header_timeout` of the handshake); see [`crate::idle`].
+    pub idle_timeout: Duration,
     /// After a stop signal, how long to keep serving while readiness reports false, so that
     /// endpoints controllers take the pod out of rotation before the listener closes.
     pub shutdown_delay: Duration,
@@ -78,6 +81,8 @@ impl Default for ServeOptions {
             reuse_port: false,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
+            // Above the API server's 90 s: it closes a resting connection first.
+            idle_timeout: Duration::from_secs(120),
             shutdown_delay: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(25),
         }
@@ -745,6 +750,7 @@ impl Server {
                             .timer(TokioTimer::new())
                             .keep_alive_interval(Duration::from_secs(30))
                             .max_concurrent_streams(250);
+                        let tls = crate::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
                         let conn = builder.serve_connection(TokioIo::new(tls), svc).into_owned();
                         let mut conn = std::pin::pin!(conn);
                         let age = async {

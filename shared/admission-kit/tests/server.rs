@@ -104,6 +104,7 @@ fn opts() -> ServeOptions {
         handshake_timeout: Duration::from_secs(2),
         header_timeout: Duration::from_millis(500),
         body_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_secs(2),
         shutdown_delay: Duration::from_millis(0),
         shutdown_grace: Duration::from_secs(10),
         max_connection_age: None,
@@ -460,6 +461,35 @@ async fn slow_or_silent_clients_are_cut_off() {
     .unwrap();
     let head = String::from_utf8_lossy(&buf[..n]);
     assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+    // A client that completes the handshake and sends nothing is closed (first-byte timeout),
+    // and so is one that rests after an answer (idle timeout).
+    let mut silent = tls(r.addr, &r.ca, b"http/1.1").await;
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut buf),
+    )
+    .await;
+    assert!(read.is_ok(), "a silent connection was not closed");
+    let mut resting = tls(r.addr, &r.ca, b"http/1.1").await;
+    resting
+        .write_all(b"GET /nope HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(&mut resting, &mut buf),
+    )
+    .await;
+    assert!(
+        read.is_ok(),
+        "a resting keep-alive connection was not closed"
+    );
+    assert!(
+        String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 "),
+        "answered before it was closed"
+    );
     // A client that never completes the TLS handshake does not keep a task forever, and other
     // clients are served meanwhile.
     let _idle = TcpStream::connect(r.addr).await.unwrap();
