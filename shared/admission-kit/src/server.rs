@@ -683,6 +683,10 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
         // Every connection task holds a clone of `done`; when all are dropped, all have ended.
         let (closing, closing_rx) = tokio::sync::watch::channel(false);
+        // Flips at the stop signal, a shutdown delay before `closing`: clients are told to
+        // leave while the listener still answers (HTTP/2 GOAWAY, HTTP/1.1 `Connection: close`
+        // on each answer), so none sends on a connection the server is closing.
+        let (draining_tx, draining_rx) = tokio::sync::watch::channel(false);
         let (done, mut all_done) = tokio::sync::mpsc::channel::<()>(1);
         let acceptor = TlsAcceptor::from(self.tls.clone());
         if let Some(l) = self.metrics_listener {
@@ -700,6 +704,7 @@ impl Server {
         let shutdown = async move {
             shutdown.await;
             readiness.draining.store(true, Ordering::Release);
+            let _ = draining_tx.send(true);
             tracing::info!(delay = ?delay, "stop requested: readiness is false, draining");
             tokio::time::sleep(delay).await;
         };
@@ -721,6 +726,7 @@ impl Server {
                     let acceptor = acceptor.clone();
                     let router = self.router.clone();
                     let mut closing = closing_rx.clone();
+                    let mut draining = draining_rx.clone();
                     let done = done.clone();
                     let opts = self.opts.clone();
                     tokio::spawn(async move {
@@ -735,9 +741,22 @@ impl Server {
                                 return;
                             }
                         };
+                        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+                        let leaving = draining.clone();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
-                            async move { Ok::<_, Infallible>(router.handle(req).await) }
+                            let leaving = leaving.clone();
+                            async move {
+                                let http1 = req.version() < http::Version::HTTP_2;
+                                let mut resp = router.handle(req).await;
+                                if http1 && *leaving.borrow() {
+                                    resp.headers_mut().insert(
+                                        header::CONNECTION,
+                                        http::HeaderValue::from_static("close"),
+                                    );
+                                }
+                                Ok::<_, Infallible>(resp)
+                            }
                         });
                         let mut builder = auto::Builder::new(TokioExecutor::new());
                         builder
@@ -762,6 +781,7 @@ impl Server {
                         let ended = tokio::select! {
                             r = conn.as_mut() => Some(r),
                             _ = closing.wait_for(|c| *c) => None,
+                            _ = draining.wait_for(|d| *d), if h2 => None,
                             _ = age => None,
                         };
                         let result = match ended {

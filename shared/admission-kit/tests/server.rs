@@ -797,3 +797,51 @@ async fn old_connections_are_closed_gracefully_after_an_answer() {
         .unwrap();
     assert!(ended.is_ok(), "{ended:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_the_drain_http1_answers_tell_clients_to_leave() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let mut o = opts();
+    o.shutdown_delay = Duration::from_secs(2);
+    o.header_timeout = Duration::from_secs(10);
+    let mut r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    let (mut conn, closed) = h1(&r).await;
+    let ask = |n: i64| {
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", n),
+        )
+    };
+    let resp = conn.send_request(ask(1)).await.unwrap();
+    assert!(
+        resp.headers().get("connection").is_none(),
+        "keep-alive before the stop"
+    );
+    let _ = resp.into_body().collect().await;
+    let _ = r.stop.take().unwrap().send(());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Still answered during the drain, with `Connection: close`: the client leaves after this
+    // answer instead of the server closing the connection under its next request.
+    conn.ready()
+        .await
+        .expect("the keep-alive connection is still open");
+    let resp = conn.send_request(ask(2)).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    let _ = resp.into_body().collect().await;
+    tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("the connection was not closed after the answer")
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), &mut r.done)
+        .await
+        .expect("server did not stop")
+        .unwrap();
+}
