@@ -102,6 +102,12 @@ struct ServeArgs {
     /// server's own idle timeout (90 s) so that it closes resting connections first.
     #[arg(long, env = "WEBHOOK_IDLE_TIMEOUT", default_value = "120s", value_parser = duration)]
     idle_timeout: Duration,
+    /// Require the API server's client certificate: a PEM CA its certificate must chain to (it
+    /// presents one when its admission configuration names a kubeconfig with client credentials
+    /// for this webhook). Handshakes without one fail and are counted in
+    /// `admission_webhook_tls_handshakes_refused_total`.
+    #[arg(long, env = "WEBHOOK_CLIENT_CA_FILE")]
+    client_ca_file: Option<PathBuf>,
     /// After SIGTERM, how long to keep serving with readiness false before closing the listener.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_DELAY", default_value = "3s", value_parser = duration)]
     shutdown_delay: Duration,
@@ -722,6 +728,7 @@ async fn serve(
         header_timeout: a.read_timeout,
         body_timeout: a.read_timeout,
         idle_timeout: a.idle_timeout,
+        client_ca_file: a.client_ca_file.clone(),
         shutdown_delay: a.shutdown_delay,
         shutdown_grace: a.shutdown_grace,
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),

@@ -193,6 +193,9 @@ pub struct Metrics {
     pub denials: IntCounterVec,
     /// 1 for each webhook path whose feature gate is enabled, 0 when it admits everything.
     pub enabled: IntGaugeVec,
+    /// TLS handshakes that did not complete, by reason (`failed`: a bad or missing client
+    /// certificate, a protocol error; `timeout`).
+    pub handshakes_refused: IntCounterVec,
 }
 
 impl Metrics {
@@ -250,7 +253,15 @@ impl Metrics {
         registry.register(Box::new(in_flight.clone()))?;
         registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(denials.clone()))?;
+        let handshakes_refused = IntCounterVec::new(
+            Opts::new(
+                "admission_webhook_tls_handshakes_refused_total",
+                "TLS handshakes on the webhook port that did not complete, by reason (failed, timeout).",
+            ),
+            &["reason"],
+        )?;
         registry.register(Box::new(enabled.clone()))?;
+        registry.register(Box::new(handshakes_refused.clone()))?;
         if let Some((c, up)) = DEPENDENCIES.as_ref() {
             registry.register(Box::new(c.clone()))?;
             registry.register(Box::new(up.clone()))?;
@@ -268,6 +279,7 @@ impl Metrics {
             decisions,
             denials,
             enabled,
+            handshakes_refused,
         })
     }
 

@@ -62,6 +62,9 @@ pub struct ServeOptions {
     /// the response in flight); the client reconnects, so load spreads over new replicas and a
     /// renewed certificate is presented. `None`: connections live as long as the client wants.
     pub max_connection_age: Option<Duration>,
+    /// When set, clients must present a certificate chaining to this CA (the API server's
+    /// client certificate from its admission kubeconfig); others fail the handshake.
+    pub client_ca_file: Option<std::path::PathBuf>,
     /// Bind the webhook port with `SO_REUSEPORT`, so that several processes on one host share
     /// it and the kernel spreads new connections over them (replicas on one machine, a new
     /// binary started before the old one stops).
@@ -78,6 +81,7 @@ impl Default for ServeOptions {
             body_limit: 7 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(10),
             max_connection_age: None,
+            client_ca_file: None,
             reuse_port: false,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
@@ -657,7 +661,10 @@ impl Server {
         Ok(Self {
             listener,
             metrics_listener,
-            tls: server_config(certs)?,
+            tls: match &opts.client_ca_file {
+                Some(ca) => crate::tls::server_config_with_clients(certs, ca)?,
+                None => server_config(certs)?,
+            },
             router,
             metrics,
             readiness,
@@ -729,14 +736,17 @@ impl Server {
                     let mut draining = draining_rx.clone();
                     let done = done.clone();
                     let opts = self.opts.clone();
+                    let refused = self.metrics.handshakes_refused.clone();
                     tokio::spawn(async move {
                         let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await {
                             Ok(Ok(s)) => s,
                             Ok(Err(e)) => {
+                                refused.with_label_values(&["failed"]).inc();
                                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
                                 return;
                             }
                             Err(_) => {
+                                refused.with_label_values(&["timeout"]).inc();
                                 tracing::debug!(%peer, "TLS handshake timed out");
                                 return;
                             }

@@ -140,6 +140,33 @@ pub fn server_config(store: Arc<CertStore>) -> Result<Arc<rustls::ServerConfig>,
     Ok(Arc::new(cfg))
 }
 
+/// As [`server_config`], and every client must present a certificate that chains to the CA in
+/// `client_ca`: the API server's, which it presents through its admission kubeconfig. Read once at
+/// start (restart to trust another CA); a handshake without such a certificate fails.
+pub fn server_config_with_clients(
+    store: Arc<CertStore>,
+    client_ca: &Path,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in pem_chain(&read(client_ca)?, "client CA")? {
+        roots.add(c).map_err(TlsError::Config)?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| TlsError::Pem(format!("client CA {}: {e}", client_ca.display())))?;
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(TlsError::Config)?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(store);
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|source| TlsError::Read {
         path: path.display().to_string(),

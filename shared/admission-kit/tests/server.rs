@@ -108,6 +108,7 @@ fn opts() -> ServeOptions {
         shutdown_delay: Duration::from_millis(0),
         shutdown_grace: Duration::from_secs(10),
         max_connection_age: None,
+        client_ca_file: None,
         reuse_port: false,
     }
 }
@@ -844,4 +845,95 @@ async fn during_the_drain_http1_answers_tell_clients_to_leave() {
         .await
         .expect("server did not stop")
         .unwrap();
+}
+
+/// A TLS client trusting `server_ca`, presenting the pair of `files` when given.
+async fn tls_as(
+    addr: SocketAddr,
+    server_ca: &CertificateDer<'static>,
+    files: Option<&admission_kit::mtls::MtlsFiles>,
+) -> std::io::Result<TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server_ca.clone()).unwrap();
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let mut cfg = match files {
+        Some(f) => {
+            let chain = rustls_pemfile::certs(&mut std::fs::read(&f.cert).unwrap().as_slice())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = rustls_pemfile::private_key(&mut std::fs::read(&f.key).unwrap().as_slice())
+                .unwrap()
+                .unwrap();
+            builder.with_client_auth_cert(chain, key).unwrap()
+        }
+        None => builder.with_no_client_auth(),
+    };
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = TcpStream::connect(addr).await?;
+    TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+}
+
+/// One review over a fresh connection; `Err` when the connection or handshake is refused.
+async fn review_over(stream: std::io::Result<TlsStream<TcpStream>>) -> Result<StatusCode, String> {
+    let io = TokioIo::new(stream.map_err(|e| e.to_string())?);
+    let (mut send, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    send.send_request(post(
+        "/validate",
+        "application/json",
+        review("admission.k8s.io/v1", 1),
+    ))
+    .await
+    .map(|r| r.status())
+    .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_client_ca_only_its_clients_are_served() {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let apiserver_ca = admission_kit::mtls::Pki::new("API server client CA").unwrap();
+    let apiserver = apiserver_ca
+        .write(
+            dir.path(),
+            "apiserver",
+            &["kube-apiserver".into()],
+            false,
+            true,
+        )
+        .unwrap();
+    let other_ca = admission_kit::mtls::Pki::new("another CA").unwrap();
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let stranger = other_ca
+        .write(
+            &other_dir,
+            "stranger",
+            &["kube-apiserver".into()],
+            false,
+            true,
+        )
+        .unwrap();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let mut o = opts();
+    o.client_ca_file = Some(apiserver.ca.clone());
+    let r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+
+    let ok = review_over(tls_as(r.addr, &r.ca, Some(&apiserver)).await).await;
+    assert_eq!(ok, Ok(StatusCode::OK));
+    for (who, files) in [("no certificate", None), ("another CA", Some(&stranger))] {
+        let refused = review_over(tls_as(r.addr, &r.ca, files).await).await;
+        assert!(refused.is_err(), "{who}: {refused:?}");
+    }
+    let (_, metrics) = http_get(r.metrics, "/metrics").await;
+    assert!(
+        metrics.contains("admission_webhook_tls_handshakes_refused_total{reason=\"failed\"} 2"),
+        "{metrics}"
+    );
 }
