@@ -102,6 +102,15 @@ struct ServeArgs {
     /// server's own idle timeout (90 s) so that it closes resting connections first.
     #[arg(long, env = "WEBHOOK_IDLE_TIMEOUT", default_value = "120s", value_parser = duration)]
     idle_timeout: Duration,
+    /// Request bytes all reviews in flight may hold together (each reserves its Content-Length,
+    /// or the body limit when it declares none); beyond it, 429 with Retry-After before the body
+    /// is read. The default, 32 MiB, suits the Deployments' 128Mi memory limit: about a quarter,
+    /// as a review's decoded form takes about twice its bytes.
+    #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
+    max_inflight_bytes: usize,
+    /// Reviews in flight at once; beyond it, 429 with Retry-After.
+    #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REVIEWS", default_value_t = 256)]
+    max_concurrent_reviews: usize,
     /// Require the API server's client certificate: a PEM CA its certificate must chain to (it
     /// presents one when its admission configuration names a kubeconfig with client credentials
     /// for this webhook). Handshakes without one fail and are counted in
@@ -724,6 +733,8 @@ async fn serve(
         listen: a.listen,
         metrics_listen: Some(a.metrics_listen),
         body_limit: a.body_limit,
+        max_inflight_bytes: a.max_inflight_bytes,
+        max_concurrent_reviews: a.max_concurrent_reviews,
         handshake_timeout: a.read_timeout,
         header_timeout: a.read_timeout,
         body_timeout: a.read_timeout,

@@ -43,6 +43,12 @@ pub struct ServeOptions {
     pub metrics_listen: Option<SocketAddr>,
     /// Largest accepted request body, in bytes.
     pub body_limit: usize,
+    /// Request bytes all reviews in flight may hold together (each reserves its declared
+    /// Content-Length, or `body_limit` when it declares none); beyond it, 429 before the body
+    /// is read. Never below `body_limit`.
+    pub max_inflight_bytes: usize,
+    /// Reviews in flight at once; beyond it, 429 before the body is read.
+    pub max_concurrent_reviews: usize,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
     /// Time allowed for reading a request's headers.
@@ -79,6 +85,10 @@ impl Default for ServeOptions {
             // An object may be 3 MiB and a review carries the old and the new one: as
             // controller-runtime, allow 7 MiB.
             body_limit: 7 * 1024 * 1024,
+            // A quarter of the Deployments' 128Mi limit: a review's decoded form takes about
+            // twice its bytes, and the process itself ~15 MiB.
+            max_inflight_bytes: 32 * 1024 * 1024,
+            max_concurrent_reviews: 256,
             handshake_timeout: Duration::from_secs(10),
             max_connection_age: None,
             client_ca_file: None,
@@ -248,14 +258,49 @@ impl Service<Request<Bytes>> for ReviewService {
     }
 }
 
+/// What all reviews in flight may hold together: bytes and a count, shared by every endpoint.
+#[derive(Debug)]
+pub struct Budget {
+    bytes: Arc<tokio::sync::Semaphore>,
+    reviews: Arc<tokio::sync::Semaphore>,
+}
+
+impl Budget {
+    /// `bytes` (at least `body_limit`, so a body the limit allows can always be admitted alone)
+    /// and `reviews` at once.
+    pub fn new(bytes: usize, body_limit: usize, reviews: usize) -> Self {
+        Self {
+            bytes: Arc::new(tokio::sync::Semaphore::new(bytes.max(body_limit).max(1))),
+            reviews: Arc::new(tokio::sync::Semaphore::new(reviews.max(1))),
+        }
+    }
+
+    /// Reserves one review of `bytes`, or `None` when the budget is spent.
+    fn reserve(
+        &self,
+        bytes: usize,
+    ) -> Option<(
+        tokio::sync::OwnedSemaphorePermit,
+        tokio::sync::OwnedSemaphorePermit,
+    )> {
+        let review = self.reviews.clone().try_acquire_owned().ok()?;
+        let n = u32::try_from(bytes.max(1)).unwrap_or(u32::MAX);
+        let bytes = self.bytes.clone().try_acquire_many_owned(n).ok()?;
+        Some((review, bytes))
+    }
+}
+
 /// Transport checks: POST only (405), a JSON content type (415), a bounded body (413) read
-/// within a time limit (408).
+/// within a time limit (408), and the in-flight [`Budget`] (429 with `Retry-After`, before the
+/// body is read).
 #[derive(Clone, Debug)]
 pub struct LimitsLayer {
     /// Largest body in bytes.
     pub body_limit: usize,
     /// Time allowed for reading the body.
     pub body_timeout: Duration,
+    /// Shared by every endpoint of the server.
+    pub budget: Arc<Budget>,
 }
 
 impl<S> Layer<S> for LimitsLayer {
@@ -349,6 +394,18 @@ where
             if declared.is_some_and(|n| n > cfg.body_limit as u64) {
                 return Ok(too_large());
             }
+            let want = declared.map_or(cfg.body_limit, |n| n as usize);
+            let Some(_permits) = cfg.budget.reserve(want) else {
+                let mut r = review_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    v1,
+                    String::new(),
+                    "too many reviews in flight; retry shortly".to_owned(),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                return Ok(r);
+            };
             let (parts, body) = req.into_parts();
             let read = tokio::time::timeout(
                 cfg.body_timeout,
@@ -541,12 +598,14 @@ impl EndpointStack {
         ctx: Context,
         metrics: Metrics,
         opts: &ServeOptions,
+        budget: Arc<Budget>,
     ) -> Self {
         let svc = tower::ServiceBuilder::new()
             .layer(ObserveLayer { path, metrics })
             .layer(LimitsLayer {
                 body_limit: opts.body_limit,
                 body_timeout: opts.body_timeout,
+                budget,
             })
             .service(ReviewService::new(handler, ctx));
         Self { svc }
@@ -569,6 +628,11 @@ impl Router {
         readiness: Arc<Readiness>,
         opts: &ServeOptions,
     ) -> Self {
+        let budget = Arc::new(Budget::new(
+            opts.max_inflight_bytes,
+            opts.body_limit,
+            opts.max_concurrent_reviews,
+        ));
         let routes = app
             .endpoints
             .iter()
@@ -581,6 +645,7 @@ impl Router {
                         ctx.clone(),
                         metrics.clone(),
                         opts,
+                        budget.clone(),
                     ),
                 )
             })

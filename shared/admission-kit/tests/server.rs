@@ -101,6 +101,8 @@ fn opts() -> ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
         body_limit: 64 * 1024,
+        max_inflight_bytes: 1024 * 1024,
+        max_concurrent_reviews: 64,
         handshake_timeout: Duration::from_secs(2),
         header_timeout: Duration::from_millis(500),
         body_timeout: Duration::from_millis(500),
@@ -936,4 +938,72 @@ async fn with_a_client_ca_only_its_clients_are_served() {
         metrics.contains("admission_webhook_tls_handshakes_refused_total{reason=\"failed\"} 2"),
         "{metrics}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn beyond_the_in_flight_budget_reviews_get_429_before_their_body_is_read() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let mut o = opts();
+    o.max_concurrent_reviews = 1;
+    let r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    // A review whose body is slow to come holds the only slot (reserved before the body is
+    // read) without holding a thread.
+    let mut holder = tls(r.addr, &r.ca, b"http/1.1").await;
+    holder
+        .write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let (mut second, _) = h1(&r).await;
+    let refused = eventually_refused(&mut second).await;
+    assert_eq!(
+        refused.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let _ = refused.into_body().collect().await;
+    // The holder's body never comes: 408 after the body timeout frees the slot.
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read(&mut holder, &mut buf),
+    )
+    .await
+    .expect("no answer to the stalled body")
+    .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 408"));
+    // The slot is free again.
+    second.ready().await.unwrap();
+    let (code, _) = send(
+        &mut second,
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 3),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+}
+
+/// Sends reviews until one gets 429 (the holder may not hold its slot yet), up to 50 tries.
+async fn eventually_refused(s: &mut Sender) -> hyper::Response<hyper::body::Incoming> {
+    for _ in 0..50 {
+        s.ready().await.unwrap();
+        let resp = s
+            .send_request(post(
+                "/validate",
+                "application/json",
+                review("admission.k8s.io/v1", 2),
+            ))
+            .await
+            .unwrap();
+        if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+            return resp;
+        }
+        let _ = resp.into_body().collect().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("never refused while the only slot was held");
 }
