@@ -108,6 +108,10 @@ struct ServeArgs {
     /// as a review's decoded form takes about twice its bytes.
     #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
     max_inflight_bytes: usize,
+    /// Open connections at most; at the cap the oldest idle one is closed to make room. Default:
+    /// the file descriptor limit less 128.
+    #[arg(long, env = "WEBHOOK_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Reviews in flight at once; beyond it, 429 with Retry-After.
     #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REVIEWS", default_value_t = 256)]
     max_concurrent_reviews: usize,
@@ -735,6 +739,7 @@ async fn serve(
         body_limit: a.body_limit,
         max_inflight_bytes: a.max_inflight_bytes,
         max_concurrent_reviews: a.max_concurrent_reviews,
+        max_connections: a.max_connections.unwrap_or_else(crate::conns::default_cap),
         handshake_timeout: a.read_timeout,
         header_timeout: a.read_timeout,
         body_timeout: a.read_timeout,

@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod conns;
 pub mod field;
 pub mod fixtures;
 pub mod gates;

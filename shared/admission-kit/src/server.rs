@@ -49,6 +49,9 @@ pub struct ServeOptions {
     pub max_inflight_bytes: usize,
     /// Reviews in flight at once; beyond it, 429 before the body is read.
     pub max_concurrent_reviews: usize,
+    /// Open connections at most (see [`crate::conns`]); at the cap the oldest idle one is closed
+    /// to make room.
+    pub max_connections: usize,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
     /// Time allowed for reading a request's headers.
@@ -89,6 +92,7 @@ impl Default for ServeOptions {
             // twice its bytes, and the process itself ~15 MiB.
             max_inflight_bytes: 32 * 1024 * 1024,
             max_concurrent_reviews: 256,
+            max_connections: crate::conns::default_cap(),
             handshake_timeout: Duration::from_secs(10),
             max_connection_age: None,
             client_ca_file: None,
@@ -781,6 +785,7 @@ impl Server {
             tokio::time::sleep(delay).await;
         };
         tokio::pin!(shutdown);
+        let conns = crate::conns::Connections::new(self.opts.max_connections);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -794,6 +799,10 @@ impl Server {
                             continue;
                         }
                     };
+                    if !conns.make_room() {
+                        tracing::debug!(%peer, "every connection answering at the connection cap: turned away");
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     let acceptor = acceptor.clone();
                     let router = self.router.clone();
@@ -802,6 +811,7 @@ impl Server {
                     let done = done.clone();
                     let opts = self.opts.clone();
                     let refused = self.metrics.handshakes_refused.clone();
+                    let registered = conns.register();
                     tokio::spawn(async move {
                         let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await {
                             Ok(Ok(s)) => s,
@@ -818,10 +828,13 @@ impl Server {
                         };
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let leaving = draining.clone();
+                        let busy = registered.busy.clone();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
                             let leaving = leaving.clone();
+                            let answering = crate::conns::Busy::start(&busy);
                             async move {
+                                let _answering = answering;
                                 let http1 = req.version() < http::Version::HTTP_2;
                                 let mut resp = router.handle(req).await;
                                 if http1 && *leaving.borrow() {
@@ -857,6 +870,7 @@ impl Server {
                             r = conn.as_mut() => Some(r),
                             _ = closing.wait_for(|c| *c) => None,
                             _ = draining.wait_for(|d| *d), if h2 => None,
+                            _ = registered.evict.notified() => None,
                             _ = age => None,
                         };
                         let result = match ended {
@@ -869,6 +883,7 @@ impl Server {
                         if let Err(e) = result {
                             tracing::debug!(%peer, error = %e, "connection ended with an error");
                         }
+                        drop(registered);
                         drop(done);
                     });
                 }

@@ -103,6 +103,7 @@ fn opts() -> ServeOptions {
         body_limit: 64 * 1024,
         max_inflight_bytes: 1024 * 1024,
         max_concurrent_reviews: 64,
+        max_connections: 64,
         handshake_timeout: Duration::from_secs(2),
         header_timeout: Duration::from_millis(500),
         body_timeout: Duration::from_millis(500),
@@ -153,11 +154,16 @@ async fn start_with(
 }
 
 async fn start() -> Running {
+    start_opts(opts()).await
+}
+
+/// A server with a fresh self-signed certificate and these options.
+async fn start_opts(o: ServeOptions) -> Running {
     install_crypto_provider();
     let ss = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
     let certs = CertStore::new();
     certs.set(ss.certified_key().unwrap());
-    start_with(certs, ca_der(&ss.ca_pem), opts()).await
+    start_with(certs, ca_der(&ss.ca_pem), o).await
 }
 
 async fn tls(addr: SocketAddr, ca: &CertificateDer<'static>, alpn: &[u8]) -> TlsStream<TcpStream> {
@@ -680,13 +686,9 @@ async fn certificate_swapped_on_disk_is_served_without_restart() {
 
 #[tokio::test]
 async fn shutdown_finishes_in_flight_reviews_and_closes_idle_connections() {
-    install_crypto_provider();
-    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
-    let certs = CertStore::new();
-    certs.set(ss.certified_key().unwrap());
     let mut o = opts();
     o.shutdown_delay = Duration::from_millis(300);
-    let mut r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    let mut r = start_opts(o).await;
     // An idle keep-alive connection and one with a review in flight.
     let (mut idle, idle_conn) = h1(&r).await;
     send(
@@ -803,14 +805,10 @@ async fn old_connections_are_closed_gracefully_after_an_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn during_the_drain_http1_answers_tell_clients_to_leave() {
-    install_crypto_provider();
-    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
-    let certs = CertStore::new();
-    certs.set(ss.certified_key().unwrap());
     let mut o = opts();
     o.shutdown_delay = Duration::from_secs(2);
     o.header_timeout = Duration::from_secs(10);
-    let mut r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    let mut r = start_opts(o).await;
     let (mut conn, closed) = h1(&r).await;
     let ask = |n: i64| {
         post(
@@ -942,13 +940,9 @@ async fn with_a_client_ca_only_its_clients_are_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn beyond_the_in_flight_budget_reviews_get_429_before_their_body_is_read() {
-    install_crypto_provider();
-    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
-    let certs = CertStore::new();
-    certs.set(ss.certified_key().unwrap());
     let mut o = opts();
     o.max_concurrent_reviews = 1;
-    let r = start_with(certs, ca_der(&ss.ca_pem), o).await;
+    let r = start_opts(o).await;
     // A review whose body is slow to come holds the only slot (reserved before the body is
     // read) without holding a thread.
     let mut holder = tls(r.addr, &r.ca, b"http/1.1").await;
@@ -1006,4 +1000,32 @@ async fn eventually_refused(s: &mut Sender) -> hyper::Response<hyper::body::Inco
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("never refused while the only slot was held");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_connection_cap_the_oldest_idle_connection_makes_room() {
+    let mut o = opts();
+    o.max_connections = 2;
+    o.header_timeout = Duration::from_secs(10);
+    o.idle_timeout = Duration::from_secs(60);
+    let r = start_opts(o).await;
+    let ask = || {
+        post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        )
+    };
+    let (mut oldest, oldest_closed) = h1(&r).await;
+    assert_eq!(send(&mut oldest, ask()).await.0, StatusCode::OK);
+    let (mut newer, newer_closed) = h1(&r).await;
+    assert_eq!(send(&mut newer, ask()).await.0, StatusCode::OK);
+    // A third client is served: the oldest idle connection was closed to make room.
+    let (mut third, _) = h1(&r).await;
+    assert_eq!(send(&mut third, ask()).await.0, StatusCode::OK);
+    tokio::time::timeout(Duration::from_secs(5), oldest_closed)
+        .await
+        .expect("the oldest idle connection is still open")
+        .unwrap();
+    assert!(!newer_closed.is_finished(), "only the oldest makes room");
 }

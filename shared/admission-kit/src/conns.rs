@@ -1,0 +1,166 @@
+//! The open connections of a server, oldest first. A connection accepted at the cap (kept below
+//! the process's file descriptor limit) makes the oldest idle connection close; when every open
+//! connection is answering, the new one is turned away instead. A flood of idle connections can
+//! then never stop the server accepting the API server's, nor make `accept` fail and spin.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+#[derive(Debug)]
+struct Entry {
+    busy: Arc<AtomicUsize>,
+    evict: Arc<Notify>,
+}
+
+/// The registry.
+#[derive(Debug)]
+pub struct Connections {
+    cap: usize,
+    next: AtomicU64,
+    open: Mutex<BTreeMap<u64, Entry>>,
+}
+
+/// One registered connection; dropping it (when the connection's task ends) frees its place.
+#[derive(Debug)]
+pub struct Registered {
+    id: u64,
+    /// Requests being answered on it (0: idle).
+    pub busy: Arc<AtomicUsize>,
+    /// Notified when it should close to make room.
+    pub evict: Arc<Notify>,
+    owner: Arc<Connections>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.owner.lock().remove(&self.id);
+    }
+}
+
+/// A connection's request being answered; marks it busy while alive.
+#[derive(Debug)]
+pub struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    /// Marks one more request in flight on the connection of `busy`.
+    pub fn start(busy: &Arc<AtomicUsize>) -> Self {
+        busy.fetch_add(1, Ordering::AcqRel);
+        Self(busy.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    /// At most `cap` connections (at least 1).
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Self {
+            cap: cap.max(1),
+            next: AtomicU64::new(0),
+            open: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
+        // Entries are inserted and removed whole: a panic elsewhere cannot leave one half-made.
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers an accepted connection.
+    pub fn register(self: &Arc<Self>) -> Registered {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (busy, evict) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
+        self.lock().insert(
+            id,
+            Entry {
+                busy: busy.clone(),
+                evict: evict.clone(),
+            },
+        );
+        Registered {
+            id,
+            busy,
+            evict,
+            owner: self.clone(),
+        }
+    }
+
+    /// Whether a newly accepted connection may stay: below the cap, or at it once the oldest
+    /// idle connection has been asked to close. False when every open connection is answering.
+    pub fn make_room(&self) -> bool {
+        let open = self.lock();
+        if open.len() < self.cap {
+            return true;
+        }
+        match open.values().find(|e| e.busy.load(Ordering::Acquire) == 0) {
+            Some(e) => {
+                e.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Connections open now.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The default cap: the soft file descriptor limit less room for everything else the process
+/// opens (watches, the metrics port, certificate files), at least 64.
+pub fn default_cap() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct we pass.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    soft.saturating_sub(128).max(64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn at_the_cap_the_oldest_idle_connection_is_asked_to_leave() {
+        let asked = |r: &Registered| {
+            let evict = r.evict.clone();
+            async move {
+                tokio::time::timeout(std::time::Duration::from_millis(100), evict.notified())
+                    .await
+                    .is_ok()
+            }
+        };
+        let c = Connections::new(2);
+        let (a, b) = (c.register(), c.register());
+        assert!(!c.is_empty());
+        let in_flight = Busy::start(&a.busy);
+        assert!(c.make_room(), "at the cap, b can leave");
+        // a is older but busy: b is asked, a is not.
+        assert!(asked(&b).await);
+        assert!(!asked(&a).await);
+        let _b_busy = Busy::start(&b.busy);
+        assert!(!c.make_room(), "every connection answering: no room");
+        drop(in_flight);
+        assert!(c.make_room());
+        assert!(asked(&a).await, "a is idle now, and the oldest");
+    }
+}
