@@ -7,7 +7,9 @@
 //! Only a read that is waiting can time out: while a review is being decided hyper reads nothing,
 //! and the answer's write counts as activity, so slow rules never cut a connection. `idle` should
 //! exceed the clients' own idle timeout (the API server's is 90 s), so that the client closes a
-//! resting connection first and never sends on one we are closing.
+//! resting connection first and never sends on one we are closing. (HTTP/1.1 keep-alive
+//! connections are closed sooner by hyper, whose header timer runs while a connection waits for
+//! its next request.)
 
 use std::io;
 use std::pin::Pin;
