@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::app::App;
 use crate::go::GoDuration;
-use crate::handler::{Context, review_body};
+use crate::handler::Context;
 use crate::metrics::Metrics;
 use crate::server::{ServeOptions, Server};
 use crate::state::{ClusterState, EmptyState, StaticState, WatchState};
@@ -548,7 +548,24 @@ fn review(
     if let Err(e) = read {
         return fail(format!("cannot read the review from {source}: {e}"));
     }
-    if let Some(wrong) = served_elsewhere(&body, endpoint) {
+    let review: crate::review::ReviewIn = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            let e = crate::handler::ReviewError::Body(e.to_string());
+            return fail(if body.trim_ascii_start().first() == Some(&b'{') {
+                format!("{source}: {e}")
+            } else {
+                format!(
+                    "{source}: {e} (review takes one AdmissionReview in JSON, as the API server sends it)"
+                )
+            });
+        }
+    };
+    if let Some(wrong) = review
+        .request
+        .as_ref()
+        .and_then(|r| served_elsewhere(r, endpoint))
+    {
         return fail(format!("{source}: {wrong}"));
     }
     let state: Arc<dyn ClusterState> = if a.state.is_empty() {
@@ -562,14 +579,11 @@ fn review(
     let ctx = Context::new(state)
         .with_gates(prepared.gates.clone())
         .with_options(options);
-    match review_body(endpoint.handler.as_ref(), &body, &ctx) {
+    match endpoint.handler.review(review, &ctx) {
         Ok(answer) => match serde_json::to_string_pretty(&answer.review) {
             Ok(s) => emit(&(s + "\n")),
             Err(e) => fail(format!("cannot encode the answer: {e}")),
         },
-        Err(e) if body.trim_ascii_start().first() != Some(&b'{') => fail(format!(
-            "{source}: {e} (review takes one AdmissionReview in JSON, as the API server sends it)"
-        )),
         Err(e) => fail(format!("{source}: {e}")),
     }
 }
@@ -578,33 +592,14 @@ fn review(
 /// not registered for (a Model review on the AutoscalingPolicy path would otherwise be decided
 /// by the wrong rules, usually admitted). A different subresource or version is left to the
 /// handler, which answers it as upstream does; a review naming no resource is not judged here.
-fn served_elsewhere(body: &[u8], endpoint: &crate::app::Endpoint) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Review {
-        request: Option<Req>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Req {
-        resource: Option<Gvr>,
-        kind: Option<Gvk>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Gvr {
-        #[serde(default)]
-        group: String,
-        #[serde(default)]
-        resource: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Gvk {
-        #[serde(default)]
-        kind: String,
-    }
-    let req = serde_json::from_slice::<Review>(body).ok()?.request?;
-    let res = req.resource?;
+fn served_elsewhere(
+    req: &crate::review::RawRequest,
+    endpoint: &crate::app::Endpoint,
+) -> Option<String> {
+    let res = &req.resource;
     let t = &endpoint.target;
     let served = t.resource.split('/').next().unwrap_or_default();
-    if res.group == t.group && res.resource == served {
+    if res.resource.is_empty() || (res.group == t.group && res.resource == served) {
         return None;
     }
     let group = |g: &str| {
@@ -614,15 +609,17 @@ fn served_elsewhere(body: &[u8], endpoint: &crate::app::Endpoint) -> Option<Stri
             g.to_owned()
         }
     };
+    let kind = if req.kind.kind.is_empty() {
+        String::new()
+    } else {
+        format!(" (kind {})", req.kind.kind)
+    };
     Some(format!(
-        "{} serves {} {served}; this review is for {} {}{}",
+        "{} serves {} {served}; this review is for {} {}{kind}",
         endpoint.path,
         group(&t.group),
         group(&res.group),
         res.resource,
-        req.kind
-            .map(|k| format!(" (kind {})", k.kind))
-            .unwrap_or_default()
     ))
 }
 

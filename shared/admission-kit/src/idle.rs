@@ -20,10 +20,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 /// A connection that fails its pending read once silent for too long.
+///
+/// Activity only records the time (every read and write of a review pays one clock read); the
+/// timer is moved to the real deadline when it fires early, not on each byte.
 #[derive(Debug)]
 pub struct IdleTimeout<T> {
     inner: T,
     idle: Duration,
+    /// The last read or write; `None` until the first.
+    last: Option<Instant>,
     deadline: Pin<Box<Sleep>>,
 }
 
@@ -33,13 +38,27 @@ impl<T> IdleTimeout<T> {
         Self {
             inner,
             idle,
+            last: None,
             deadline: Box::pin(tokio::time::sleep(first)),
         }
     }
 
     fn touch(&mut self) {
-        let at = Instant::now() + self.idle;
-        self.deadline.as_mut().reset(at);
+        self.last = Some(Instant::now());
+    }
+
+    /// Ready once the connection has been silent too long; re-arms the timer when activity
+    /// since it was set moved the deadline.
+    fn poll_silent(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            if self.deadline.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            match self.last.map(|t| t + self.idle) {
+                Some(due) if due > self.deadline.deadline() => self.deadline.as_mut().reset(due),
+                _ => return Poll::Ready(()),
+            }
+        }
     }
 }
 
@@ -57,7 +76,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for IdleTimeout<T> {
                 }
                 Poll::Ready(r)
             }
-            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+            Poll::Pending => match self.poll_silent(cx) {
                 Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "connection silent for too long",

@@ -310,25 +310,22 @@ trait Configuration:
     fn clients(&self) -> Vec<(&str, &WebhookClientConfig)>;
 }
 
-impl Configuration for MutatingWebhookConfiguration {
-    fn clients(&self) -> Vec<(&str, &WebhookClientConfig)> {
-        self.webhooks
-            .iter()
-            .flatten()
-            .map(|w| (w.name.as_str(), &w.client_config))
-            .collect()
-    }
+/// The two kinds hold different webhook types with the same `name` and `client_config`.
+macro_rules! configuration {
+    ($($kind:ty),*) => {$(
+        impl Configuration for $kind {
+            fn clients(&self) -> Vec<(&str, &WebhookClientConfig)> {
+                self.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| (w.name.as_str(), &w.client_config))
+                    .collect()
+            }
+        }
+    )*};
 }
 
-impl Configuration for ValidatingWebhookConfiguration {
-    fn clients(&self) -> Vec<(&str, &WebhookClientConfig)> {
-        self.webhooks
-            .iter()
-            .flatten()
-            .map(|w| (w.name.as_str(), &w.client_config))
-            .collect()
-    }
-}
+configuration!(MutatingWebhookConfiguration, ValidatingWebhookConfiguration);
 
 /// The configuration of kind `K` named `name`, if any.
 async fn get<K: Configuration>(

@@ -667,13 +667,22 @@ impl Router {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        let http1 = req.version() < http::Version::HTTP_2;
         let path = req.uri().path();
-        if let Some(stack) = self.routes.get(path) {
-            let Ok(r) = stack.svc.clone().oneshot(req).await;
-            return r;
+        let mut resp = match self.routes.get(path) {
+            Some(stack) => {
+                let Ok(r) = stack.svc.clone().oneshot(req).await;
+                r
+            }
+            None => health(path, &|| self.readiness.check())
+                .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found")),
+        };
+        // Draining: an HTTP/1.1 client leaves after this answer (HTTP/2 ones get GOAWAY).
+        if http1 && self.readiness.draining.load(Ordering::Acquire) {
+            resp.headers_mut()
+                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
         }
-        health(path, &|| self.readiness.check())
-            .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
+        resp
     }
 }
 
@@ -759,9 +768,9 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
         // Every connection task holds a clone of `done`; when all are dropped, all have ended.
         let (closing, closing_rx) = tokio::sync::watch::channel(false);
-        // Flips at the stop signal, a shutdown delay before `closing`: clients are told to
-        // leave while the listener still answers (HTTP/2 GOAWAY, HTTP/1.1 `Connection: close`
-        // on each answer), so none sends on a connection the server is closing.
+        // Flips at the stop signal (with readiness), a shutdown delay before `closing`: HTTP/2
+        // connections get GOAWAY at once; HTTP/1.1 answers carry `Connection: close` (the
+        // router reads readiness), so no client sends on a connection the server is closing.
         let (draining_tx, draining_rx) = tokio::sync::watch::channel(false);
         let (done, mut all_done) = tokio::sync::mpsc::channel::<()>(1);
         let acceptor = TlsAcceptor::from(self.tls.clone());
@@ -827,23 +836,13 @@ impl Server {
                             }
                         };
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
-                        let leaving = draining.clone();
                         let busy = registered.busy.clone();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
-                            let leaving = leaving.clone();
                             let answering = crate::conns::Busy::start(&busy);
                             async move {
                                 let _answering = answering;
-                                let http1 = req.version() < http::Version::HTTP_2;
-                                let mut resp = router.handle(req).await;
-                                if http1 && *leaving.borrow() {
-                                    resp.headers_mut().insert(
-                                        header::CONNECTION,
-                                        http::HeaderValue::from_static("close"),
-                                    );
-                                }
-                                Ok::<_, Infallible>(resp)
+                                Ok::<_, Infallible>(router.handle(req).await)
                             }
                         });
                         let mut builder = auto::Builder::new(TokioExecutor::new());

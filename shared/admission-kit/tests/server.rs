@@ -180,6 +180,32 @@ async fn tls(addr: SocketAddr, ca: &CertificateDer<'static>, alpn: &[u8]) -> Tls
         .unwrap()
 }
 
+/// Everything the server sends until it closes the connection; `None` if it is still open after
+/// 20 s.
+async fn until_closed(t: &mut TlsStream<TcpStream>) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(t, &mut buf),
+    )
+    .await
+    .ok()
+    .map(|_| buf)
+}
+
+/// The first bytes of the server's answer (within 20 s, else panics with `what`), as text.
+async fn first_answer(t: &mut TlsStream<TcpStream>, what: &str) -> String {
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read(t, &mut buf),
+    )
+    .await
+    .expect(what)
+    .unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
 async fn h1(r: &Running) -> (Sender, tokio::task::JoinHandle<()>) {
@@ -447,54 +473,33 @@ async fn slow_or_silent_clients_are_cut_off() {
     t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\n")
         .await
         .unwrap();
-    let mut buf = Vec::new();
-    let read = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read_to_end(&mut t, &mut buf),
-    )
-    .await;
     assert!(
-        read.is_ok(),
+        until_closed(&mut t).await.is_some(),
         "connection with unfinished headers was not closed"
     );
     // Body announced but never sent: 408 after the body timeout.
     let mut t = tls(r.addr, &r.ca, b"http/1.1").await;
     t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{").await.unwrap();
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read(&mut t, &mut buf),
-    )
-    .await
-    .expect("no answer to a stalled body")
-    .unwrap();
-    let head = String::from_utf8_lossy(&buf[..n]);
+    let head = first_answer(&mut t, "no answer to a stalled body").await;
     assert!(head.starts_with("HTTP/1.1 408"), "{head}");
     // A client that completes the handshake and sends nothing is closed (first-byte timeout),
     // and so is one that rests after an answer (idle timeout).
     let mut silent = tls(r.addr, &r.ca, b"http/1.1").await;
-    let mut buf = Vec::new();
-    let read = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut buf),
-    )
-    .await;
-    assert!(read.is_ok(), "a silent connection was not closed");
+    assert!(
+        until_closed(&mut silent).await.is_some(),
+        "a silent connection was not closed"
+    );
     let mut resting = tls(r.addr, &r.ca, b"http/1.1").await;
     resting
         .write_all(b"GET /nope HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
         .unwrap();
-    let mut buf = Vec::new();
-    let read = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read_to_end(&mut resting, &mut buf),
-    )
-    .await;
+    let read = until_closed(&mut resting).await;
     assert!(
-        read.is_ok(),
+        read.is_some(),
         "a resting keep-alive connection was not closed"
     );
+    let buf = read.unwrap_or_default();
     assert!(
         String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 "),
         "answered before it was closed"
@@ -758,15 +763,7 @@ async fn chunked_body_over_the_limit_is_refused() {
         }
     }
     let _ = t.write_all(b"0\r\n\r\n").await;
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read(&mut t, &mut buf),
-    )
-    .await
-    .expect("no answer")
-    .unwrap();
-    let head = String::from_utf8_lossy(&buf[..n]);
+    let head = first_answer(&mut t, "no answer").await;
     assert!(head.starts_with("HTTP/1.1 413"), "{head}");
 }
 
@@ -958,15 +955,11 @@ async fn beyond_the_in_flight_budget_reviews_get_429_before_their_body_is_read()
     );
     let _ = refused.into_body().collect().await;
     // The holder's body never comes: 408 after the body timeout frees the slot.
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::io::AsyncReadExt::read(&mut holder, &mut buf),
-    )
-    .await
-    .expect("no answer to the stalled body")
-    .unwrap();
-    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 408"));
+    assert!(
+        first_answer(&mut holder, "no answer to the stalled body")
+            .await
+            .starts_with("HTTP/1.1 408")
+    );
     // The slot is free again (on a new connection: hyper closes a keep-alive connection left
     // idle past the header timeout, 500 ms here).
     let (mut third, _) = h1(&r).await;

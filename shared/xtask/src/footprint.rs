@@ -112,21 +112,29 @@ fn node(i: usize) -> Node {
     .unwrap_or_default()
 }
 
-/// Creates `items` with `concurrency` requests in flight; returns how many were refused.
-async fn create_all<K, I>(api: &Api<K>, items: I, concurrency: usize) -> usize
+/// Runs `calls` with 16 in flight; returns how many failed.
+async fn failures<F, T>(calls: impl IntoIterator<Item = F>) -> usize
+where
+    F: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    futures::stream::iter(calls)
+        .buffer_unordered(16)
+        .filter(|r| futures::future::ready(r.is_err()))
+        .count()
+        .await
+}
+
+/// Creates `items`; returns how many were refused.
+async fn create_all<K, I>(api: &Api<K>, items: I) -> usize
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
     I: IntoIterator<Item = K>,
 {
-    futures::stream::iter(items)
-        .map(|o| {
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &o).await.is_err() }
-        })
-        .buffer_unordered(concurrency)
-        .filter(|refused| futures::future::ready(*refused))
-        .count()
-        .await
+    failures(items.into_iter().map(|o| {
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &o).await }
+    }))
+    .await
 }
 
 /// Runs the measurement and prints the table.
@@ -199,34 +207,28 @@ pub async fn run(
     for (t, team) in teams.iter().enumerate() {
         let api: Api<Pod> = Api::namespaced(client.clone(), team);
         let mine = (0..pods).filter(|i| i % teams.len() == t);
-        refused += create_all(&api, mine.map(|i| pod(i, team)), 16).await;
+        refused += create_all(&api, mine.map(|i| pod(i, team))).await;
     }
     let pods_secs = started.elapsed().as_secs_f64();
     let after_pods = read(&procs)?;
     let nodes_api: Api<Node> = Api::all(client.clone());
-    refused += create_all(&nodes_api, (0..nodes).map(node), 16).await;
+    refused += create_all(&nodes_api, (0..nodes).map(node)).await;
     // One kubelet heartbeat each: a status update through /mutate-node-status.
     let now = "2026-11-22T00:00:00Z";
-    let heartbeats = futures::stream::iter(0..nodes)
-        .map(|i| {
-            let api = nodes_api.clone();
-            async move {
-                let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
-                    "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}});
-                api.patch_status(
-                    &format!("gpu-node-{i}"),
-                    &PatchParams::default(),
-                    &Patch::Strategic(&patch),
-                )
-                .await
-                .is_err()
-            }
-        })
-        .buffer_unordered(16)
-        .filter(|refused| futures::future::ready(*refused))
-        .count()
-        .await;
-    refused += heartbeats;
+    refused += failures((0..nodes).map(|i| {
+        let api = nodes_api.clone();
+        async move {
+            let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+                "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}});
+            api.patch_status(
+                &format!("gpu-node-{i}"),
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        }
+    }))
+    .await;
     let after_nodes = read(&procs)?;
     // Let caches and the usage write-back settle.
     tokio::time::sleep(Duration::from_secs(15)).await;
