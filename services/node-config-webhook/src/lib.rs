@@ -16,12 +16,12 @@ pub const GATES: [(&str, bool); 3] = [
     ("ConfigMapValidatingWebhook", true),
 ];
 
-fn core(resource: &str, operations: &'static [Operation]) -> Target {
-    Target {
-        group: String::new(),
-        version: "v1".into(),
-        resource: resource.into(),
-        operations,
+fn core(resource: &str, kind: &str, operations: &'static [Operation]) -> Target {
+    let t = Target::resource("", "v1", resource, kind).operations(operations);
+    if kind == "Node" {
+        t.cluster_scoped()
+    } else {
+        t
     }
 }
 
@@ -34,11 +34,11 @@ pub fn app() -> App {
         "Koordinator admission for Nodes, Node status (resource amplification) and the SLO controller ConfigMap.",
     )
     .feature_gates(&GATES)
-    .mutate("/mutate-node-status", core("nodes/status", &[Create, Update]), Ignore, node_status::NodeStatusAmplifier)
+    .mutate("/mutate-node-status", core("nodes/status", "Node", &[Create, Update]), Ignore, node_status::NodeStatusAmplifier)
     .gate("NodeMutatingWebhook")
-    .validate("/validate-node", core("nodes", &[Create, Update]), Ignore, node::NodeValidator)
+    .validate("/validate-node", core("nodes", "Node", &[Create, Update]), Ignore, node::NodeValidator)
     .gate("NodeValidatingWebhook")
-    .validate("/validate-configmap", core("configmaps", &[Create, Update, Delete]), Fail, configmap::SloConfigMapValidator)
+    .validate("/validate-configmap", core("configmaps", "ConfigMap", &[Create, Update, Delete]), Fail, configmap::SloConfigMapValidator)
     .gate("ConfigMapValidatingWebhook")
     .object_selector("koordinator.sh/configmap-type", &["slo-controller-config"])
     .option("config-namespace", "Namespace of the SLO controller ConfigMap.", "koordinator-system")

@@ -185,12 +185,7 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
 pub use admission_kit::field::aggregate;
 
 fn pods(ops: &'static [Operation]) -> Target {
-    Target {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "pods".into(),
-        operations: ops,
-    }
+    Target::resource("", "v1", "pods", "Pod").operations(ops)
 }
 
 /// The service: upstream paths, failure policies and gates (§1).
@@ -213,12 +208,7 @@ pub fn app() -> App {
     .gate("PodValidatingWebhook")
     .validate(
         "/validate-pod-binding",
-        Target {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "pods/binding".into(),
-            operations: &[Create],
-        },
+        Target::resource("", "v1", "pods/binding", "Binding").operations(&[Create]),
         Ignore,
         binding::BindingValidator,
     )

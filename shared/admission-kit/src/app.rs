@@ -47,19 +47,49 @@ pub struct Target {
     pub version: String,
     /// Resource, with `/subresource` when it targets one.
     pub resource: String,
+    /// The kind of the objects sent (what a manifest names; `admission-check` routes by it).
+    pub kind: String,
+    /// Whether the resource lives in namespaces.
+    pub namespaced: bool,
     /// Operations sent.
     pub operations: &'static [Operation],
 }
 
 impl Target {
     /// The resource of a typed kind, for CREATE and UPDATE.
-    pub fn of<K: Resource<DynamicType = ()>>() -> Self {
+    pub fn of<K: Resource<DynamicType = ()>>() -> Self
+    where
+        K::Scope: 'static,
+    {
+        use std::any::TypeId;
         Self {
             group: K::group(&()).into_owned(),
             version: K::version(&()).into_owned(),
             resource: K::plural(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            namespaced: TypeId::of::<K::Scope>()
+                == TypeId::of::<k8s_openapi::NamespaceResourceScope>(),
             operations: &[Operation::Create, Operation::Update],
         }
+    }
+
+    /// A namespaced resource (or subresource, `pods/binding`) whose objects are of `kind`, for
+    /// CREATE and UPDATE; [`Target::cluster_scoped`] for the others.
+    pub fn resource(group: &str, version: &str, resource: &str, kind: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: resource.to_owned(),
+            kind: kind.to_owned(),
+            namespaced: true,
+            operations: &[Operation::Create, Operation::Update],
+        }
+    }
+
+    /// The same target for a cluster-scoped resource.
+    pub fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
     }
 
     /// The same target for other operations.

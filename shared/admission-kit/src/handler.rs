@@ -269,10 +269,24 @@ pub struct Decision {
     pub patched: bool,
     /// Ids of the rules that denied (one per field error).
     pub denied_by: Vec<&'static str>,
+    /// Each reason for the denial with its field, in the order of `denied_by` (what
+    /// `admission-check` reports; the log keeps the rule ids only).
+    pub denials: Vec<Denial>,
     /// Ids of rules that acted without denying.
     pub applied: Vec<&'static str>,
     /// Whether this was a dry run.
     pub dry_run: bool,
+}
+
+/// One reason a review was denied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The rule id from the spec.
+    pub rule: &'static str,
+    /// The offending field (`spec.replicas`), empty for a refusal that names none.
+    pub field: String,
+    /// What is wrong with it, without the field.
+    pub message: String,
 }
 
 /// The answer to one review.
@@ -373,6 +387,20 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
             .iter()
             .map(|(r, _)| *r)
             .chain(verdict.errors.iter().map(|e| e.rule))
+            .collect(),
+        denials: verdict
+            .refusal
+            .iter()
+            .map(|(rule, status)| Denial {
+                rule,
+                field: String::new(),
+                message: status.message.clone(),
+            })
+            .chain(verdict.errors.iter().map(|e| Denial {
+                rule: e.rule,
+                field: e.path.to_string(),
+                message: e.body(),
+            }))
             .collect(),
         applied: verdict.applied.clone(),
         dry_run: req.dry_run,

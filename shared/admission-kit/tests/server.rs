@@ -72,12 +72,7 @@ impl Mutator for Defaulter {
 }
 
 fn app() -> App {
-    let target = Target {
-        group: "example.com".into(),
-        version: "v1".into(),
-        resource: "things".into(),
-        operations: &[],
-    };
+    let target = Target::resource("example.com", "v1", "things", "Thing").operations(&[]);
     App::new("test-webhook", "test")
         .validate(
             "/validate",

@@ -28,12 +28,7 @@ fn review_span_continues_the_callers_trace() {
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let target = Target {
-        group: "g".into(),
-        version: "v1".into(),
-        resource: "r".into(),
-        operations: &[],
-    };
+    let target = Target::resource("g", "v1", "r", "Thing").operations(&[]);
     let app = App::new("t", "t").validate("/v", target, FailurePolicy::Fail, AllowAll);
     let readiness = Arc::new(Readiness::new(CertStore::new(), || true));
     let router = Router::new(

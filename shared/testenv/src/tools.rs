@@ -172,6 +172,121 @@ pub fn ensure_prometheus() -> Result<Prometheus, ToolsError> {
     prometheus()
 }
 
+/// Microsoft's SARIF validator (`sarif-multitool`), from the npm registry: checks
+/// `admission-check -o sarif` against SARIF 2.1.0.
+pub const SARIF_MULTITOOL_VERSION: &str = "5.7.0";
+/// junitparser, a JUnit XML reader from PyPI: reads `admission-check -o junit` as CI systems do.
+pub const JUNITPARSER_VERSION: &str = "5.0.3";
+
+/// The validators of admission-check's CI report formats.
+#[derive(Debug, Clone)]
+pub struct ReportValidators {
+    /// The SARIF multitool's native executable (`validate FILE -o OUT`).
+    pub sarif_multitool: PathBuf,
+    /// A directory holding the `junitparser` package, for `PYTHONPATH`.
+    pub junitparser_path: PathBuf,
+}
+
+fn validators_paths() -> ReportValidators {
+    let dir = cache_dir();
+    ReportValidators {
+        sarif_multitool: dir
+            .join(format!("sarif-multitool-{SARIF_MULTITOOL_VERSION}"))
+            .join("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool"),
+        junitparser_path: dir.join(format!("junitparser-{JUNITPARSER_VERSION}")),
+    }
+}
+
+/// The report validators, when installed.
+pub fn report_validators() -> Result<ReportValidators, ToolsError> {
+    let v = validators_paths();
+    if !v.sarif_multitool.is_file() {
+        return Err(ToolsError::Missing("sarif-multitool", v.sarif_multitool));
+    }
+    if !v.junitparser_path.join("junitparser").is_dir() {
+        return Err(ToolsError::Missing("junitparser", v.junitparser_path));
+    }
+    Ok(v)
+}
+
+fn run_installer(what: &str, cmd: &mut Command) -> Result<(), ToolsError> {
+    let ok = cmd
+        .status()
+        .map_err(|e| ToolsError::Io(format!("running {what}"), e))?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolsError::Io(
+            what.to_owned(),
+            std::io::Error::other("the installer failed; see its output above"),
+        ))
+    }
+}
+
+/// Installs the report validators into the tool cache when missing: the SARIF multitool with
+/// the machine's npm, junitparser with its pip (both pinned, a few seconds).
+pub fn ensure_report_validators() -> Result<ReportValidators, ToolsError> {
+    let v = validators_paths();
+    if !v.sarif_multitool.is_file() {
+        eprintln!(
+            "installing @microsoft/sarif-multitool {SARIF_MULTITOOL_VERSION} from npm, first time only"
+        );
+        let prefix = v
+            .sarif_multitool
+            .ancestors()
+            .nth(4)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(cache_dir);
+        std::fs::create_dir_all(&prefix)
+            .map_err(|e| ToolsError::Io(prefix.display().to_string(), e))?;
+        run_installer(
+            "npm install @microsoft/sarif-multitool",
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--no-save",
+                    "--prefix",
+                ])
+                .arg(&prefix)
+                .arg(format!(
+                    "@microsoft/sarif-multitool@{SARIF_MULTITOOL_VERSION}"
+                ))
+                .arg(format!(
+                    "@microsoft/sarif-multitool-linux@{SARIF_MULTITOOL_VERSION}"
+                )),
+        )?;
+        // The package's postinstall sets the execute bit; npm may skip install scripts.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&v.sarif_multitool, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| ToolsError::Io(v.sarif_multitool.display().to_string(), e))?;
+        }
+    }
+    if !v.junitparser_path.join("junitparser").is_dir() {
+        eprintln!("installing junitparser {JUNITPARSER_VERSION} from PyPI, first time only");
+        run_installer(
+            "pip install junitparser",
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                    "--target",
+                ])
+                .arg(&v.junitparser_path)
+                .arg(format!("junitparser=={JUNITPARSER_VERSION}")),
+        )?;
+    }
+    report_validators()
+}
+
 /// Paths of the three binaries.
 #[derive(Debug, Clone)]
 pub struct Binaries {

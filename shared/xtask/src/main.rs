@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+mod check_speed;
 mod footprint;
 mod runner;
 
@@ -24,7 +25,7 @@ use kube::core::GroupVersionKind;
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    about = "Project commands: up, test, tools, footprint."
+    about = "Project commands: up, test, tools, footprint, check-speed."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -61,6 +62,18 @@ enum Cmd {
     },
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
     Tools,
+    /// Time `admission-check` over a directory of many manifests on one core.
+    CheckSpeed {
+        /// Manifest files to check.
+        #[arg(long, default_value_t = 10_000)]
+        manifests: usize,
+        /// Runs; the median is printed.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// The core to pin the check to.
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
+    },
     /// Measure each service's memory and CPU on a real control plane while pods and nodes go
     /// through the webhooks (the figures behind the Deployments' requests and limits).
     Footprint {
@@ -112,6 +125,7 @@ fn is_package_variable(key: &str) -> bool {
 fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
+    testenv::tools::ensure_report_validators()?;
     Ok(bins)
 }
 
@@ -127,8 +141,17 @@ fn main() -> ExitCode {
                 println!("prometheus:     {}", p.server.display());
                 println!("promtool:       {}", p.promtool.display());
             }
+            if let Ok(v) = testenv::tools::report_validators() {
+                println!("sarif-multitool: {}", v.sarif_multitool.display());
+                println!("junitparser:    {}", v.junitparser_path.display());
+            }
         }),
         Cmd::Test { jobs } => test(jobs),
+        Cmd::CheckSpeed {
+            manifests,
+            runs,
+            cpu,
+        } => check_speed::run(&root(), cargo(), manifests, runs, cpu),
         Cmd::Footprint {
             pods,
             nodes,

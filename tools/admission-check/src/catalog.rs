@@ -1,0 +1,566 @@
+//! Routing an object to the endpoints the API server would call, and calling them in its order:
+//! mutating endpoints first (configurations by name, then each configuration's webhooks in
+//! registration order), then every validating endpoint on the mutated object.
+//!
+//! Each endpoint is called through its own handler with an AdmissionReview built as the API
+//! server builds it, so a rule answers here exactly what it answers when served.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use admission_kit::Operation;
+use admission_kit::app::{App, Endpoint, FailurePolicy, WebhookKind};
+use admission_kit::gates::GateError;
+use admission_kit::handler::{Context, Denial};
+use admission_kit::registration::OPT_OUT_LABEL;
+use admission_kit::review::{Gvk, Gvr, RawRequest, ReviewIn, V1};
+use admission_kit::state::{ClusterState, LookupError, StaticState, TypeKey};
+use base64::Engine as _;
+use k8s_openapi::api::authentication::v1::UserInfo;
+use kube::api::DynamicObject;
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// Namespaces our installation keeps every webhook away from (`kube-system` and its own).
+pub const EXCLUDED_NAMESPACES: [&str; 2] = ["kube-system", "admission-webhooks"];
+
+struct Service {
+    name: &'static str,
+    endpoints: Vec<Endpoint>,
+    ctx: Context,
+}
+
+/// The cluster as a run sees it: the given state plus every object the run admitted so far, as
+/// `kubectl apply -f` of the same files in order would leave it (a binding after its policy).
+struct RunState(RwLock<StaticState>);
+
+impl ClusterState for RunState {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(ty, namespace, name)
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .list(ty, namespace)
+    }
+}
+
+/// Every endpoint of the services, with the state their rules read.
+pub struct Catalog {
+    services: Vec<Service>,
+    state: Arc<RunState>,
+    /// Objects in these namespaces are not sent to namespaced endpoints.
+    pub excluded_namespaces: Vec<String>,
+    /// The namespace of a namespaced object that names none (kubectl's default).
+    pub default_namespace: String,
+}
+
+/// What to check: an object and how it reaches the API server.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The object sent (for DELETE, the object deleted).
+    pub object: &'a Value,
+    /// The object it replaces (UPDATE).
+    pub old: Option<&'a Value>,
+    /// The operation.
+    pub operation: Operation,
+    /// The subresource addressed (`status`).
+    pub sub_resource: Option<&'a str>,
+    /// The request's namespace when it differs from the object's (AdmissionReview input).
+    pub namespace: Option<&'a str>,
+    /// Who asks (`userInfo`); a generic authenticated user when absent.
+    pub user_info: Option<&'a Value>,
+    /// Only these endpoint paths are called (all that apply when empty).
+    pub only: &'a [String],
+}
+
+/// One reason an endpoint refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The rule id from the spec.
+    pub rule: String,
+    /// The offending field, empty when the rule names none.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// An endpoint's refusal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refusal {
+    /// The service.
+    pub service: String,
+    /// The endpoint path.
+    pub endpoint: String,
+    /// The status code the API server reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// The message the API server reports (the denial's status message).
+    pub message: String,
+    /// Each reason, with its rule and field.
+    pub findings: Vec<Finding>,
+}
+
+/// A patch an endpoint applied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mutation {
+    /// The endpoint path.
+    pub endpoint: String,
+    /// The JSON Patch it sent.
+    pub patch: Value,
+}
+
+/// The result of one object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Whether every endpoint admitted it.
+    pub admitted: bool,
+    /// The endpoints called, in order.
+    pub endpoints: Vec<String>,
+    /// Why no endpoint was called, when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// The refusals.
+    pub refusals: Vec<Refusal>,
+    /// Warnings returned with the answers.
+    pub warnings: Vec<String>,
+    /// The patches applied by mutating endpoints, in order.
+    pub mutations: Vec<Mutation>,
+    /// What the API server's built-in admission did first, and what could not be emulated.
+    pub notes: Vec<String>,
+    /// The object as the API server sends it to the first webhook (the namespace filled in).
+    #[serde(skip)]
+    pub sent: Value,
+    /// The object after every mutation.
+    #[serde(skip)]
+    pub object: Value,
+}
+
+impl Catalog {
+    /// The endpoints of `apps` with their default gates and options, reading `state` and the
+    /// objects admitted by earlier checks.
+    pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
+        let state = Arc::new(RunState(RwLock::new(state)));
+        let mut services = Vec::new();
+        for app in apps {
+            let prepared = app.prepare(None)?;
+            let ctx = Context::new(state.clone() as Arc<dyn ClusterState>)
+                .with_gates(prepared.gates.clone())
+                .with_options(app.default_options());
+            services.push(Service {
+                name: app.name,
+                endpoints: prepared.app.endpoints,
+                ctx,
+            });
+        }
+        // The API server calls mutating webhooks configuration by configuration, in name order;
+        // each service registers one configuration named after it.
+        services.sort_by_key(|s| s.name);
+        Ok(Self {
+            services,
+            state,
+            excluded_namespaces: EXCLUDED_NAMESPACES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            default_namespace: "default".into(),
+        })
+    }
+
+    /// Every endpoint path, for messages.
+    pub fn paths(&self) -> Vec<&'static str> {
+        self.services
+            .iter()
+            .flat_map(|s| s.endpoints.iter().map(|e| e.path))
+            .collect()
+    }
+
+    /// Whether a namespace is kept away from the webhooks: by name, or by the opt-out label on
+    /// the Namespace object when the state holds it.
+    fn namespace_excluded(&self, ns: &str) -> Option<String> {
+        if self.excluded_namespaces.iter().any(|n| n == ns) {
+            return Some(format!(
+                "namespace {ns} is excluded from every webhook (namespaceSelector)"
+            ));
+        }
+        let key = TypeKey {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+        };
+        let labelled = self
+            .state
+            .get(&key, None, ns)
+            .ok()
+            .flatten()
+            .is_some_and(|n| {
+                n.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(OPT_OUT_LABEL))
+            });
+        labelled.then(|| format!("namespace {ns} carries the label {OPT_OUT_LABEL}"))
+    }
+
+    /// Runs every endpoint that applies to `s`, as the API server would.
+    pub fn check(&self, s: &Subject<'_>) -> Outcome {
+        let api_version = s.object["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let kind = s.object["kind"].as_str().unwrap_or_default();
+        let mut outcome = Outcome {
+            admitted: true,
+            endpoints: Vec::new(),
+            skipped: None,
+            refusals: Vec::new(),
+            warnings: Vec::new(),
+            mutations: Vec::new(),
+            notes: Vec::new(),
+            sent: Value::Null,
+            object: s.object.clone(),
+        };
+        let routes: Vec<(&Service, &Endpoint)> = self
+            .services
+            .iter()
+            .flat_map(|svc| svc.endpoints.iter().map(move |e| (svc, e)))
+            .filter(|(_, e)| {
+                let t = &e.target;
+                let (resource, sub) = t
+                    .resource
+                    .split_once('/')
+                    .map_or((&*t.resource, None), |(r, s)| (r, Some(s)));
+                !resource.is_empty()
+                    && t.group == group
+                    && t.version == version
+                    && t.kind == kind
+                    && sub == s.sub_resource
+                    && t.operations.contains(&s.operation)
+                    && (s.only.is_empty() || s.only.iter().any(|p| p == e.path))
+            })
+            .collect();
+        if routes.is_empty() {
+            outcome.sent = outcome.object.clone();
+            outcome.skipped = Some(format!(
+                "no webhook serves {kind} {api_version}{} on {}",
+                s.sub_resource
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
+                s.operation.as_str()
+            ));
+            return outcome;
+        }
+        let namespaced = routes.iter().any(|(_, e)| e.target.namespaced);
+        let namespace = namespaced.then(|| {
+            s.namespace
+                .or_else(|| s.object["metadata"]["namespace"].as_str())
+                .unwrap_or(&self.default_namespace)
+                .to_owned()
+        });
+        // The API server sets a namespaced object's namespace before admission.
+        if let (Some(ns), Some(meta)) = (
+            &namespace,
+            outcome
+                .object
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut),
+        ) {
+            meta.entry("namespace")
+                .or_insert_with(|| Value::String(ns.clone()));
+        }
+        if group.is_empty() && kind == "Pod" && s.operation == Operation::Create {
+            self.priority(&mut outcome);
+        }
+        outcome.sent = outcome.object.clone();
+        let excluded = namespace
+            .as_deref()
+            .and_then(|ns| self.namespace_excluded(ns));
+        let selected: Vec<_> = routes
+            .into_iter()
+            .filter(|(_, e)| !(e.target.namespaced && excluded.is_some()))
+            .filter(|(_, e)| selector_matches(e, s.object, s.old))
+            .collect();
+        if selected.is_empty() {
+            outcome.skipped =
+                Some(excluded.unwrap_or_else(|| {
+                    "no webhook's objectSelector matches its labels".to_owned()
+                }));
+            return outcome;
+        }
+        let mutating = selected
+            .iter()
+            .filter(|(_, e)| e.kind == WebhookKind::Mutating);
+        let validating = selected
+            .iter()
+            .filter(|(_, e)| e.kind == WebhookKind::Validating);
+        for (svc, e) in mutating.chain(validating) {
+            outcome.endpoints.push(e.path.to_owned());
+            let step = call(svc, e, s, &outcome.object, namespace.as_deref());
+            outcome.warnings.extend(step.warnings);
+            if let Some(r) = step.refusal {
+                outcome.admitted = false;
+                outcome.refusals.push(r);
+                // The API server stops at a mutating webhook's refusal: nothing validates.
+                if e.kind == WebhookKind::Mutating {
+                    break;
+                }
+            }
+            if let Some(patch) = step.patch {
+                match apply(&mut outcome.object, &patch) {
+                    Ok(()) => outcome.mutations.push(Mutation {
+                        endpoint: e.path.to_owned(),
+                        patch,
+                    }),
+                    Err(msg) => {
+                        outcome.admitted = false;
+                        outcome.refusals.push(Refusal {
+                            service: svc.name.to_owned(),
+                            endpoint: e.path.to_owned(),
+                            code: Some(500),
+                            message: format!("the patch of {} does not apply: {msg}", e.path),
+                            findings: Vec::new(),
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        if outcome.admitted && s.operation != Operation::Delete {
+            self.remember(&outcome.object);
+        }
+        outcome
+    }
+
+    /// The Priority admission plugin, which runs before any webhook: a new Pod's
+    /// `spec.priority` (and `preemptionPolicy`) come from its PriorityClass, which the state
+    /// must hold (the two system classes are built in).
+    fn priority(&self, outcome: &mut Outcome) {
+        let Some(spec) = outcome
+            .object
+            .get_mut("spec")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        if spec.contains_key("priority") {
+            return;
+        }
+        let Some(class) = spec
+            .get("priorityClassName")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let builtin = match class.as_str() {
+            "system-node-critical" => Some(2_000_001_000),
+            "system-cluster-critical" => Some(2_000_000_000),
+            _ => None,
+        };
+        let key = TypeKey {
+            api_version: "scheduling.k8s.io/v1".into(),
+            kind: "PriorityClass".into(),
+        };
+        let found = self.state.get(&key, None, &class).ok().flatten();
+        let value = found
+            .as_ref()
+            .and_then(|pc| pc.data["value"].as_i64())
+            .or(builtin);
+        let Some(value) = value else {
+            outcome.notes.push(format!(
+                "PriorityClass {class} is not in the state: spec.priority is left unset (the API server refuses a Pod naming an unknown class; give it with --state)"
+            ));
+            return;
+        };
+        spec.insert("priority".into(), value.into());
+        let policy = found
+            .as_ref()
+            .and_then(|pc| pc.data["preemptionPolicy"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| "PreemptLowerPriority".to_owned());
+        spec.entry("preemptionPolicy")
+            .or_insert(Value::String(policy));
+    }
+
+    /// Adds an admitted object to the state later checks read (objects with only a
+    /// generateName have no name to be found by and are left out).
+    fn remember(&self, object: &Value) {
+        if object["metadata"]["name"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        {
+            return;
+        }
+        // An object the state cannot hold (no name) is simply not remembered.
+        let _ = self
+            .state
+            .0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add_value(object.clone());
+    }
+}
+
+/// Whether an endpoint's objectSelector sends this object (the API server sends it when either
+/// the new or the old object matches).
+fn selector_matches(e: &Endpoint, object: &Value, old: Option<&Value>) -> bool {
+    let Some((key, values)) = e.object_selector else {
+        return true;
+    };
+    let has = |o: &Value| {
+        o["metadata"]["labels"][key]
+            .as_str()
+            .is_some_and(|v| values.contains(&v))
+    };
+    has(object) || old.is_some_and(has)
+}
+
+/// What one endpoint answered.
+struct Step {
+    refusal: Option<Refusal>,
+    warnings: Vec<String>,
+    patch: Option<Value>,
+}
+
+fn raw(v: &Value) -> Option<Box<RawValue>> {
+    serde_json::value::to_raw_value(v).ok()
+}
+
+fn call(
+    svc: &Service,
+    e: &Endpoint,
+    s: &Subject<'_>,
+    object: &Value,
+    namespace: Option<&str>,
+) -> Step {
+    let t = &e.target;
+    let resource = t.resource.split('/').next().unwrap_or_default().to_owned();
+    let gvk = Gvk {
+        group: t.group.clone(),
+        version: t.version.clone(),
+        kind: t.kind.clone(),
+    };
+    let gvr = Gvr {
+        group: t.group.clone(),
+        version: t.version.clone(),
+        resource,
+    };
+    let user_info: UserInfo = s
+        .user_info
+        .and_then(|u| serde_json::from_value(u.clone()).ok())
+        .unwrap_or_else(|| UserInfo {
+            username: Some("admission-check".into()),
+            groups: Some(vec!["system:authenticated".into()]),
+            ..UserInfo::default()
+        });
+    let (new, old) = if s.operation == Operation::Delete {
+        (None, Some(object))
+    } else {
+        (Some(object), s.old)
+    };
+    let review = ReviewIn {
+        api_version: Some(V1.to_owned()),
+        kind: Some("AdmissionReview".into()),
+        request: Some(RawRequest {
+            uid: "admission-check".into(),
+            kind: gvk.clone(),
+            resource: gvr.clone(),
+            sub_resource: s.sub_resource.map(str::to_owned),
+            request_kind: Some(gvk),
+            request_resource: Some(gvr),
+            name: Some(
+                object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            namespace: namespace.map(str::to_owned),
+            operation: s.operation,
+            user_info,
+            object: new.and_then(raw),
+            old_object: old.and_then(raw),
+            dry_run: Some(false),
+            options: None,
+        }),
+    };
+    let refusal = |code: Option<u16>, message: String, findings: Vec<Finding>| Refusal {
+        service: svc.name.to_owned(),
+        endpoint: e.path.to_owned(),
+        code,
+        message,
+        findings,
+    };
+    let answer = match e.handler.review(review, &svc.ctx) {
+        Ok(a) => a,
+        // The API server gets HTTP 400 and applies the endpoint's failure policy.
+        Err(err) => {
+            let msg = format!("failed calling webhook {}: {err}", e.path);
+            return match e.failure_policy {
+                FailurePolicy::Fail => Step {
+                    refusal: Some(refusal(
+                        Some(500),
+                        msg,
+                        vec![Finding {
+                            rule: "webhook-error".into(),
+                            field: String::new(),
+                            message: err.to_string(),
+                        }],
+                    )),
+                    warnings: Vec::new(),
+                    patch: None,
+                },
+                FailurePolicy::Ignore => Step {
+                    refusal: None,
+                    warnings: vec![format!("{msg} (failurePolicy Ignore: admitted)")],
+                    patch: None,
+                },
+            };
+        }
+    };
+    let r = answer.review.response;
+    let findings = answer
+        .decision
+        .denials
+        .into_iter()
+        .map(
+            |Denial {
+                 rule,
+                 field,
+                 message,
+             }| Finding {
+                rule: rule.to_owned(),
+                field,
+                message,
+            },
+        )
+        .collect();
+    let patch = r
+        .patch
+        .as_deref()
+        .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    Step {
+        refusal: (!r.allowed).then(|| {
+            let status = r.status.unwrap_or_default();
+            refusal(status.code, status.message, findings)
+        }),
+        warnings: r.warnings,
+        patch,
+    }
+}
+
+fn apply(object: &mut Value, patch: &Value) -> Result<(), String> {
+    let p: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| e.to_string())?;
+    json_patch::patch(object, &p).map_err(|e| e.to_string())
+}

@@ -1,0 +1,296 @@
+//! The command line: `admission-check [OPTIONS] [PATH]...` and `admission-check --test SUITE...`.
+//!
+//! Exit codes: 0 when every object is admitted (warnings included) or every test passes, 1 when
+//! any object is denied or any test fails, 2 when input cannot be read.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use admission_kit::Operation;
+use admission_kit::state::StaticState;
+use clap::Parser;
+use serde_json::{Value, json};
+
+use crate::catalog::{Catalog, EXCLUDED_NAMESPACES, Subject};
+use crate::input::{self, Manifest};
+use crate::report::{self, Checked, Format};
+use crate::suite;
+
+/// The operation objects are checked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Op {
+    /// Objects are created (the default).
+    Create,
+    /// Objects replace the `--old` objects of the same kind, namespace and name.
+    Update,
+    /// Objects are deleted.
+    Delete,
+}
+
+/// Checks Kubernetes manifests against every admission webhook of this repository, offline.
+#[derive(Debug, Parser)]
+#[command(
+    name = "admission-check",
+    version,
+    after_help = "Exit codes: 0 all admitted (or all tests passed), 1 any denied (or any test failed), 2 unreadable input.\n\
+                  Objects are routed by apiVersion, kind and subresource to every endpoint registered for them: \
+                  mutating endpoints first, then validating endpoints on the mutated object."
+)]
+struct Cli {
+    /// Manifests: files, directories (searched recursively for .yaml, .yml and .json) or `-`
+    /// for standard input (the default). YAML streams, JSON, Lists and AdmissionReviews. With
+    /// --test: test-suite files.
+    paths: Vec<PathBuf>,
+    /// Objects in the cluster the rules may read (namespaces, quotas, policies…): YAML or JSON,
+    /// Lists too. Repeat for several files.
+    #[arg(long)]
+    state: Vec<PathBuf>,
+    /// The objects as they are now: an object with the same apiVersion, kind, namespace and
+    /// name among these is checked as an UPDATE of it. Repeat for several files or directories.
+    #[arg(long)]
+    old: Vec<PathBuf>,
+    /// Read the state from this cluster (namespaces and every kind the rules read), besides
+    /// any --state files.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The operation (default: CREATE, or UPDATE for objects found among --old).
+    #[arg(long, value_enum)]
+    operation: Option<Op>,
+    /// The subresource addressed, e.g. `status` for a Node status update.
+    #[arg(long)]
+    subresource: Option<String>,
+    /// The namespace of namespaced objects that name none.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    /// Namespaces whose objects the webhooks never see (the installation's namespaceSelector).
+    /// Repeat for several; `--exclude-namespace ''` for none.
+    #[arg(long = "exclude-namespace", default_values = EXCLUDED_NAMESPACES)]
+    exclude_namespaces: Vec<String>,
+    /// Call only this endpoint path (repeat for several); by default every endpoint that applies.
+    #[arg(long = "endpoint")]
+    endpoints: Vec<String>,
+    /// The user making the requests.
+    #[arg(long = "as", default_value = "admission-check")]
+    user: String,
+    /// A group of that user (repeat for several).
+    #[arg(long = "as-group", default_values = ["system:authenticated"])]
+    groups: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    output: Format,
+    /// Treat PATHs as test-suite files and report each test (text, or JSON with -o json).
+    #[arg(long)]
+    test: bool,
+}
+
+fn emit(text: &str) -> bool {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+        Err(e) => {
+            eprintln!("admission-check: cannot write the output: {e}");
+            false
+        }
+    }
+}
+
+fn unreadable(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("admission-check: {msg}");
+    ExitCode::from(2)
+}
+
+/// Runs the command; returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.test {
+        return run_suites(&cli);
+    }
+    let apps = crate::services();
+    let mut state = match StaticState::from_files(&cli.state) {
+        Ok(s) => s,
+        Err(e) => return unreadable(e),
+    };
+    if let Some(kc) = &cli.kubeconfig {
+        let loaded = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(crate::cluster::load(kc, &apps, &mut state))
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = loaded {
+            return unreadable(e);
+        }
+    }
+    let mut catalog = match Catalog::new(apps, state) {
+        Ok(c) => c,
+        Err(e) => return unreadable(e),
+    };
+    catalog.excluded_namespaces = cli
+        .exclude_namespaces
+        .iter()
+        .filter(|n| !n.is_empty())
+        .cloned()
+        .collect();
+    catalog.default_namespace = cli.namespace.clone();
+    let known = catalog.paths();
+    if let Some(bad) = cli.endpoints.iter().find(|p| !known.contains(&p.as_str())) {
+        return unreadable(format!("no endpoint {bad:?}; known: {}", known.join(", ")));
+    }
+    let paths = if cli.paths.is_empty() {
+        vec![PathBuf::from("-")]
+    } else {
+        cli.paths.clone()
+    };
+    let manifests = match input::read(&paths) {
+        Ok(m) => m,
+        Err(e) => return unreadable(e),
+    };
+    let olds = match input::read(&cli.old) {
+        Ok(m) => m,
+        Err(e) => return unreadable(e),
+    };
+    let results = check_all(&catalog, &cli, manifests, &olds);
+    if !emit(&report::render(&results, cli.output)) {
+        return ExitCode::FAILURE;
+    }
+    if results.iter().any(|r| !r.outcome.admitted) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Identifies an object across `--old` and the manifests.
+fn identity(v: &Value, default_ns: &str) -> (String, String, String, String) {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let ns = v["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or(default_ns)
+        .to_owned();
+    (
+        s(&v["apiVersion"]),
+        s(&v["kind"]),
+        ns,
+        s(&v["metadata"]["name"]),
+    )
+}
+
+fn check_all(
+    catalog: &Catalog,
+    cli: &Cli,
+    manifests: Vec<Manifest>,
+    olds: &[Manifest],
+) -> Vec<Checked> {
+    let by_id: HashMap<_, &Value> = olds
+        .iter()
+        .map(|m| (identity(&m.object, &cli.namespace), &m.object))
+        .collect();
+    let user = json!({"username": cli.user, "groups": cli.groups});
+    manifests
+        .into_iter()
+        .map(|m| {
+            let old = by_id.get(&identity(&m.object, &cli.namespace)).copied();
+            let r = m.review.as_ref();
+            let operation = match (cli.operation, r) {
+                (Some(Op::Create), _) => Operation::Create,
+                (Some(Op::Update), _) => Operation::Update,
+                (Some(Op::Delete), _) => Operation::Delete,
+                (None, Some(r)) => r.operation,
+                (None, None) if old.is_some() => Operation::Update,
+                (None, None) => Operation::Create,
+            };
+            let subject = Subject {
+                object: &m.object,
+                old: r.and_then(|r| r.old_object.as_ref()).or(old),
+                operation,
+                sub_resource: r
+                    .and_then(|r| r.sub_resource.as_deref())
+                    .or(cli.subresource.as_deref()),
+                namespace: r.and_then(|r| r.namespace.as_deref()),
+                user_info: Some(r.and_then(|r| r.user_info.as_ref()).unwrap_or(&user)),
+                only: &cli.endpoints,
+            };
+            let outcome = catalog.check(&subject);
+            Checked {
+                source: m.source,
+                object: m.object,
+                operation: operation.as_str(),
+                notes: m.notes,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+fn run_suites(cli: &Cli) -> ExitCode {
+    let apps = crate::services();
+    let files = match input::files(&cli.paths) {
+        Ok(f) => f,
+        Err(e) => return unreadable(e),
+    };
+    if files.is_empty() {
+        return unreadable("--test needs at least one test-suite file");
+    }
+    let mut all = Vec::new();
+    for f in &files {
+        match suite::run(f, &apps) {
+            Ok(r) => all.extend(r),
+            Err(e) => return unreadable(e),
+        }
+    }
+    let failed = all.iter().filter(|t| !t.failures.is_empty()).count();
+    let text = if cli.output == Format::Json {
+        let tests: Vec<Value> = all
+            .iter()
+            .map(|t| {
+                json!({
+                    "suite": t.suite,
+                    "test": t.name,
+                    "passed": t.failures.is_empty(),
+                    "failures": t.failures,
+                    "results": report::json_report(&t.checked)["results"],
+                })
+            })
+            .collect();
+        format!(
+            "{:#}\n",
+            json!({"tests": tests, "summary": {"tests": all.len(), "passed": all.len() - failed, "failed": failed}})
+        )
+    } else {
+        let mut s = String::new();
+        for t in &all {
+            let mark = if t.failures.is_empty() {
+                "PASS"
+            } else {
+                "FAIL"
+            };
+            s.push_str(&format!("{mark}  {} / {}\n", t.suite, t.name));
+            for f in &t.failures {
+                for (i, line) in f.lines().enumerate() {
+                    s.push_str(if i == 0 { "      " } else { "        " });
+                    s.push_str(line);
+                    s.push('\n');
+                }
+            }
+        }
+        s.push_str(&format!(
+            "{} tests: {} passed, {failed} failed\n",
+            all.len(),
+            all.len() - failed
+        ));
+        s
+    };
+    if !emit(&text) {
+        return ExitCode::FAILURE;
+    }
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

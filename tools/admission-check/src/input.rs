@@ -1,0 +1,467 @@
+//! Reading manifests: files, directories (recursively), standard input; multi-document YAML or
+//! JSON; Lists; AdmissionReviews. Every object keeps where it came from (file, document, line),
+//! so a report and an error can point at it.
+
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use admission_kit::Operation;
+use serde::Deserialize as _;
+use serde_json::Value;
+
+/// Where an object was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The file as given (or found under a given directory); `-` for standard input.
+    pub file: String,
+    /// The document's number in the file, from 1 (empty documents are not counted).
+    pub document: usize,
+    /// The line the document starts on, from 1.
+    pub line: usize,
+    /// The object's position in a List's `items`, from 0.
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.document)?;
+        if let Some(i) = self.item {
+            write!(f, "[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// What an AdmissionReview said about its object beyond the object itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromReview {
+    /// The operation.
+    pub operation: Operation,
+    /// The subresource, if any.
+    pub sub_resource: Option<String>,
+    /// The existing object (UPDATE, DELETE).
+    pub old_object: Option<Value>,
+    /// The request's namespace.
+    pub namespace: Option<String>,
+    /// The request's userInfo.
+    pub user_info: Option<Value>,
+}
+
+/// One object to check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// Where it was read.
+    pub source: Source,
+    /// The object, with `apiVersion` and `kind`.
+    pub object: Value,
+    /// Set when the object came from an AdmissionReview.
+    pub review: Option<FromReview>,
+    /// What was changed while reading, for the report (a YAML boolean label read as a string).
+    pub notes: Vec<String>,
+}
+
+/// Why input could not be read: the run stops with exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A file or directory could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A document is not YAML or JSON, or not a Kubernetes object.
+    #[error("{file}: document {document} (line {line}): {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// The document's number, from 1.
+        document: usize,
+        /// The line where the problem is, from 1.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Whether a file under a directory is read: YAML and JSON files only.
+fn is_manifest(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
+    let read_err = |source| InputError::Read {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(read_err)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(read_err)?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if is_manifest(&p) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The files named by `paths`: files as given, directories walked in name order (YAML and JSON
+/// files only), `-` for standard input.
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads every object of `paths` (see [`files`]).
+pub fn read(paths: &[PathBuf]) -> Result<Vec<Manifest>, InputError> {
+    let mut out = Vec::new();
+    for f in files(paths)? {
+        let name = f.display().to_string();
+        let text = if name == "-" {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|source| InputError::Read {
+                    path: "standard input".into(),
+                    source,
+                })?;
+            s
+        } else {
+            std::fs::read_to_string(&f).map_err(|source| InputError::Read {
+                path: name.clone(),
+                source,
+            })?
+        };
+        out.extend(parse(&name, &text)?);
+    }
+    Ok(out)
+}
+
+/// A document's text and the line it starts on.
+struct Doc<'a> {
+    text: &'a str,
+    line: usize,
+}
+
+/// Splits a YAML stream at its `---` and `...` marker lines. Done by hand rather than by
+/// serde_yaml_ng's multi-document deserializer because that one reports neither where a
+/// document starts nor, after an error, where the next begins: both are needed to name the
+/// document and line of every object.
+fn split_yaml(text: &str) -> Vec<Doc<'_>> {
+    let mut docs = Vec::new();
+    let (mut start, mut start_line) = (0usize, 1usize);
+    let mut offset = 0usize;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let marker =
+            bare == "---" || bare.starts_with("--- ") || bare.starts_with("---\t") || bare == "...";
+        if marker {
+            docs.push(Doc {
+                text: &text[start..offset],
+                line: start_line,
+            });
+            // Content after `--- ` on the marker line belongs to the new document.
+            start = if bare.starts_with("---") && bare.len() > 3 {
+                offset + 4
+            } else {
+                offset + line.len()
+            };
+            start_line = if start == offset + line.len() {
+                i + 2
+            } else {
+                i + 1
+            };
+        }
+        offset += line.len();
+    }
+    docs.push(Doc {
+        text: &text[start..],
+        line: start_line,
+    });
+    docs
+}
+
+/// The objects of one file's text (YAML or JSON).
+pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
+    let mut values: Vec<(usize, Value)> = Vec::new();
+    let err = |document: usize, line: usize, message: String| InputError::Parse {
+        file: file.to_owned(),
+        document,
+        line,
+        message,
+    };
+    if matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
+        // JSON: one value or a stream of them.
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        loop {
+            let at = stream.byte_offset();
+            let line = line_of(text, at);
+            match stream.next() {
+                None => break,
+                Some(Ok(v)) => values.push((line, v)),
+                Some(Err(e)) => {
+                    return Err(err(values.len() + 1, e.line(), format!("not JSON: {e}")));
+                }
+            }
+        }
+    } else {
+        for doc in split_yaml(text) {
+            let de = serde_yaml_ng::Deserializer::from_str(doc.text);
+            match Value::deserialize(de) {
+                Ok(Value::Null) => {}
+                Ok(v) => values.push((doc.line, v)),
+                Err(e) => {
+                    let line = doc.line + e.location().map_or(0, |l| l.line().saturating_sub(1));
+                    let msg = format!("not YAML: {e}");
+                    return Err(err(values.len() + 1, line, msg));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (line, v)) in values.into_iter().enumerate() {
+        let source = Source {
+            file: file.to_owned(),
+            document: i + 1,
+            line,
+            item: None,
+        };
+        expand(source, v, &mut out).map_err(|m| err(i + 1, line, m))?;
+    }
+    Ok(out)
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    let skip = text[byte.min(text.len())..]
+        .find(|c: char| !c.is_whitespace())
+        .map_or(byte, |n| byte + n);
+    text.as_bytes()[..skip.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Adds the object(s) of one document: a List's items, a review's object, or the object.
+fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), String> {
+    if let Value::Array(items) = v {
+        for (i, item) in items.into_iter().enumerate() {
+            let s = Source {
+                item: Some(i),
+                ..source.clone()
+            };
+            out.push(object(s, item, None)?);
+        }
+        return Ok(());
+    }
+    let kind = str_of(&v, "kind").unwrap_or_default().to_owned();
+    if kind.ends_with("List") && v.get("items").is_some_and(Value::is_array) {
+        let api_version = str_of(&v, "apiVersion").unwrap_or_default().to_owned();
+        let item_kind = kind.trim_end_matches("List").to_owned();
+        let Value::Object(mut list) = v else {
+            return Ok(());
+        };
+        let Some(Value::Array(items)) = list.remove("items") else {
+            return Ok(());
+        };
+        for (i, mut item) in items.into_iter().enumerate() {
+            // A typed list (PodList) may leave its items' apiVersion and kind out.
+            if let Value::Object(m) = &mut item
+                && kind != "List"
+            {
+                m.entry("apiVersion")
+                    .or_insert_with(|| Value::String(api_version.clone()));
+                m.entry("kind")
+                    .or_insert_with(|| Value::String(item_kind.clone()));
+            }
+            let s = Source {
+                item: Some(i),
+                ..source.clone()
+            };
+            out.push(object(s, item, None)?);
+        }
+        return Ok(());
+    }
+    if kind == "AdmissionReview" {
+        out.push(from_review(source, v)?);
+        return Ok(());
+    }
+    out.push(object(source, v, None)?);
+    Ok(())
+}
+
+fn from_review(source: Source, v: Value) -> Result<Manifest, String> {
+    let Some(req) = v.get("request") else {
+        return Err("an AdmissionReview without a request".into());
+    };
+    let operation: Operation = req
+        .get("operation")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("request.operation: {e}"))?
+        .unwrap_or(Operation::Create);
+    let present = |k: &str| req.get(k).filter(|o| !o.is_null()).cloned();
+    let (obj, old) = if operation == Operation::Delete {
+        (present("oldObject"), None)
+    } else {
+        (present("object"), present("oldObject"))
+    };
+    let Some(obj) = obj else {
+        return Err(format!(
+            "the AdmissionReview's request carries no object for {}",
+            operation.as_str()
+        ));
+    };
+    let review = FromReview {
+        operation,
+        sub_resource: str_of(req, "subResource").map(str::to_owned),
+        old_object: old,
+        namespace: str_of(req, "namespace").map(str::to_owned),
+        user_info: present("userInfo"),
+    };
+    object(source, obj, Some(review))
+}
+
+/// Checks that `v` is an object with apiVersion and kind, and reads label and annotation
+/// values that YAML typed as booleans or numbers as the strings they spell (with a note: the
+/// API server refuses them unquoted).
+fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Manifest, String> {
+    if !v.is_object() {
+        return Err(format!(
+            "not a Kubernetes object (a {}, not a mapping)",
+            kind_of(&v)
+        ));
+    }
+    for key in ["apiVersion", "kind"] {
+        match v.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => {}
+            Some(other) => return Err(format!("{key} must be a string, not {}", kind_of(other))),
+            None => return Err(format!("not a Kubernetes object: no {key}")),
+        }
+    }
+    let mut notes = Vec::new();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in ["labels", "annotations"] {
+            let Some(map) = meta.get_mut(field).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for (k, val) in map.iter_mut() {
+                let text = match val {
+                    Value::Bool(b) => b.to_string(),
+                    Value::Number(n) => n.to_string(),
+                    _ => continue,
+                };
+                notes.push(format!(
+                    "metadata.{field}.{k}: YAML reads {text} as a {}; the API server refuses it (quote it); checked as \"{text}\"",
+                    kind_of(val)
+                ));
+                *val = Value::String(text);
+            }
+        }
+    }
+    Ok(Manifest {
+        source,
+        object: v,
+        review,
+        notes,
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "sequence",
+        Value::Object(_) => "mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_streams_keep_document_numbers_and_lines() {
+        let text = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n";
+        let m = parse("f.yaml", text).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].source.document, m[0].source.line), (1, 2));
+        assert_eq!((m[1].source.document, m[1].source.line), (2, 8));
+        assert_eq!(m[1].source.to_string(), "f.yaml:2");
+    }
+
+    #[test]
+    fn lists_json_streams_and_reviews_give_their_objects() {
+        let list = r#"{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+        let m = parse("l.json", list).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[1].object["kind"], "Pod");
+        assert_eq!(m[1].source.to_string(), "l.json:1[1]");
+
+        let stream =
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}\n{\"apiVersion\":\"v1\",\"kind\":\"Node\"}\n";
+        let m = parse("s.json", stream).unwrap();
+        assert_eq!((m[1].source.document, m[1].source.line), (2, 2));
+
+        let review = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","subResource":"status","object":{"apiVersion":"v1","kind":"Node"},"oldObject":{"apiVersion":"v1","kind":"Node"}}}"#;
+        let m = parse("r.json", review).unwrap();
+        let r = m[0].review.as_ref().unwrap();
+        assert_eq!(r.operation, Operation::Update);
+        assert_eq!(r.sub_resource.as_deref(), Some("status"));
+        assert!(r.old_object.is_some());
+    }
+
+    #[test]
+    fn unreadable_documents_name_file_document_and_line() {
+        let text = "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: [unclosed\n";
+        let e = parse("bad.yaml", text).unwrap_err().to_string();
+        assert!(e.starts_with("bad.yaml: document 2 (line "), "{e}");
+        let e = parse("x.yaml", "just a string\n").unwrap_err().to_string();
+        assert!(
+            e.contains("document 1") && e.contains("not a mapping"),
+            "{e}"
+        );
+        let e = parse("x.yaml", "kind: Pod\n").unwrap_err().to_string();
+        assert!(e.contains("no apiVersion"), "{e}");
+        let e = parse("x.json", "{\"kind\": ").unwrap_err().to_string();
+        assert!(
+            e.starts_with("x.json: document 1") && e.contains("not JSON"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unquoted_label_booleans_are_read_as_strings_with_a_note() {
+        let text =
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    a: true\n    b: '1'\n    c: 2\n";
+        let m = parse("p.yaml", text).unwrap();
+        assert_eq!(m[0].object["metadata"]["labels"]["a"], "true");
+        assert_eq!(m[0].object["metadata"]["labels"]["c"], "2");
+        assert_eq!(m[0].notes.len(), 2);
+        assert!(m[0].notes[0].contains("metadata.labels.a"));
+    }
+}

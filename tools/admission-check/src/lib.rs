@@ -1,0 +1,28 @@
+//! `admission-check`: checks plain manifests offline against the rules of every webhook service
+//! in this repository, as the API server would admit them: each object is routed by its group,
+//! version, kind and subresource to every endpoint registered for it, mutating endpoints first
+//! and then validating endpoints on the mutated object, through the services' own endpoint
+//! tables (no rule is copied here).
+//!
+//! Modules: [`input`] reads manifests, [`catalog`] routes and calls the endpoints, [`report`]
+//! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`cluster`] reads
+//! state from a live cluster, [`cli`] is the command line.
+
+pub mod catalog;
+pub mod cli;
+pub mod cluster;
+pub mod input;
+pub mod report;
+pub mod suite;
+
+use admission_kit::App;
+
+/// Every webhook service's endpoint table.
+pub fn services() -> Vec<App> {
+    vec![
+        registry_webhook::app(),
+        node_config_webhook::app(),
+        training_webhook::app(),
+        scheduling_webhook::app(),
+    ]
+}

@@ -1,0 +1,409 @@
+//! The results of a run, for people (text) and for CI systems (JSON, JUnit XML, SARIF 2.1.0).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::catalog::Outcome;
+use crate::input::Source;
+
+/// One checked object.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Where it was read.
+    pub source: Source,
+    /// The object as read.
+    pub object: Value,
+    /// The operation it was checked for.
+    pub operation: &'static str,
+    /// What reading changed (see [`crate::input::Manifest::notes`]).
+    pub notes: Vec<String>,
+    /// What the webhooks answered.
+    pub outcome: Outcome,
+}
+
+/// The verdict on one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every webhook admitted it without warnings.
+    Admitted,
+    /// Admitted, with warnings.
+    Warned,
+    /// A webhook refused it.
+    Denied,
+}
+
+impl Verdict {
+    /// `ADMITTED`, `WARNED` or `DENIED`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Admitted => "ADMITTED",
+            Verdict::Warned => "WARNED",
+            Verdict::Denied => "DENIED",
+        }
+    }
+}
+
+impl Checked {
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        if !self.outcome.admitted {
+            Verdict::Denied
+        } else if self.outcome.warnings.is_empty() {
+            Verdict::Admitted
+        } else {
+            Verdict::Warned
+        }
+    }
+
+    /// A metadata field of the object as sent (its namespace filled in), else as read.
+    fn meta(&self, key: &str) -> &str {
+        let sent = &self.outcome.sent["metadata"][key];
+        sent.as_str()
+            .or_else(|| self.object["metadata"][key].as_str())
+            .unwrap_or_default()
+    }
+
+    /// `Kind namespace/name` (or `Kind name`).
+    pub fn title(&self) -> String {
+        let kind = self.object["kind"].as_str().unwrap_or_default();
+        let name = match self.meta("name") {
+            "" => format!("{}(generated)", self.meta("generateName")),
+            n => n.to_owned(),
+        };
+        match self.meta("namespace") {
+            "" => format!("{kind} {name}"),
+            ns => format!("{kind} {ns}/{name}"),
+        }
+    }
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people: one block per object, mutations as a diff.
+    Text,
+    /// One JSON document: every result and a summary.
+    Json,
+    /// JUnit XML: a suite per file, a test case per object.
+    Junit,
+    /// SARIF 2.1.0: one result per denial and per warning.
+    Sarif,
+}
+
+/// Counts of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Objects checked.
+    pub objects: usize,
+    /// Admitted without warnings.
+    pub admitted: usize,
+    /// Admitted with warnings.
+    pub warned: usize,
+    /// Refused.
+    pub denied: usize,
+}
+
+/// The counts of `results`.
+pub fn summary(results: &[Checked]) -> Summary {
+    let mut s = Summary {
+        objects: results.len(),
+        ..Summary::default()
+    };
+    for r in results {
+        match r.verdict() {
+            Verdict::Admitted => s.admitted += 1,
+            Verdict::Warned => s.warned += 1,
+            Verdict::Denied => s.denied += 1,
+        }
+    }
+    s
+}
+
+/// Renders `results` in `format`.
+pub fn render(results: &[Checked], format: Format) -> String {
+    match format {
+        Format::Text => text(results),
+        Format::Json => format!("{:#}\n", json_report(results)),
+        Format::Junit => junit(results),
+        Format::Sarif => format!("{:#}\n", sarif(results)),
+    }
+}
+
+fn yaml(v: &Value) -> String {
+    serde_yaml_ng::to_string(v).unwrap_or_else(|e| format!("(cannot render: {e})\n"))
+}
+
+/// The mutation as a unified diff of the object's YAML before and after.
+pub fn diff(before: &Value, after: &Value) -> String {
+    let (a, b) = (yaml(before), yaml(after));
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(2)
+        .header("as written", "as admitted")
+        .to_string()
+}
+
+fn text(results: &[Checked]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let _ = writeln!(out, "{}  {}  {}", r.source, r.title(), r.verdict().label());
+        let o = &r.outcome;
+        if let Some(why) = &o.skipped {
+            let _ = writeln!(out, "  not sent to any webhook: {why}");
+        }
+        for refusal in &o.refusals {
+            let _ = writeln!(
+                out,
+                "  denied by {} ({}):",
+                refusal.endpoint, refusal.service
+            );
+            if refusal.findings.iter().all(|f| f.field.is_empty()) {
+                let rules: Vec<&str> = refusal.findings.iter().map(|f| f.rule.as_str()).collect();
+                let _ = writeln!(out, "    [{}] {}", rules.join(","), refusal.message);
+            } else {
+                for f in &refusal.findings {
+                    let _ = writeln!(out, "    {}  {}: {}", f.rule, f.field, f.message);
+                }
+            }
+        }
+        for w in &o.warnings {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+        for n in r.notes.iter().chain(&o.notes) {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if !o.mutations.is_empty() {
+            let by: Vec<&str> = o.mutations.iter().map(|m| m.endpoint.as_str()).collect();
+            let _ = writeln!(out, "  mutated by {}:", by.join(", "));
+            for line in diff(&o.sent, &o.object).lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    let s = summary(results);
+    let _ = writeln!(
+        out,
+        "{} objects: {} admitted, {} admitted with warnings, {} denied",
+        s.objects, s.admitted, s.warned, s.denied
+    );
+    out
+}
+
+/// The JSON report: `{"results": [...], "summary": {...}}`.
+pub fn json_report(results: &[Checked]) -> Value {
+    let items: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            let o = &r.outcome;
+            let mut v = json!({
+                "file": r.source.file,
+                "document": r.source.document,
+                "line": r.source.line,
+                "apiVersion": r.object["apiVersion"],
+                "kind": r.object["kind"],
+                "namespace": r.meta("namespace"),
+                "name": r.meta("name"),
+                "operation": r.operation,
+                "result": r.verdict(),
+                "endpoints": o.endpoints,
+                "refusals": o.refusals,
+                "warnings": o.warnings,
+                "notes": r.notes.iter().chain(&o.notes).collect::<Vec<_>>(),
+                "mutations": o.mutations,
+            });
+            if let Some(i) = r.source.item {
+                v["item"] = json!(i);
+            }
+            if let Some(s) = &o.skipped {
+                v["skipped"] = json!(s);
+            }
+            if !o.mutations.is_empty() {
+                v["mutated"] = o.object.clone();
+            }
+            v
+        })
+        .collect();
+    json!({"results": items, "summary": summary(results)})
+}
+
+fn junit(results: &[Checked]) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("admission-check");
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for r in results {
+        if suites
+            .last()
+            .is_none_or(|s| s.name.as_str() != r.source.file)
+        {
+            suites.push(TestSuite::new(r.source.file.clone()));
+        }
+        let name = format!("{}:{} {}", r.source, r.source.line, r.title());
+        let status = if r.verdict() == Verdict::Denied {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let msgs: Vec<&str> = r
+                .outcome
+                .refusals
+                .iter()
+                .map(|x| x.message.as_str())
+                .collect();
+            st.set_message(msgs.join("; "));
+            st.set_type("denied");
+            let mut detail = String::new();
+            for refusal in &r.outcome.refusals {
+                for f in &refusal.findings {
+                    let _ = writeln!(
+                        detail,
+                        "{} {} {}: {}",
+                        refusal.endpoint, f.rule, f.field, f.message
+                    );
+                }
+            }
+            st.set_description(detail);
+            st
+        } else {
+            TestCaseStatus::success()
+        };
+        let mut case = TestCase::new(name, status);
+        case.set_classname(r.source.file.clone());
+        let mut out = String::new();
+        for w in &r.outcome.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        for n in &r.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        if let Some(s) = &r.outcome.skipped {
+            let _ = writeln!(out, "not sent to any webhook: {s}");
+        }
+        if !out.is_empty() {
+            case.set_system_out(out);
+        }
+        if let Some(s) = suites.last_mut() {
+            s.add_test_case(case);
+        }
+    }
+    report.add_test_suites(suites);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- cannot render JUnit XML: {e} -->\n"))
+}
+
+/// A file path as a SARIF `artifactLocation.uri`: a relative reference for relative paths, a
+/// `file://` URI for absolute ones, with the characters URIs reserve escaped.
+fn uri(path: &str) -> String {
+    let mut out = String::new();
+    if path.starts_with('/') {
+        out.push_str("file://");
+    }
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The SARIF 2.1.0 log: a rule per rule id met, a result per finding (level error) and per
+/// warning (level warning), located at the object's document and named by kind, name and field.
+///
+/// Built with serde_json rather than the serde-sarif crate: the log uses a dozen properties,
+/// and the test suite checks it with Microsoft's SARIF validator, which is the conformance
+/// that matters.
+pub fn sarif(results: &[Checked]) -> Value {
+    let mut rules: Vec<(String, String)> = Vec::new();
+    let index = |rules: &mut Vec<(String, String)>, id: &str, text: String| {
+        rules.iter().position(|(r, _)| r == id).unwrap_or_else(|| {
+            rules.push((id.to_owned(), text));
+            rules.len() - 1
+        })
+    };
+    let mut out = Vec::new();
+    for r in results {
+        let location = |field: &str| {
+            let name = r.title().replace(' ', "/");
+            let fqn = if field.is_empty() {
+                name
+            } else {
+                format!("{name}.{field}")
+            };
+            json!({
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri(&r.source.file)},
+                    "region": {"startLine": r.source.line},
+                },
+                "logicalLocations": [{"fullyQualifiedName": fqn, "kind": "object"}],
+            })
+        };
+        for refusal in &r.outcome.refusals {
+            let findings: Vec<(String, String, String)> = if refusal.findings.is_empty() {
+                vec![("denied".into(), String::new(), refusal.message.clone())]
+            } else {
+                refusal
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        let text = if f.field.is_empty() {
+                            refusal.message.clone()
+                        } else {
+                            format!("{}: {}", f.field, f.message)
+                        };
+                        (f.rule.clone(), f.field.clone(), text)
+                    })
+                    .collect()
+            };
+            for (rule, field, text) in findings {
+                let desc = format!("Admission rule {rule} of {}", refusal.service);
+                let i = index(&mut rules, &rule, desc);
+                out.push(json!({
+                    "ruleId": rule,
+                    "ruleIndex": i,
+                    "level": "error",
+                    "message": {"text": format!("{} {} denied by {}: {text}", r.title(), r.operation, refusal.endpoint)},
+                    "locations": [location(&field)],
+                }));
+            }
+        }
+        for w in &r.outcome.warnings {
+            let i = index(
+                &mut rules,
+                "warning",
+                "A warning returned by an admission webhook".into(),
+            );
+            out.push(json!({
+                "ruleId": "warning",
+                "ruleIndex": i,
+                "level": "warning",
+                "message": {"text": format!("{}: {w}", r.title())},
+                "locations": [location("")],
+            }));
+        }
+    }
+    let rules: Vec<Value> = rules
+        .into_iter()
+        .map(|(id, text)| {
+            json!({
+                "id": id,
+                "name": id.replace(['-', '.'], ""),
+                "shortDescription": {"text": text},
+                "fullDescription": {"text": format!("{text}; the rule id is the spec's.")},
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "admission-check",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": out,
+        }],
+    })
+}

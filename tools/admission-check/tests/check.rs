@@ -1,0 +1,595 @@
+//! admission-check as its users run it: the binary on the upstream examples, the samples, the
+//! test suites, every output format (JUnit read by junitparser, SARIF checked by Microsoft's
+//! validator) and every exit code.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const DOMAINS: [&str; 4] = ["registry", "scheduling", "node-config", "training"];
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn repo() -> PathBuf {
+    crate_dir().join("../..")
+}
+
+fn fixtures() -> PathBuf {
+    // tools/admission-check sits as deep as services/<svc>: the same fixtures root.
+    admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn check(args: &[&str]) -> Output {
+    check_with_stdin(args, None)
+}
+
+fn check_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_admission-check"))
+        .args(args)
+        .current_dir(repo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("admission-check starts");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(s) = stdin {
+        // A command that exits before reading closes the pipe: not this test's concern.
+        let _ = input.write_all(s.as_bytes());
+    }
+    drop(input);
+    child.wait_with_output().expect("admission-check runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+fn suite(domain: &str) -> PathBuf {
+    crate_dir().join("suites").join(format!("{domain}.yaml"))
+}
+
+#[test]
+fn every_upstream_example_suite_passes() {
+    let paths: Vec<String> = DOMAINS
+        .iter()
+        .map(|d| suite(d).display().to_string())
+        .collect();
+    let args: Vec<&str> = std::iter::once("--test")
+        .chain(paths.iter().map(String::as_str))
+        .collect();
+    let out = check(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(text.contains("98 tests: 98 passed, 0 failed"), "{text}");
+}
+
+/// The suites are the fixtures' cases on the raw manifests: one test per raw file, with the
+/// fixture's endpoint, operation, state, old object and expectation. A test may differ only
+/// where it says why (`why`), and then only in how the manifest reaches the endpoint.
+#[test]
+fn the_suites_say_what_the_fixtures_say() {
+    for domain in DOMAINS {
+        let text = std::fs::read_to_string(suite(domain)).unwrap();
+        let s: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let tests = s["tests"].as_array().unwrap();
+        let raw_dir = fixtures().join("examples/raw").join(domain);
+        let mut raw: Vec<String> = std::fs::read_dir(&raw_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yaml"))
+            .collect();
+        raw.sort();
+        let named: Vec<String> = tests
+            .iter()
+            .map(|t| t["resources"][0].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(named, raw, "{domain}: one test per raw manifest");
+        for t in tests {
+            let name = t["name"].as_str().unwrap();
+            assert_eq!(t["resources"].as_array().unwrap().len(), 1, "{name}");
+            let case: Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    fixtures()
+                        .join("examples")
+                        .join(domain)
+                        .join(format!("{name}.json")),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let req = &case["review"]["request"];
+            let e = &case["expect"];
+            let want = if e["allowed"].as_bool().unwrap() {
+                "admitted"
+            } else {
+                "denied"
+            };
+            assert_eq!(t["expect"]["result"], want, "{name}");
+            let msgs = |v: &Value| v.as_array().cloned().unwrap_or_default();
+            assert_eq!(
+                msgs(&t["expect"]["messageContains"]),
+                msgs(&e["message_contains"]),
+                "{name}"
+            );
+            if let Some(p) = e.get("patch") {
+                let want = if p.is_null() {
+                    Value::Array(vec![])
+                } else {
+                    p.clone()
+                };
+                assert_eq!(t["expect"]["patch"], want, "{name}");
+            }
+            assert_eq!(
+                t["state"],
+                case.get("state").cloned().unwrap_or(Value::Null),
+                "{name}"
+            );
+            assert_eq!(
+                t["old"],
+                req.get("oldObject").cloned().unwrap_or(Value::Null),
+                "{name}"
+            );
+            let op = t["operation"].as_str().unwrap_or("CREATE");
+            assert_eq!(op, req["operation"], "{name}");
+            assert_eq!(t.get("subresource"), req.get("subResource"), "{name}");
+            match &t["endpoints"] {
+                Value::Null => assert!(
+                    t.get("why").is_some(),
+                    "{name}: all endpoints run without a why"
+                ),
+                eps => assert_eq!(eps, &serde_json::json!([case["path"]]), "{name}"),
+            }
+            if t.get("render").is_some() || t.get("labels").is_some() {
+                assert!(
+                    t.get("why").is_some(),
+                    "{name}: rendered or relabelled without a why"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_suite_reports_each_mismatch_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = fixtures().join("examples/raw/registry");
+    let file = dir.path().join("wrong.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: wrong on purpose\nbase: {}\ntests:\n\
+             - name: a valid Model said to be denied\n  resources: [001-model-qwen2.5-0.5b-static-valid.yaml]\n  expect: {{result: denied, rules: [MV-11]}}\n\
+             - name: a converted manifest no endpoint serves\n  resources: [020-policy-doc-scaling-policy-valid.yaml]\n  endpoints: [/validate-registry-volcano-sh-v1alpha1-autoscalingpolicy]\n  expect: {{result: admitted}}\n\
+             - name: right\n  resources: [006-model-qwen-coder-32b-static-min-ne-max-denied.yaml]\n  expect: {{result: denied, rules: [MV-11]}}\n",
+            raw.display()
+        ),
+    )
+    .unwrap();
+    let out = check(&["--test", file.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("FAIL  wrong on purpose / a valid Model said to be denied"),
+        "{text}"
+    );
+    assert!(text.contains("expected DENIED, got ADMITTED"), "{text}");
+    assert!(
+        text.contains("expected rule MV-11 among the denial's rules"),
+        "{text}"
+    );
+    assert!(
+        text.contains("endpoint /validate-registry-volcano-sh-v1alpha1-autoscalingpolicy was not called (no webhook serves AutoscalingPolicy workload.serving.volcano.sh/v1alpha1"),
+        "{text}"
+    );
+    assert!(text.contains("PASS  wrong on purpose / right"), "{text}");
+    assert!(text.contains("3 tests: 1 passed, 2 failed"), "{text}");
+}
+
+/// Every service's samples, as `cargo xtask up` applies them in order to an empty cluster: the
+/// file name says whether each is admitted or refused.
+#[test]
+fn the_samples_are_admitted_or_refused_as_their_names_say() {
+    for svc in [
+        "registry-webhook",
+        "scheduling-webhook",
+        "node-config-webhook",
+        "training-webhook",
+    ] {
+        let dir = format!("services/{svc}/examples/samples");
+        let out = check(&["-o", "json", &dir]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{svc}: some samples are refused: {}",
+            stderr(&out)
+        );
+        let report = json_of(&out);
+        let results = report["results"].as_array().unwrap();
+        assert!(results.len() >= 4, "{svc}");
+        for r in results {
+            let file = r["file"].as_str().unwrap();
+            let want = if file.ends_with("-refused.yaml") {
+                "denied"
+            } else {
+                "admitted"
+            };
+            assert_eq!(r["result"], want, "{file}: {r:#}");
+            if want == "denied" {
+                let findings = &r["refusals"][0]["findings"];
+                assert!(
+                    findings[0]["rule"].as_str().is_some_and(|s| !s.is_empty()),
+                    "{file}: {r:#}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn text_output_names_rule_field_and_shows_the_mutation_as_a_diff() {
+    let out = check(&["services/registry-webhook/examples/samples"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("05-model-prefill-worker-refused.yaml:1  Model default/translator  DENIED"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    MV-19  spec.backends[0].workers[0].type: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  mutated by /mutate-registry-volcano-sh-v1alpha1-model:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    +  costExpansionRatePercent: 200"),
+        "{text}"
+    );
+    assert!(
+        text.contains("7 objects: 4 admitted, 0 admitted with warnings, 3 denied"),
+        "{text}"
+    );
+}
+
+#[test]
+fn exit_codes_say_admitted_denied_or_unreadable() {
+    let model = std::fs::read_to_string(
+        repo().join("services/registry-webhook/examples/samples/02-model-static-admitted.yaml"),
+    )
+    .unwrap();
+    let out = check_with_stdin(&[], Some(&model));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("-:1  Model default/summarizer  ADMITTED"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = check(&["services/registry-webhook/examples/samples/04-model-replicas-refused.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        format!("{model}---\napiVersion: v1\nkind: [unclosed\n"),
+    )
+    .unwrap();
+    let out = check(&[bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}: document 2 (line ", bad.display())),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).is_empty(),
+        "nothing is reported when input is unreadable"
+    );
+
+    let out = check(&["no/such/file.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read no/such/file.yaml"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = check(&[
+        "--endpoint",
+        "/nope",
+        "services/registry-webhook/examples/samples",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no endpoint \"/nope\"; known: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn excluded_namespaces_are_not_sent_and_can_be_included() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: kube-system, labels: {koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-prod}}\nspec: {containers: [{name: c, image: busybox}]}\n";
+    let out = check_with_stdin(&["-o", "json"], Some(pod));
+    assert_eq!(out.status.code(), Some(0));
+    let r = &json_of(&out)["results"][0];
+    assert!(
+        r["skipped"]
+            .as_str()
+            .unwrap()
+            .contains("namespace kube-system is excluded"),
+        "{r:#}"
+    );
+
+    let out = check_with_stdin(&["-o", "json", "--exclude-namespace", ""], Some(pod));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let r = &json_of(&out)["results"][0];
+    assert_eq!(r["refusals"][0]["findings"][0]["rule"], "PV-2", "{r:#}");
+}
+
+#[test]
+fn old_objects_make_updates_and_subresources_route_to_their_endpoints() {
+    // A Node status update (the kubelet's), from the upstream example and the fixture's old Node.
+    let case: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            fixtures().join("examples/node-config/020-node-status-amplify-cpu-1.5-converted.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, case["review"]["request"]["oldObject"].to_string()).unwrap();
+    let raw =
+        fixtures().join("examples/raw/node-config/020-node-status-amplify-cpu-1.5-converted.yaml");
+    let out = check(&[
+        "-o",
+        "json",
+        "--old",
+        old.to_str().unwrap(),
+        "--subresource",
+        "status",
+        raw.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &json_of(&out)["results"][0];
+    assert_eq!(r["operation"], "UPDATE");
+    assert_eq!(
+        r["endpoints"],
+        serde_json::json!(["/mutate-node-status"]),
+        "{r:#}"
+    );
+    assert_eq!(
+        r["mutated"]["status"]["allocatable"]["cpu"], "1500m",
+        "{r:#}"
+    );
+
+    // Without the subresource it is an update of the Node itself: the validating endpoint.
+    let out = check(&[
+        "-o",
+        "json",
+        "--old",
+        old.to_str().unwrap(),
+        raw.to_str().unwrap(),
+    ]);
+    let r = &json_of(&out)["results"][0];
+    assert_eq!(
+        r["endpoints"],
+        serde_json::json!(["/validate-node"]),
+        "{r:#}"
+    );
+
+    // An ElasticQuota is mutated on CREATE only.
+    let quota = "services/scheduling-webhook/examples/samples/01-quota-team-a-admitted.yaml";
+    let out = check(&["-o", "json", "--old", quota, quota]);
+    let r = &json_of(&out)["results"][0];
+    assert_eq!(r["operation"], "UPDATE");
+    assert!(r["mutations"].as_array().unwrap().is_empty(), "{r:#}");
+}
+
+#[test]
+fn admission_reviews_lists_and_json_are_read() {
+    let review = fixtures().join("reviews/registry/001-model-valid-static.json");
+    let case: Value = serde_json::from_str(&std::fs::read_to_string(&review).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("review.json");
+    std::fs::write(&file, case["review"].to_string()).unwrap();
+    let out = check(&["-o", "json", file.to_str().unwrap()]);
+    let r = &json_of(&out)["results"][0];
+    assert_eq!(r["kind"], "Model", "{r:#}");
+    assert_eq!(
+        r["result"],
+        if case["expect"]["allowed"] == true {
+            "admitted"
+        } else {
+            "denied"
+        }
+    );
+
+    let list = r#"{"apiVersion":"v1","kind":"List","items":[
+        {"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"a"},"spec":{"pytorchReplicaSpecs":{"Master":{"replicas":2,"template":{"spec":{"containers":[{"name":"pytorch","image":"x"}]}}}}}},
+        {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"plain"}}]}"#;
+    let out = check_with_stdin(&["-o", "json"], Some(list));
+    let v = json_of(&out);
+    assert_eq!(v["results"][0]["item"], 0);
+    assert_eq!(v["results"][0]["result"], "denied", "{v:#}");
+    assert_eq!(v["results"][1]["result"], "admitted");
+    assert_eq!(v["summary"]["objects"], 2);
+}
+
+fn validators() -> testenv::tools::ReportValidators {
+    testenv::tools::report_validators().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn junit_output_is_read_by_a_junit_reader() {
+    let out = check(&[
+        "-o",
+        "junit",
+        "services/registry-webhook/examples/samples",
+        "services/training-webhook/examples/samples",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("report.xml");
+    std::fs::write(&xml, &out.stdout).unwrap();
+    let reader = r#"
+import json, sys
+from junitparser import JUnitXml, Failure
+xml = JUnitXml.fromfile(sys.argv[1])
+out = []
+for s in xml:
+    for c in s:
+        failed = any(isinstance(r, Failure) for r in c.result)
+        message = ' '.join((r.message or '') for r in c.result)
+        out.append({'suite': s.name, 'case': c.name, 'failed': failed, 'message': message})
+print(json.dumps(out))
+"#;
+    let read = Command::new("python3")
+        .args(["-c", reader, xml.to_str().unwrap()])
+        .env("PYTHONPATH", validators().junitparser_path)
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let cases: Vec<Value> = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(cases.len(), 11);
+    let failed: BTreeMap<String, String> = cases
+        .iter()
+        .filter(|c| c["failed"] == true)
+        .map(|c| {
+            (
+                c["suite"].as_str().unwrap().to_owned(),
+                c["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for c in &cases {
+        let suite = c["suite"].as_str().unwrap();
+        assert_eq!(c["failed"] == true, suite.ends_with("-refused.yaml"), "{c}");
+    }
+    assert!(
+        failed
+            .values()
+            .any(|m| m.contains("minReplicas and maxReplicas must be equal")),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn sarif_output_is_valid_sarif_2_1_0() {
+    let out = check(&[
+        "-o",
+        "sarif",
+        "services/registry-webhook/examples/samples",
+        "services/scheduling-webhook/examples/samples",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let log: Value = json_of(&out);
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert!(results.iter().any(|r| r["ruleId"] == "MV-19"), "{log:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let (file, report) = (
+        dir.path().join("out.sarif"),
+        dir.path().join("validation.sarif"),
+    );
+    std::fs::write(&file, &out.stdout).unwrap();
+    let v = Command::new(validators().sarif_multitool)
+        .arg("validate")
+        .arg(&file)
+        .arg("-o")
+        .arg(&report)
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
+    );
+    assert!(v.status.success(), "{said}");
+    let validation: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let errors: Vec<&Value> = validation["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["level"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{said}");
+    // The validator does find errors: a log without its tool's name.
+    let mut broken = log.clone();
+    broken["runs"][0]["tool"]["driver"]
+        .as_object_mut()
+        .unwrap()
+        .remove("name");
+    std::fs::write(&file, broken.to_string()).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    let v = Command::new(validators().sarif_multitool)
+        .arg("validate")
+        .arg(&file)
+        .arg("-o")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(v.status.success());
+    let validation: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(
+        validation["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["level"] == "error"),
+        "{validation:#}"
+    );
+}
+
+#[test]
+fn unquoted_yaml_booleans_in_labels_are_read_with_a_note() {
+    let raw = fixtures()
+        .join("examples/raw/scheduling/005-mutate-quota-advanced-missing-parent-denied.yaml");
+    let out = check(&["-o", "json", raw.to_str().unwrap()]);
+    let r = &json_of(&out)["results"][0];
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(
+                "quota.scheduling.koordinator.sh/is-parent: YAML reads false as a boolean"
+            )),
+        "{r:#}"
+    );
+    assert_eq!(r["result"], "denied", "{r:#}");
+}
