@@ -94,7 +94,8 @@ struct ServeArgs {
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "WEBHOOK_BODY_LIMIT", default_value_t = 7 * 1024 * 1024)]
     body_limit: usize,
-    /// Time allowed to read a request's headers (and, separately, its body).
+    /// Time allowed for a request's head from its first byte (and, separately, for its body),
+    /// and for the first byte after the TLS handshake.
     #[arg(long, env = "WEBHOOK_READ_TIMEOUT", default_value = "10s", value_parser = duration)]
     read_timeout: Duration,
     /// Close a connection silent this long (no request, no answer being written). After the TLS

@@ -837,8 +837,12 @@ impl Server {
                         };
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let busy = registered.busy.clone();
+                        // HTTP/1.1 request heads are bounded here, not by hyper (see crate::idle).
+                        let head = crate::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
+                        let started = head.started();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
+                            started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                             let answering = crate::conns::Busy::start(&busy);
                             async move {
                                 let _answering = answering;
@@ -849,14 +853,17 @@ impl Server {
                         builder
                             .http1()
                             .timer(TokioTimer::new())
-                            .header_read_timeout(opts.header_timeout)
+                            .header_read_timeout(None)
                             .keep_alive(true);
                         builder
                             .http2()
                             .timer(TokioTimer::new())
                             .keep_alive_interval(Duration::from_secs(30))
                             .max_concurrent_streams(250);
-                        let tls = crate::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
+                        let mut tls = crate::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
+                        if !h2 {
+                            tls = tls.with_head_deadline(head);
+                        }
                         let conn = builder.serve_connection(TokioIo::new(tls), svc).into_owned();
                         let mut conn = std::pin::pin!(conn);
                         let age = async {
