@@ -1,6 +1,6 @@
 //! The fuzzing entry point: arbitrary bytes as a sequence of calls and watch events against one
 //! service and ledger, through the same handlers the server runs. Used by the libFuzzer target
-//! (`services/quota-state/fuzz`) and by a bounded test in the test command. What must hold: no
+//! (`fuzz/fuzz_targets/ledger_inputs.rs`, run by `cargo xtask fuzz`) and by a bounded test in the test command. What must hold: no
 //! panic, no hang, every call answered or refused.
 
 use std::sync::Arc;

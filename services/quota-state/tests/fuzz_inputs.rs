@@ -1,5 +1,5 @@
 //! The fuzzing entry point (`quota_state::fuzzing::run`, also the libFuzzer target in
-//! `services/quota-state/fuzz`) on seeded inputs, bounded, in the test command: random bytes, and
+//! `fuzz/`, run by `cargo xtask fuzz`) on seeded inputs, bounded, in the test command: random bytes, and
 //! sequences of well-formed calls with extreme amounts, names and sizes. Nothing may panic.
 
 use prost::Message;

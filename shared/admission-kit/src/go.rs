@@ -357,8 +357,12 @@ impl ParsedQuantity {
 
     /// The value as the nearest `f64` (may be infinite for absurd exponents).
     pub fn to_f64(&self) -> f64 {
-        let m: f64 = self.digits.parse().unwrap_or(0.0);
-        let v = m * 10f64.powi(self.exp10) * 2f64.powi(self.exp2 as i32);
+        // Parsed as one decimal literal: a mantissa beyond f64's range (over 308 digits) with a
+        // negative exponent would otherwise be inf × 0 = NaN (found by the fuzz target).
+        let m: f64 = format!("{}e{}", self.digits, self.exp10)
+            .parse()
+            .unwrap_or(0.0);
+        let v = m * 2f64.powi(self.exp2 as i32);
         if self.negative { -v } else { v }
     }
 
@@ -448,9 +452,15 @@ impl ParsedQuantity {
             exp += 1;
         }
         let r = exp.rem_euclid(3);
-        for _ in 0..r {
-            mant *= 10;
-        }
+        // A mantissa of 37 or more digits cannot take the zeros an SI suffix needs (found by
+        // the quantity fuzz target): print the exact decimal form instead of overflowing.
+        let Some(scaled) = 10i128
+            .checked_pow(r.unsigned_abs())
+            .and_then(|p| mant.checked_mul(p))
+        else {
+            return self.fallback_text();
+        };
+        mant = scaled;
         exp -= r;
         let suffix = match (format, exp) {
             (_, 0) => String::new(),
@@ -469,13 +479,38 @@ impl ParsedQuantity {
         format!("{mant}{suffix}")
     }
 
+    /// The exact value when it is too large for the canonical forms: `digits` `e` `exp10`, or
+    /// for a binary quantity the decimal number with its binary suffix (an exponent cannot
+    /// carry the power of two).
     fn fallback_text(&self) -> String {
-        format!(
-            "{}{}e{}",
-            if self.negative { "-" } else { "" },
-            self.digits,
-            self.exp10
-        )
+        let sign = if self.negative { "-" } else { "" };
+        const BIN: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+        let suffix = (self.exp2 % 10 == 0)
+            .then(|| BIN.get(usize::try_from(self.exp2 / 10).ok()?).copied())
+            .flatten();
+        match suffix {
+            Some(bin) if !bin.is_empty() => {
+                let digits = if self.digits.is_empty() {
+                    "0"
+                } else {
+                    &self.digits
+                };
+                let number = match usize::try_from(-i64::from(self.exp10)) {
+                    // A fraction: the point goes `-exp10` digits from the right.
+                    Ok(frac) if frac > 0 => {
+                        let padded = format!("{digits:0>width$}", width = frac + 1);
+                        let (int, dec) = padded.split_at(padded.len() - frac);
+                        format!("{int}.{dec}")
+                    }
+                    _ => format!(
+                        "{digits}{}",
+                        "0".repeat(usize::try_from(self.exp10).unwrap_or(0))
+                    ),
+                };
+                format!("{sign}{number}{bin}")
+            }
+            _ => format!("{sign}{}e{}", self.digits, self.exp10),
+        }
     }
 }
 
@@ -749,6 +784,34 @@ mod tests {
         assert!(!parse_quantity("-0.0").unwrap().negative);
         for bad in ["", "abc", "1x", "1..2", "--1", "1e", "1K", "."] {
             assert!(parse_quantity(bad).is_err(), "{bad:?} should fail");
+        }
+    }
+
+    /// Found by the `quantity_duration` fuzz target: 38 significant digits overflowed while
+    /// scaling the mantissa to an SI suffix (a panic in debug builds, a wrong text in release).
+    #[test]
+    fn canonical_text_of_a_very_long_mantissa_keeps_its_value() {
+        for text in [
+            "2.155555555555555555555555555555555555555",
+            // Too large for i128 with its 2^30: the fallback kept the digits and lost the Gi.
+            "1555555555555555555555530073558Gi",
+            "15555555555555555555555555555555555.5Ki",
+            "2.1555555555555555555555555555555555555555555555555555555551000000000000000002000000000000001002055555555555555555555555555510000000000000000020000000055555555555555555555555555555555555555555100000000000000000200000000000000100205555555555555555555555555551000000000000000002000000000000001002055555555555555555555555555555555555555555555555555555555555000000100205555555555555555555555555555555555555555555555555555555555555",
+        ] {
+            let q = parse_quantity(text).unwrap();
+            let c = q.canonical();
+            let again = parse_quantity(&c).unwrap();
+            assert_eq!(
+                again.milli_value_wide(),
+                q.milli_value_wide(),
+                "{text} -> {c}"
+            );
+            let (a, b) = (again.to_f64(), q.to_f64());
+            assert!(
+                (a - b).abs() <= b.abs() * 1e-12,
+                "{text} -> {c}: {a} vs {b}"
+            );
+            crate::fuzzing::quantity_and_duration(text.as_bytes());
         }
     }
 

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod conns;
 pub mod field;
 pub mod fixtures;
+pub mod fuzzing;
 pub mod gates;
 pub mod go;
 pub mod handler;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 mod check_speed;
 mod footprint;
+mod fuzz;
 mod runner;
 
 use admission_kit::registration::all_namespaces_except;
@@ -62,6 +63,18 @@ enum Cmd {
     },
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
     Tools,
+    /// Build the libFuzzer targets (`fuzz/`, nightly, cargo-fuzz) and run each from its seeds.
+    Fuzz {
+        /// Executions per target (seeded: `-seed=1`).
+        #[arg(long, default_value_t = 10_000_000)]
+        runs: u64,
+        /// Run each target this long instead of a number of executions.
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// Only these targets (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        targets: Vec<String>,
+    },
     /// Time `admission-check` over a directory of many manifests on one core.
     CheckSpeed {
         /// Manifest files to check.
@@ -147,6 +160,18 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Test { jobs } => test(jobs),
+        Cmd::Fuzz {
+            runs,
+            seconds,
+            targets,
+        } => fuzz::run(&root(), &targets, runs, seconds).and_then(|ran| {
+            let failed: Vec<&str> = ran.iter().filter(|r| !r.ok).map(|r| r.target).collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                bail!("fuzz targets crashed: {}", failed.join(", "))
+            }
+        }),
         Cmd::CheckSpeed {
             manifests,
             runs,
@@ -180,6 +205,9 @@ fn run(mut c: Command, what: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Executions per fuzz target in the test command (seconds each).
+const FUZZ_RUNS_IN_TEST: u64 = 100_000;
 
 /// The README's test command.
 fn test(jobs: usize) -> Result<()> {
@@ -221,6 +249,17 @@ fn test(jobs: usize) -> Result<()> {
     runner::count(&text, &mut totals);
     if !out.status.success() {
         totals.failed_binaries.push("doc tests".into());
+    }
+    // Every fuzz target, bounded and seeded: a crash fails the run.
+    for r in fuzz::run(&root(), &[], FUZZ_RUNS_IN_TEST, None)? {
+        if r.ok {
+            totals.passed += 1;
+        } else {
+            totals.failed += 1;
+            totals
+                .failed_binaries
+                .push(format!("fuzz target {}", r.target));
+        }
     }
     eprintln!("all checks took {:.0?}", started.elapsed());
     // One closing line over every test binary.
