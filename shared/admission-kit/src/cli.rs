@@ -105,8 +105,9 @@ struct ServeArgs {
     idle_timeout: Duration,
     /// Request bytes all reviews in flight may hold together (each reserves its Content-Length,
     /// or the body limit when it declares none); beyond it, 429 with Retry-After before the body
-    /// is read. The default, 32 MiB, suits the Deployments' 128Mi memory limit: about a quarter,
-    /// as a review's decoded form takes about twice its bytes.
+    /// is read. The default, 32 MiB, suits the Deployments' 128Mi memory limit: a review being
+    /// decided holds about three times its bytes (body, raw object, typed object), so a full
+    /// budget peaked at 82 MiB in `services/registry-webhook/tests/hostile.rs`.
     #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
     max_inflight_bytes: usize,
     /// Open connections at most; at the cap the oldest idle one is closed to make room. Default:

@@ -485,7 +485,9 @@ impl ParsedQuantity {
     fn fallback_text(&self) -> String {
         let sign = if self.negative { "-" } else { "" };
         const BIN: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-        let suffix = (self.exp2 % 10 == 0)
+        let suffix = self
+            .exp2
+            .is_multiple_of(10)
             .then(|| BIN.get(usize::try_from(self.exp2 / 10).ok()?).copied())
             .flatten();
         match suffix {

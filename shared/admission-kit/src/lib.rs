@@ -34,6 +34,7 @@ pub mod server;
 pub mod state;
 pub mod telemetry;
 pub mod tls;
+pub mod trim;
 
 pub use app::{App, FailurePolicy, Target, WebhookKind};
 pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};

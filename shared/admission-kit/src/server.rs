@@ -267,16 +267,25 @@ impl Service<Request<Bytes>> for ReviewService {
 pub struct Budget {
     bytes: Arc<tokio::sync::Semaphore>,
     reviews: Arc<tokio::sync::Semaphore>,
+    total_bytes: usize,
 }
 
 impl Budget {
     /// `bytes` (at least `body_limit`, so a body the limit allows can always be admitted alone)
     /// and `reviews` at once.
     pub fn new(bytes: usize, body_limit: usize, reviews: usize) -> Self {
+        let total_bytes = bytes.max(body_limit).max(1);
         Self {
-            bytes: Arc::new(tokio::sync::Semaphore::new(bytes.max(body_limit).max(1))),
+            bytes: Arc::new(tokio::sync::Semaphore::new(total_bytes)),
             reviews: Arc::new(tokio::sync::Semaphore::new(reviews.max(1))),
+            total_bytes,
         }
+    }
+
+    /// Bytes reserved by reviews in flight now.
+    pub fn in_use(&self) -> usize {
+        self.total_bytes
+            .saturating_sub(self.bytes.available_permits())
     }
 
     /// Reserves one review of `bytes`, or `None` when the budget is spent.
@@ -400,6 +409,15 @@ where
             }
             let want = declared.map_or(cfg.body_limit, |n| n as usize);
             let Some(_permits) = cfg.budget.reserve(want) else {
+                // Read and discard the body the client is sending (a frame at a time: no
+                // memory held) while the 429 goes out. Closed unread, the connection would be
+                // reset under the client's upload, and the reset can destroy the answer before
+                // it is read (17 of 100 concurrent 7 MiB uploads got no answer).
+                let (_, body) = req.into_parts();
+                tokio::spawn(tokio::time::timeout(cfg.body_timeout, async move {
+                    let mut body = std::pin::pin!(body);
+                    while let Some(Ok(_)) = body.frame().await {}
+                }));
                 let mut r = review_error(
                     StatusCode::TOO_MANY_REQUESTS,
                     v1,
@@ -621,6 +639,7 @@ impl EndpointStack {
 pub struct Router {
     routes: Arc<std::collections::HashMap<&'static str, EndpointStack>>,
     readiness: Arc<Readiness>,
+    budget: Arc<Budget>,
 }
 
 impl Router {
@@ -657,6 +676,7 @@ impl Router {
         Self {
             routes: Arc::new(routes),
             readiness,
+            budget,
         }
     }
 
@@ -795,6 +815,7 @@ impl Server {
         };
         tokio::pin!(shutdown);
         let conns = crate::conns::Connections::new(self.opts.max_connections);
+        let trimmer = tokio::spawn(crate::trim::after_bursts(self.router.budget.clone()));
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -854,6 +875,10 @@ impl Server {
                             .http1()
                             .timer(TokioTimer::new())
                             .header_read_timeout(None)
+                            // hyper's default read buffer grows to 408 KiB per connection while
+                            // a body streams in; 100 connections uploading at once held 40 MiB
+                            // of it. 64 KiB still takes any request head the API server sends.
+                            .max_buf_size(64 * 1024)
                             .keep_alive(true);
                         builder
                             .http2()
@@ -896,6 +921,7 @@ impl Server {
             }
         }
         drop(self.listener);
+        trimmer.abort();
         let grace = self.opts.shutdown_grace;
         tracing::info!("listener closed; closing idle connections and finishing in-flight reviews");
         let _ = closing.send(true);
