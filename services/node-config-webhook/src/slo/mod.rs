@@ -456,9 +456,11 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
                 }
                 _ => {}
             }
+            // FIX NC-FIX-1: upstream's int64 sums wrap on quantities near 2^63 ("10E"), which
+            // can bring a sum back under 100; ours saturate, so such a sum is over 100.
             match json {
-                "ingressRequest" => ingress += net_amount(v),
-                "egressRequest" => egress += net_amount(v),
+                "ingressRequest" => ingress = ingress.saturating_add(net_amount(v)),
+                "egressRequest" => egress = egress.saturating_add(net_amount(v)),
                 _ => {}
             }
         }
@@ -468,7 +470,7 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
             "only one type can be used for percentages or quantity in {scope}"
         ));
     }
-    if 100 - ingress < 0 || 100 - egress < 0 {
+    if 100i64.saturating_sub(ingress) < 0 || 100i64.saturating_sub(egress) < 0 {
         return Err(match index {
             None => "ClusterStrategy total net bandwidth percentage already over 100".into(),
             Some(i) => {
@@ -630,6 +632,29 @@ mod tests {
     }
 
     const CM: &str = "koordinator-system/slo-controller-config";
+
+    /// Found by the `slo_config` fuzz target: an ingress quantity near 2^63 overflowed the sum
+    /// (a panic with overflow checks). NC-FIX-1: the sum saturates and is over 100.
+    #[test]
+    fn nc_fix_1_huge_bandwidth_quantities_saturate() {
+        let cm = r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"enable": true, "ingressRequest": "60"}}, "beClass": {"networkQOS": {"enable": true, "ingressRequest": "10E"}}}}"#;
+        let d = data(&[
+            ("resource-qos-config", cm),
+            ("system-config", "{\"clusterStrategy\": {}}"),
+        ]);
+        let parsed = parse(&KEYS[2], cm, &d, CM).unwrap();
+        assert_eq!(
+            check_network_qos(&parsed, &d).unwrap_err(),
+            "ClusterStrategy total net bandwidth percentage already over 100"
+        );
+        let neg = r#"{"clusterStrategy": {"lsClass": {"networkQOS": {"enable": true, "ingressRequest": "-10E"}}}}"#;
+        let d = data(&[
+            ("resource-qos-config", neg),
+            ("system-config", "{\"clusterStrategy\": {}}"),
+        ]);
+        let parsed = parse(&KEYS[2], neg, &d, CM).unwrap();
+        let _ = check_network_qos(&parsed, &d);
+    }
 
     #[test]
     fn cm_2_parse_errors_use_go_texts() {
