@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -81,11 +81,8 @@ async fn start(dir: &Path) -> Served {
         .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
         .arg("--state")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/state.yaml"))
-        .env(
-            "RUST_LOG",
-            std::env::var("HOSTILE_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdout(Stdio::null())
+        .env("RUST_LOG", "warn")
+        .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .unwrap();
@@ -164,9 +161,46 @@ async fn good_review(s: &Client) -> (u16, Duration) {
     let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
     tokio::spawn(conn);
     let resp = send.send_request(post(model_review(0))).await.unwrap();
+    (status_read(resp).await, started.elapsed())
+}
+
+/// The answer's status, once its body has been read.
+async fn status_read(resp: hyper::Response<hyper::body::Incoming>) -> u16 {
     let status = resp.status().as_u16();
     let _ = resp.into_body().collect().await;
-    (status, started.elapsed())
+    status
+}
+
+/// The statuses of uploads running as tasks (`None`: no answer).
+async fn statuses(tasks: Vec<tokio::task::JoinHandle<Option<u16>>>) -> Vec<Option<u16>> {
+    let mut codes = Vec::new();
+    for t in tasks {
+        codes.push(t.await.unwrap());
+    }
+    codes
+}
+
+/// Runs one phase with good reviews alongside: its output, and its figures once settled.
+async fn phase<F: std::future::Future>(
+    s: &Client,
+    pid: u32,
+    name: &'static str,
+    run: F,
+    note: impl FnOnce(&F::Output) -> String,
+) -> (F::Output, Phase) {
+    reset_peak(pid);
+    let (out, slowest) = while_good_reviews(s, run).await;
+    let peak_kib = status_kib(pid, "VmHWM:");
+    let note = note(&out);
+    let settled_kib = settle(pid).await;
+    let p = Phase {
+        name,
+        peak_kib,
+        settled_kib,
+        slowest,
+        note,
+    };
+    (out, p)
 }
 
 /// Good reviews every 50 ms while `phase` runs; the slowest, after checking all were answered.
@@ -214,109 +248,73 @@ async fn settle(pid: u32) -> u64 {
 async fn hostile_clients_stay_within_the_memory_limit_and_good_reviews_are_answered() {
     let dir = tempfile::tempdir().unwrap();
     let served = start(dir.path()).await;
-    if std::env::var_os("HOSTILE_SERVER_LOG").is_some() {
-        // Kept for reading after the run.
-        println!("server log: {}", dir.path().join("server.log").display());
-    }
     let (s, pid) = (&served.client, served.pid);
     let (status, _) = good_review(s).await;
     assert_eq!(status, 200);
     let idle = status_kib(pid, "VmRSS:");
     let mut phases = Vec::new();
 
-    // 2,000 connections that finish the handshake and send nothing.
-    reset_peak(pid);
-    let (held, slowest) = while_good_reviews(s, async {
-        let mut held = Vec::new();
-        for _ in 0..2000 {
-            held.push(tls(s, b"http/1.1").await);
-        }
-        held
-    })
+    // 2,000 connections that finish the handshake and send nothing (closed when the phase ends).
+    let (_, p) = phase(
+        s,
+        pid,
+        "2,000 idle TLS connections",
+        async {
+            let mut held = Vec::new();
+            for _ in 0..2000 {
+                held.push(tls(s, b"http/1.1").await);
+            }
+            held.iter().filter(|c| c.is_ok()).count()
+        },
+        |open| format!("{open} handshakes completed"),
+    )
     .await;
-    let open = held.iter().filter(|c| c.is_ok()).count();
-    phases.push(Phase {
-        name: "2,000 idle TLS connections",
-        peak_kib: status_kib(pid, "VmHWM:"),
-        settled_kib: 0,
-        slowest,
-        note: format!("{open} handshakes completed"),
-    });
-    drop(held);
-    phases.last_mut().unwrap().settled_kib = settle(pid).await;
+    phases.push(p);
 
     // 100 reviews of 7 MiB at once, each on its own HTTP/1.1 connection.
     let big = model_review(7 * 1024 * 1024 - 2048);
-    reset_peak(pid);
-    let (codes, slowest) = while_good_reviews(s, async {
-        let tasks: Vec<_> = (0..100)
-            .map(|_| {
-                let body = big.clone();
-                let c = s.clone();
-                tokio::spawn(async move {
-                    let io = TokioIo::new(tls(&c, b"http/1.1").await.ok()?);
-                    let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.ok()?;
-                    tokio::spawn(conn);
-                    let resp = send.send_request(post(body)).await.ok()?;
-                    let code = resp.status().as_u16();
-                    let _ = resp.into_body().collect().await;
-                    Some(code)
-                })
-            })
-            .collect();
-        let mut codes = Vec::new();
-        for t in tasks {
-            codes.push(t.await.unwrap());
-        }
-        codes
-    })
-    .await;
-    phases.push(Phase {
-        name: "100 × 7 MiB over HTTP/1.1",
-        peak_kib: status_kib(pid, "VmHWM:"),
-        settled_kib: settle(pid).await,
-        slowest,
-        note: tally(&codes),
+    let uploads = (0..100).map(|_| {
+        let body = big.clone();
+        let c = s.clone();
+        tokio::spawn(async move {
+            let io = TokioIo::new(tls(&c, b"http/1.1").await.ok()?);
+            let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.ok()?;
+            tokio::spawn(conn);
+            Some(status_read(send.send_request(post(body)).await.ok()?).await)
+        })
     });
+    let run = statuses(uploads.collect());
+    let (_, p) = phase(s, pid, "100 × 7 MiB over HTTP/1.1", run, |c| tally(c)).await;
+    phases.push(p);
 
     // The same over one HTTP/2 connection (100 streams).
-    reset_peak(pid);
-    let (codes, slowest) = while_good_reviews(s, async {
+    let run = async {
         let io = TokioIo::new(tls(s, b"h2").await.unwrap());
         let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
             .await
             .unwrap();
         tokio::spawn(conn);
-        let tasks: Vec<_> = (0..100)
-            .map(|_| {
-                let mut send = send.clone();
-                let body = big.clone();
-                tokio::spawn(async move {
-                    let resp = send.send_request(post(body)).await.ok()?;
-                    let code = resp.status().as_u16();
-                    let _ = resp.into_body().collect().await;
-                    Some(code)
-                })
+        let uploads = (0..100).map(|_| {
+            let mut send = send.clone();
+            let body = big.clone();
+            tokio::spawn(async move {
+                Some(status_read(send.send_request(post(body)).await.ok()?).await)
             })
-            .collect();
-        let mut codes = Vec::new();
-        for t in tasks {
-            codes.push(t.await.unwrap());
-        }
-        codes
-    })
+        });
+        statuses(uploads.collect()).await
+    };
+    let (_, p) = phase(
+        s,
+        pid,
+        "100 × 7 MiB over one HTTP/2 connection",
+        run,
+        |c| tally(c),
+    )
     .await;
-    phases.push(Phase {
-        name: "100 × 7 MiB over one HTTP/2 connection",
-        peak_kib: status_kib(pid, "VmHWM:"),
-        settled_kib: settle(pid).await,
-        slowest,
-        note: tally(&codes),
-    });
+    phases.push(p);
 
     // Rapid reset: streams opened and cancelled at once, as fast as the client can.
-    reset_peak(pid);
-    let (opened, slowest) = while_good_reviews(s, async {
+    let run = async {
         let io = tls(s, b"h2").await.unwrap();
         let Ok((client, conn)) = h2::client::handshake(io).await else {
             return 0;
@@ -344,19 +342,13 @@ async fn hostile_clients_stay_within_the_memory_limit_and_good_reviews_are_answe
             }
         }
         opened
+    };
+    let (_, p) = phase(s, pid, "HTTP/2 rapid reset", run, |n| {
+        format!("{n} streams opened and reset before the server ended the connection")
     })
     .await;
-    phases.push(Phase {
-        name: "HTTP/2 rapid reset",
-        peak_kib: status_kib(pid, "VmHWM:"),
-        settled_kib: settle(pid).await,
-        slowest,
-        note: format!("{opened} streams opened and reset before the server ended the connection"),
-    });
+    phases.push(p);
 
-    if std::env::var_os("HOSTILE_SERVER_LOG").is_some() {
-        let _ = dir.keep();
-    }
     println!("registry-webhook serve: idle RSS {} KiB", idle);
     println!("| phase | peak RSS | RSS 7 s after | slowest good review | what happened |");
     println!("|---|---|---|---|---|");

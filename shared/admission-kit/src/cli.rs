@@ -497,16 +497,23 @@ fn crd(app: &App) -> ExitCode {
     emit(&out)
 }
 
-/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
-fn emit(text: &str) -> ExitCode {
+/// Writes `text` to stdout; a closed pipe (`| head`) is not an error worth reporting.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Writes to stdout (see [`write_stdout`]); exit 1 when that fails.
+fn emit(text: &str) -> ExitCode {
+    match write_stdout(text) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cannot write the output: {e}");
             ExitCode::FAILURE

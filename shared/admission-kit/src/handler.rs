@@ -267,15 +267,32 @@ pub struct Decision {
     pub allowed: bool,
     /// Whether a patch was sent.
     pub patched: bool,
-    /// Ids of the rules that denied (one per field error).
-    pub denied_by: Vec<&'static str>,
-    /// Each reason for the denial with its field, in the order of `denied_by` (what
-    /// `admission-check` reports; the log keeps the rule ids only).
+    /// Each reason for the denial: its rule, field and message (the log and metrics keep the
+    /// rule ids, `admission-check` reports all of it).
     pub denials: Vec<Denial>,
     /// Ids of rules that acted without denying.
     pub applied: Vec<&'static str>,
     /// Whether this was a dry run.
     pub dry_run: bool,
+}
+
+impl Decision {
+    /// The ids of the rules that denied, comma-separated when displayed (no allocation).
+    pub fn rules(&self) -> impl std::fmt::Display + '_ {
+        struct Rules<'a>(&'a [Denial]);
+        impl std::fmt::Display for Rules<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                for (i, d) in self.0.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    f.write_str(d.rule)?;
+                }
+                Ok(())
+            }
+        }
+        Rules(&self.denials)
+    }
 }
 
 /// One reason a review was denied.
@@ -382,12 +399,6 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
         operation: req.operation.as_str(),
         allowed: verdict.allowed(),
         patched,
-        denied_by: verdict
-            .refusal
-            .iter()
-            .map(|(r, _)| *r)
-            .chain(verdict.errors.iter().map(|e| e.rule))
-            .collect(),
         denials: verdict
             .refusal
             .iter()

@@ -569,8 +569,8 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
         m.decisions
             .with_label_values(&[path, d.operation, decision])
             .inc();
-        for rule in &d.denied_by {
-            m.denials.with_label_values(&[path, rule]).inc();
+        for denial in &d.denials {
+            m.denials.with_label_values(&[path, denial.rule]).inc();
         }
         tracing::info!(
             target: "admission::decision",
@@ -583,7 +583,7 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
             allowed = d.allowed,
             patched = d.patched,
             dry_run = d.dry_run,
-            rules = %d.denied_by.join(","),
+            rules = %d.rules(),
             applied = %d.applied.join(","),
             latency_us,
             "decision"

@@ -46,13 +46,7 @@ pub fn run(
     }
     let binary = root.join("target/release/admission-check");
     let mut sources = Vec::new();
-    yaml_files(
-        &admission_kit::fixtures::fixtures_root(
-            &root.join("services/registry-webhook").display().to_string(),
-        )
-        .join("examples/raw"),
-        &mut sources,
-    )?;
+    yaml_files(&crate::fixtures().join("examples/raw"), &mut sources)?;
     for svc in [
         "registry-webhook",
         "scheduling-webhook",

@@ -99,15 +99,12 @@ fn write_seed(dir: &Path, n: &mut usize, bytes: &[u8]) -> Result<()> {
 fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
     let dir = root.join("fuzz/corpus").join(target);
     std::fs::create_dir_all(&dir)?;
-    let fixtures = admission_kit::fixtures::fixtures_root(
-        &root.join("services/registry-webhook").display().to_string(),
-    );
+    let fixtures = crate::fixtures();
     let mut n = 0;
-    let cases = |domain: &str| -> Vec<Value> {
+    let cases = |domain: &str| -> Vec<admission_kit::fixtures::Case> {
         admission_kit::fixtures::case_files(&fixtures, domain)
             .iter()
-            .filter_map(|f| std::fs::read_to_string(f).ok())
-            .filter_map(|t| serde_json::from_str(&t).ok())
+            .filter_map(|f| admission_kit::fixtures::load(f).ok())
             .collect()
     };
     if let Some(domain) = domain {
@@ -118,19 +115,18 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
             _ => scheduling_webhook::app(),
         };
         for case in cases(domain) {
-            let path = case["path"].as_str().unwrap_or_default();
-            let Some(i) = app.endpoints.iter().position(|e| e.path == path) else {
+            let Some(i) = app.endpoints.iter().position(|e| e.path == case.path) else {
                 continue;
             };
             let mut bytes = vec![u8::try_from(i).unwrap_or(0)];
-            bytes.extend(serde_json::to_vec(&case["review"])?);
+            bytes.extend(serde_json::to_vec(&case.review)?);
             write_seed(&dir, &mut n, &bytes)?;
         }
     }
     if target == "slo_config" {
         let keys = &node_config_webhook::slo::KEYS;
         for case in cases("node-config") {
-            let data = &case["review"]["request"]["object"]["data"];
+            let data = &case.review["request"]["object"]["data"];
             let Some(map) = data.as_object() else {
                 continue;
             };

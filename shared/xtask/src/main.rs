@@ -102,6 +102,12 @@ enum Cmd {
     },
 }
 
+/// The given fixtures (`../shared/fixtures`, or `$ADMISSION_FIXTURES_DIR`).
+fn fixtures() -> PathBuf {
+    // The kit resolves the root from a crate directory two levels below the workspace.
+    admission_kit::fixtures::fixtures_root(&root().join("shared/xtask").display().to_string())
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

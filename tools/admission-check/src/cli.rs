@@ -4,7 +4,6 @@
 //! any object is denied or any test fails, 2 when input cannot be read.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,15 +85,9 @@ struct Cli {
 }
 
 fn emit(text: &str) -> bool {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
-        Err(e) => {
-            eprintln!("admission-check: cannot write the output: {e}");
-            false
-        }
-    }
+    admission_kit::cli::write_stdout(text)
+        .map_err(|e| eprintln!("admission-check: cannot write the output: {e}"))
+        .is_ok()
 }
 
 fn unreadable(msg: impl std::fmt::Display) -> ExitCode {
