@@ -41,6 +41,12 @@ struct Args {
     /// This replica's identity in the Lease.
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// How long the leader's Lease lasts without renewal (whole seconds, at least 3): after
+    /// the leader is lost, the standby takes over within this time, and until then creations
+    /// of quota-charged Pods get `--quota-unavailable`'s answer. The leader renews a third of
+    /// it before expiry. Shorter means a shorter gap and more Lease writes (one per 2/3 of it).
+    #[arg(long, env = "QUOTA_STATE_LEADER_LEASE_DURATION", default_value = "15s", value_parser = admission_kit::cli::duration)]
+    leader_lease_duration: Duration,
     /// `--tls-mode=files`: PEM certificate served to callers (mutual TLS; reloaded when the
     /// file changes).
     #[arg(long, env = "QUOTA_STATE_TLS_CERT_FILE")]
@@ -199,12 +205,13 @@ async fn main() -> anyhow::Result<()> {
                 .clone()
                 .or_else(|| std::env::var("HOSTNAME").ok())
                 .unwrap_or_else(|| format!("quota-state-{}", std::process::id()));
+            let lease_secs = args.leader_lease_duration.as_secs().max(3);
             let manager =
                 kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &args.lease_name)
                     .with_namespace(&args.lease_namespace)
                     .with_identity(identity.clone())
-                    .with_duration(15)
-                    .with_grace(5)
+                    .with_duration(lease_secs)
+                    .with_grace((lease_secs / 3).max(1))
                     .build()
                     .await
                     .context("cannot set up leader election")?;

@@ -37,7 +37,8 @@ enum Command {
     Endpoints,
 }
 
-fn duration(s: &str) -> Result<Duration, String> {
+/// Parses a flag's Go duration (`10s`, `1h30m`), as every service's duration flags take them.
+pub fn duration(s: &str) -> Result<Duration, String> {
     let d = GoDuration::parse(s).map_err(|e| e.to_string())?;
     u64::try_from(d.nanos())
         .map(Duration::from_nanos)

@@ -861,6 +861,7 @@ impl Server {
                         // HTTP/1.1 request heads are bounded here, not by hyper (see crate::idle).
                         let head = crate::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
                         let started = head.started();
+                        let served = started.clone();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
                             started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -880,11 +881,19 @@ impl Server {
                             // of it. 64 KiB still takes any request head the API server sends.
                             .max_buf_size(64 * 1024)
                             .keep_alive(true);
+                        // HTTP/2 sized so one connection cannot take the in-flight budget:
+                        // whatever its streams, a client may send only the connection window
+                        // (1 MiB) ahead of what the server has read, and a body is read only
+                        // once the budget has room for it (429 otherwise). Header lists are
+                        // bounded like HTTP/1.1 heads (64 KiB; hyper allows 16 MiB).
                         builder
                             .http2()
                             .timer(TokioTimer::new())
                             .keep_alive_interval(Duration::from_secs(30))
-                            .max_concurrent_streams(250);
+                            .max_concurrent_streams(250)
+                            .initial_connection_window_size(1 << 20)
+                            .initial_stream_window_size(1 << 20)
+                            .max_header_list_size(64 * 1024);
                         let mut tls = crate::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
                         if !h2 {
                             tls = tls.with_head_deadline(head);
@@ -900,7 +909,7 @@ impl Server {
                         let ended = tokio::select! {
                             r = conn.as_mut() => Some(r),
                             _ = closing.wait_for(|c| *c) => None,
-                            _ = draining.wait_for(|d| *d), if h2 => None,
+                            _ = goaway_when_draining(&mut draining, &served), if h2 => None,
                             _ = registered.evict.notified() => None,
                             _ = age => None,
                         };
@@ -930,6 +939,24 @@ impl Server {
             tracing::warn!(grace = ?grace, "in-flight reviews did not finish within the grace period");
         }
         tracing::info!("server stopped");
+    }
+}
+
+/// Resolves when an HTTP/2 connection should get GOAWAY for the drain: once draining and the
+/// connection has received a request. The API server keeps dialling while the load balancer
+/// still lists a draining replica (endpoints follow readiness with a delay), and its HTTP/2
+/// client sends the first request with the connection preface: shutting down a connection
+/// still in its HTTP/2 handshake drops that request (the client sees EOF, and a POST is not
+/// retried), while a GOAWAY after the first request lets it finish and moves the client on.
+/// Checked every 10 ms while draining only; a connection that never sends is closed by the
+/// first-byte timeout or when the listener closes.
+async fn goaway_when_draining(
+    draining: &mut tokio::sync::watch::Receiver<bool>,
+    served: &std::sync::atomic::AtomicU64,
+) {
+    let _ = draining.wait_for(|d| *d).await;
+    while served.load(Ordering::Acquire) == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -320,6 +320,40 @@ async fn answers_over_http2() {
     assert_eq!(body["response"]["allowed"], true);
 }
 
+/// An HTTP/2 header list is bounded as an HTTP/1.1 head is (64 KiB), not hyper's 16 MiB: the
+/// request is refused and the connection keeps serving.
+#[tokio::test]
+async fn an_oversized_http2_header_list_is_refused() {
+    let r = start().await;
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
+    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut big = post(
+        "/validate",
+        "application/json",
+        review("admission.k8s.io/v1", 1),
+    );
+    big.headers_mut().insert(
+        "x-padding",
+        http::HeaderValue::from_str(&"a".repeat(100 * 1024)).unwrap(),
+    );
+    match send2.send_request(big).await {
+        Ok(resp) => assert_eq!(resp.status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+    let resp = send2
+        .send_request(post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 2),
+        ))
+        .await
+        .expect("the connection still serves");
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
 #[tokio::test]
 async fn bad_inputs_get_clear_errors() {
     let r = start().await;
@@ -833,6 +867,44 @@ async fn during_the_drain_http1_answers_tell_clients_to_leave() {
         .await
         .expect("the connection was not closed after the answer")
         .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), &mut r.done)
+        .await
+        .expect("server did not stop")
+        .unwrap();
+}
+
+/// The API server dials a draining replica while the load balancer still lists it and sends
+/// its first request with the HTTP/2 preface: that request is answered, then GOAWAY moves the
+/// client on (shutting the connection down in its handshake lost such requests in the rolling
+/// restart of `shared/e2e/tests/faults.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_the_drain_a_new_http2_connection_gets_its_first_answer_then_goaway() {
+    let mut o = opts();
+    o.shutdown_delay = Duration::from_secs(3);
+    let mut r = start_opts(o).await;
+    let _ = r.stop.take().unwrap().send(());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
+    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let resp = send2
+        .send_request(post(
+            "/validate",
+            "application/json",
+            review("admission.k8s.io/v1", 1),
+        ))
+        .await
+        .expect("the first request on a connection opened during the drain is answered");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let _ = resp.into_body().collect().await;
+    // GOAWAY: the connection ends cleanly well before the drain is over.
+    tokio::time::timeout(Duration::from_secs(2), conn)
+        .await
+        .expect("no GOAWAY after the answer")
+        .unwrap()
+        .expect("the connection ended with an error");
     tokio::time::timeout(Duration::from_secs(20), &mut r.done)
         .await
         .expect("server did not stop")

@@ -24,6 +24,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::oneshot;
 
+pub mod stream;
+
 /// One test's view of the shared control plane.
 pub struct Env {
     /// Admin client.
@@ -139,10 +141,45 @@ impl Env {
         timeout_seconds: i32,
         labelled: bool,
     ) {
+        let url = format!("https://{}", hook.addr);
+        self.register_url(
+            name,
+            app,
+            (&url, &hook.ca_pem),
+            policy,
+            timeout_seconds,
+            labelled,
+        )
+        .await
+    }
+
+    /// Registers `app`'s endpoints for this namespace only, served at `base_url`
+    /// (`https://host:port`) with a certificate `ca_pem` signed: replicas behind a load balancer.
+    pub async fn register_at(
+        &self,
+        name: &str,
+        app: &App,
+        base_url: &str,
+        ca_pem: &str,
+        policy: Option<FailurePolicy>,
+    ) {
+        self.register_url(name, app, (base_url, ca_pem), policy, 10, false)
+            .await
+    }
+
+    async fn register_url(
+        &self,
+        name: &str,
+        app: &App,
+        (base_url, ca_pem): (&str, &str),
+        policy: Option<FailurePolicy>,
+        timeout_seconds: i32,
+        labelled: bool,
+    ) {
         let reg = Registration {
             name: format!("{name}-{}", self.ns),
-            client: ClientTarget::Url(format!("https://{}", hook.addr)),
-            ca_bundle: hook.ca_pem.clone().into_bytes(),
+            client: ClientTarget::Url(base_url.to_owned()),
+            ca_bundle: ca_pem.as_bytes().to_vec(),
             timeout_seconds,
             // Cluster-scoped kinds ignore namespace selectors; labelled registrations select by
             // object label instead, in any namespace.
@@ -269,6 +306,22 @@ impl Webhook {
             let _ = d.await;
         }
     }
+}
+
+/// Creates `obj` through `api`, retrying until the API server admits it or `limit` passes
+/// (webhooks and caches that are still starting): then panics with the last refusal.
+pub async fn create_eventually(
+    api: &Api<kube::api::DynamicObject>,
+    obj: &kube::api::DynamicObject,
+    limit: Duration,
+) {
+    eventually(limit, || async {
+        api.create(&PostParams::default(), obj)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await
 }
 
 /// Retries `f` until it succeeds or `limit` passes (then panics with the last error).

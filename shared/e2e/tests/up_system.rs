@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e::{Env, eventually, metric};
+use e2e::{Env, create_eventually, eventually, metric};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
@@ -75,14 +75,7 @@ async fn quota_through_both_services_started_as_up_does() {
     }))
     .unwrap();
     // Through the services' own QM/QV webhooks (quota-state answers QV once it leads).
-    eventually(Duration::from_secs(60), || async {
-        quotas
-            .create(&PostParams::default(), &eq)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    })
-    .await;
+    create_eventually(&quotas, &eq, Duration::from_secs(60)).await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
     let dry = PostParams {
         dry_run: true,

@@ -5,6 +5,12 @@
 //! until it answers, runs the load, reads the server's peak RSS (VmHWM) and stops it with
 //! SIGTERM. Otherwise it targets `--addr` with `--ca`. Traffic goes to loopback addresses only,
 //! and every run is bounded by `--requests` and `--duration`.
+//!
+//! With `--rate` (or `--calibrate-secs`, which measures the closed-loop maximum first and then
+//! runs at `--rate-fraction` of it) it runs an open loop for soaks instead ([`steady`]): JSON
+//! lines every `--report-every-secs` with the window's p99 and the server's RSS.
+
+mod steady;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +62,19 @@ struct Args {
     /// Use HTTP/2 (one stream at a time per connection) instead of HTTP/1.1.
     #[arg(long)]
     http2: bool,
+    /// Open loop: send this many reviews a second for `--duration-secs` (0: closed loop).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
+    /// Open loop at `--rate-fraction` of the maximum a closed loop reaches in this many
+    /// seconds (with `--connections`), measured first on the same server.
+    #[arg(long, default_value_t = 0)]
+    calibrate_secs: u64,
+    /// With `--calibrate-secs`: the fraction of the measured maximum to send.
+    #[arg(long, default_value_t = 0.5)]
+    rate_fraction: f64,
+    /// Open loop: a JSON line of figures every this many seconds.
+    #[arg(long, default_value_t = 30)]
+    report_every_secs: u64,
 }
 
 struct Case {
@@ -95,11 +114,12 @@ impl Drop for Spawned {
     }
 }
 
-fn peak_rss_kib(pid: u32) -> Option<u64> {
+/// A figure of `/proc/<pid>/status` in KiB: `VmHWM` (peak RSS) or `VmRSS` (current).
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
 }
 
@@ -239,39 +259,54 @@ async fn main() -> Result<()> {
         bail!("refusing to send load to a non-loopback address {addr}");
     }
     let cfg = tls_config(&ca_pem, args.http2)?;
-    let per_conn = args.requests.div_ceil(args.connections as u64);
-    let stop_at = Instant::now() + Duration::from_secs(args.duration_secs);
-    let barrier = Arc::new(tokio::sync::Barrier::new(args.connections + 1));
-    let mut tasks = Vec::new();
-    for w in 0..args.connections {
-        let (cases, cfg, barrier) = (cases.clone(), cfg.clone(), barrier.clone());
-        let (warmup, h2) = (args.warmup, args.http2);
-        tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::open(addr, cfg, h2).await?;
-            for i in 0..warmup {
-                conn.review(&cases[(i as usize + w) % cases.len()]).await?;
-            }
-            barrier.wait().await;
-            let mut lat = Vec::with_capacity(per_conn as usize);
-            let mut i = w;
-            while (lat.len() as u64) < per_conn && Instant::now() < stop_at {
-                let t = Instant::now();
-                conn.review(&cases[i % cases.len()]).await?;
-                lat.push(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
-                i += 1;
-            }
-            anyhow::Ok(lat)
-        }));
+    if args.rate > 0.0 || args.calibrate_secs > 0 {
+        let rate = if args.rate > 0.0 {
+            args.rate
+        } else {
+            let (lat, elapsed) = closed_loop(
+                addr,
+                cfg.clone(),
+                cases.clone(),
+                &args,
+                Duration::from_secs(args.calibrate_secs),
+            )
+            .await?;
+            let max = lat.len() as f64 / elapsed.as_secs_f64();
+            println!(
+                "{}",
+                serde_json::json!({"calibrated_max": max, "rate": max * args.rate_fraction})
+            );
+            max * args.rate_fraction
+        };
+        steady::run(
+            steady::Plan {
+                addr,
+                cfg,
+                h2: args.http2,
+                connections: args.connections,
+                rate,
+                duration: Duration::from_secs(args.duration_secs),
+                report_every: Duration::from_secs(args.report_every_secs.max(1)),
+                pid: spawned.as_ref().map(|s| s.child.id()),
+            },
+            cases,
+        )
+        .await?;
+        stop(spawned);
+        return Ok(());
     }
-    barrier.wait().await;
-    let start = Instant::now();
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
-    }
-    let elapsed = start.elapsed();
+    let (mut all, elapsed) = closed_loop(
+        addr,
+        cfg,
+        cases,
+        &args,
+        Duration::from_secs(args.duration_secs),
+    )
+    .await?;
     all.sort_unstable();
-    let rss = spawned.as_ref().and_then(|s| peak_rss_kib(s.child.id()));
+    let rss = spawned
+        .as_ref()
+        .and_then(|s| status_kib(s.child.id(), "VmHWM"));
     println!(
         "reviews: {}  connections: {}  protocol: {}  elapsed: {:.2}s",
         all.len(),
@@ -291,6 +326,12 @@ async fn main() -> Result<()> {
         Some(kib) => println!("server peak RSS: {:.1} MiB", kib as f64 / 1024.0),
         None => println!("server peak RSS: n/a (not spawned)"),
     }
+    stop(spawned);
+    Ok(())
+}
+
+/// Stops a spawned server with SIGTERM and waits for it.
+fn stop(spawned: Option<Spawned>) {
     if let Some(mut sp) = spawned {
         let _ = Command::new("kill")
             .arg("-TERM")
@@ -298,5 +339,47 @@ async fn main() -> Result<()> {
             .status();
         let _ = sp.child.wait();
     }
-    Ok(())
+}
+
+/// `args.connections` connections, each sending its next review when the last is answered,
+/// for `duration` (or `args.requests` in all) after `args.warmup` reviews each: the latencies
+/// (ns) and the time measured.
+async fn closed_loop(
+    addr: SocketAddr,
+    cfg: Arc<rustls::ClientConfig>,
+    cases: Arc<Vec<Case>>,
+    args: &Args,
+    duration: Duration,
+) -> Result<(Vec<u64>, Duration)> {
+    let per_conn = args.requests.div_ceil(args.connections as u64);
+    let barrier = Arc::new(tokio::sync::Barrier::new(args.connections + 1));
+    let mut tasks = Vec::new();
+    for w in 0..args.connections {
+        let (cases, cfg, barrier) = (cases.clone(), cfg.clone(), barrier.clone());
+        let (warmup, h2) = (args.warmup, args.http2);
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::open(addr, cfg, h2).await?;
+            for i in 0..warmup {
+                conn.review(&cases[(i as usize + w) % cases.len()]).await?;
+            }
+            barrier.wait().await;
+            let stop_at = Instant::now() + duration;
+            let mut lat = Vec::with_capacity(per_conn.min(1 << 20) as usize);
+            let mut i = w;
+            while (lat.len() as u64) < per_conn && Instant::now() < stop_at {
+                let t = Instant::now();
+                conn.review(&cases[i % cases.len()]).await?;
+                lat.push(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                i += 1;
+            }
+            anyhow::Ok(lat)
+        }));
+    }
+    barrier.wait().await;
+    let start = Instant::now();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    Ok((all, start.elapsed()))
 }

@@ -2,6 +2,12 @@
 //! does: secure serving with our own CA, an admin client certificate (group `system:masters`),
 //! service-account keys, RBAC, and the admission plugins that need controllers disabled.
 //!
+//! As a production API server can, it presents a client certificate to every admission webhook
+//! (an admission configuration naming a kubeconfig with credentials for `*`), signed by the same
+//! CA ([`ControlPlane::admission_client_ca`]): webhooks run with `--client-ca-file` are called
+//! as in a cluster that authenticates its API server. The API server can be restarted on its
+//! address ([`ControlPlane::restart_apiserver`]) to test that watches resume.
+//!
 //! Teardown: [`ControlPlane`] kills both processes and removes its directory on drop (also when a
 //! test panics). The children also get `PR_SET_PDEATHSIG`, so they die with the process that
 //! started them even when it is killed, and directories of dead owners are swept on the next
@@ -99,15 +105,32 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(25)..].join("\n")
 }
 
+/// How [`ControlPlane::restart_apiserver`] went.
+#[derive(Debug, Clone, Copy)]
+pub struct Restart {
+    /// From SIGTERM until the process was gone.
+    pub stopped: Duration,
+    /// Whether it had to be killed after the grace period.
+    pub killed: bool,
+    /// From SIGTERM until the new process was ready.
+    pub ready: Duration,
+}
+
 /// A running etcd + kube-apiserver.
 pub struct ControlPlane {
     dir: PathBuf,
     etcd: Option<Child>,
     apiserver: Option<Child>,
+    /// How the API server was started, to start it again.
+    apiserver_cmd: Option<(PathBuf, Vec<String>)>,
+    restarts: u32,
     /// `https://127.0.0.1:<port>`.
     pub server: String,
     /// A kubeconfig with admin (`system:masters`) credentials.
     pub kubeconfig: PathBuf,
+    /// The CA of the client certificate the API server presents to admission webhooks (give it
+    /// to a webhook as `--client-ca-file`).
+    pub admission_client_ca: PathBuf,
 }
 
 struct Pki {
@@ -116,6 +139,8 @@ struct Pki {
     serving_key: String,
     admin_cert: String,
     admin_key: String,
+    admission_cert: String,
+    admission_key: String,
     sa_key: String,
     sa_pub: String,
 }
@@ -148,6 +173,15 @@ fn pki() -> Result<Pki, StartError> {
     let admin_key = KeyPair::generate()?;
     let admin_cert = admin.signed_by(&admin_key, &ca)?;
 
+    // What the API server presents to webhooks that ask for a client certificate.
+    let mut admission = CertificateParams::new(Vec::<String>::new())?;
+    admission
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver-admission");
+    admission.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let admission_key = KeyPair::generate()?;
+    let admission_cert = admission.signed_by(&admission_key, &ca)?;
+
     let sa = KeyPair::generate()?;
     Ok(Pki {
         ca_pem: ca.pem(),
@@ -155,6 +189,8 @@ fn pki() -> Result<Pki, StartError> {
         serving_key: serving_key.serialize_pem(),
         admin_cert: admin_cert.pem(),
         admin_key: admin_key.serialize_pem(),
+        admission_cert: admission_cert.pem(),
+        admission_key: admission_key.serialize_pem(),
         sa_key: sa.serialize_pem(),
         sa_pub: sa.public_key_pem(),
     })
@@ -168,6 +204,29 @@ fn kubeconfig(server: &str, p: &Pki) -> String {
         b(&p.admin_cert),
         b(&p.admin_key)
     )
+}
+
+/// The admission configuration that makes the API server present `cert`/`key` to every webhook
+/// (the kubeconfig user `*` matches any webhook address).
+fn admission_files(dir: &Path, cert: &Path, key: &Path) -> (String, String) {
+    let kubeconfig = dir.join("admission-kubeconfig");
+    let webhook_kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nusers:\n- name: '*'\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+        cert.display(),
+        key.display()
+    );
+    let plugin = |name: &str| {
+        format!(
+            "- name: {name}\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+            kubeconfig.display()
+        )
+    };
+    let config = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n{}{}",
+        plugin("ValidatingAdmissionWebhook"),
+        plugin("MutatingAdmissionWebhook")
+    );
+    (webhook_kubeconfig, config)
 }
 
 impl ControlPlane {
@@ -187,8 +246,11 @@ impl ControlPlane {
             dir: dir.clone(),
             etcd: None,
             apiserver: None,
+            apiserver_cmd: None,
+            restarts: 0,
             server: String::new(),
             kubeconfig: dir.join("kubeconfig"),
+            admission_client_ca: dir.join("ca.crt"),
         };
         let p = pki()?;
         let write = |name: &str, body: &str| -> Result<PathBuf, StartError> {
@@ -201,6 +263,12 @@ impl ControlPlane {
         let tls_key = write("apiserver.key", &p.serving_key)?;
         let sa_key = write("sa.key", &p.sa_key)?;
         let sa_pub = write("sa.pub", &p.sa_pub)?;
+        let admission_crt = write("admission-client.crt", &p.admission_cert)?;
+        let admission_key = write("admission-client.key", &p.admission_key)?;
+        let (webhook_kubeconfig, admission_config) =
+            admission_files(&dir, &admission_crt, &admission_key);
+        write("admission-kubeconfig", &webhook_kubeconfig)?;
+        let admission_config = write("admission-config.yaml", &admission_config)?;
 
         let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
         let client_url = format!("http://127.0.0.1:{client_port}");
@@ -218,49 +286,97 @@ impl ControlPlane {
             &dir.join("etcd.log"),
         )?);
         cp.server = format!("https://127.0.0.1:{api_port}");
+        let args = vec![
+            format!("--etcd-servers={client_url}"),
+            format!("--cert-dir={}", dir.join("certs").display()),
+            format!("--tls-cert-file={}", tls_crt.display()),
+            format!("--tls-private-key-file={}", tls_key.display()),
+            format!("--client-ca-file={}", ca.display()),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            format!("--secure-port={api_port}"),
+            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            "--allow-privileged=true".to_owned(),
+            "--authorization-mode=RBAC".to_owned(),
+            // Needs the token controller, which does not run here (as envtest).
+            "--disable-admission-plugins=ServiceAccount".to_owned(),
+            format!(
+                "--admission-control-config-file={}",
+                admission_config.display()
+            ),
+            format!("--service-account-issuer={}", cp.server),
+            format!("--service-account-key-file={}", sa_pub.display()),
+            format!("--service-account-signing-key-file={}", sa_key.display()),
+            "--v=1".to_owned(),
+        ];
         cp.apiserver = Some(spawn(
-            Command::new(&bins.kube_apiserver)
-                .arg(format!("--etcd-servers={client_url}"))
-                .arg(format!("--cert-dir={}", dir.join("certs").display()))
-                .arg(format!("--tls-cert-file={}", tls_crt.display()))
-                .arg(format!("--tls-private-key-file={}", tls_key.display()))
-                .arg(format!("--client-ca-file={}", ca.display()))
-                .arg("--bind-address=127.0.0.1")
-                .arg("--advertise-address=127.0.0.1")
-                .arg(format!("--secure-port={api_port}"))
-                .arg("--service-cluster-ip-range=10.0.0.0/24")
-                .arg("--allow-privileged=true")
-                .arg("--authorization-mode=RBAC")
-                // Needs the token controller, which does not run here (as envtest).
-                .arg("--disable-admission-plugins=ServiceAccount")
-                .arg(format!("--service-account-issuer={}", cp.server))
-                .arg(format!("--service-account-key-file={}", sa_pub.display()))
-                .arg(format!(
-                    "--service-account-signing-key-file={}",
-                    sa_key.display()
-                ))
-                .arg("--v=1"),
+            Command::new(&bins.kube_apiserver).args(&args),
             &dir.join("kube-apiserver.log"),
         )?);
+        cp.apiserver_cmd = Some((bins.kube_apiserver.clone(), args));
         fs::write(&cp.kubeconfig, kubeconfig(&cp.server, &p)).map_err(io("kubeconfig"))?;
         cp.wait_ready().await?;
         Ok(cp)
+    }
+
+    /// Stops kube-apiserver (SIGTERM, as a rolling upgrade does; SIGKILL after `grace`) and
+    /// starts it again on the same address with the same flags (etcd keeps running); returns
+    /// once it is ready, with how the stop went. Its log goes to `kube-apiserver-<n>.log`.
+    pub async fn restart_apiserver(&mut self, grace: Duration) -> Result<Restart, StartError> {
+        let Some((program, args)) = self.apiserver_cmd.clone() else {
+            return Err(StartError::NotReady(
+                "kube-apiserver was not started".into(),
+            ));
+        };
+        let started = Instant::now();
+        let mut killed = false;
+        if let Some(mut child) = self.apiserver.take() {
+            // SAFETY: kill(2) on our own child.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let deadline = started + grace;
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            killed = matches!(child.try_wait(), Ok(None));
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let stopped = started.elapsed();
+        self.restarts += 1;
+        let log = self.apiserver_log();
+        self.apiserver = Some(spawn(Command::new(&program).args(&args), &log)?);
+        self.wait_ready().await?;
+        Ok(Restart {
+            stopped,
+            killed,
+            ready: started.elapsed(),
+        })
+    }
+
+    fn apiserver_log(&self) -> PathBuf {
+        match self.restarts {
+            0 => self.dir.join("kube-apiserver.log"),
+            n => self.dir.join(format!("kube-apiserver-{n}.log")),
+        }
     }
 
     async fn wait_ready(&mut self) -> Result<(), StartError> {
         let client = self.client().await?;
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
+            let apiserver_log = self.apiserver_log();
             for (name, child, log) in [
-                ("etcd", &mut self.etcd, "etcd.log"),
-                ("kube-apiserver", &mut self.apiserver, "kube-apiserver.log"),
+                ("etcd", &mut self.etcd, self.dir.join("etcd.log")),
+                ("kube-apiserver", &mut self.apiserver, apiserver_log),
             ] {
                 if let Some(c) = child
                     && let Ok(Some(status)) = c.try_wait()
                 {
                     return Err(StartError::NotReady(format!(
                         "{name} exited ({status}):\n{}",
-                        tail(&self.dir.join(log))
+                        tail(&log)
                     )));
                 }
             }
@@ -274,7 +390,7 @@ impl ControlPlane {
             if Instant::now() > deadline {
                 return Err(StartError::NotReady(format!(
                     "kube-apiserver not ready after 90 s:\n{}",
-                    tail(&self.dir.join("kube-apiserver.log"))
+                    tail(&self.apiserver_log())
                 )));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -2,6 +2,7 @@
 //! etcd built from the Go module proxy ([`tools`]) and run on loopback ([`control_plane`]).
 
 pub mod control_plane;
+pub mod lb;
 pub mod system;
 pub mod tools;
 
@@ -18,6 +19,9 @@ pub struct Shared {
     pub server: String,
     /// Admin kubeconfig.
     pub kubeconfig: PathBuf,
+    /// CA of the client certificate the API server presents to webhooks
+    /// ([`ControlPlane::admission_client_ca`]).
+    pub admission_client_ca: PathBuf,
 }
 
 static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
@@ -73,6 +77,7 @@ pub fn shared() -> Result<Shared, String> {
                             let _ = tx.send(Ok(Shared {
                                 server: cp.server.clone(),
                                 kubeconfig: cp.kubeconfig.clone(),
+                                admission_client_ca: cp.admission_client_ca.clone(),
                             }));
                             // Keep the control plane (and this thread) alive until exit.
                             let _cp = cp;

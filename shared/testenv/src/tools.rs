@@ -115,9 +115,14 @@ pub enum ToolsError {
         "prometheus and promtool are not installed; run `{BUILD_COMMAND}` (it installs Debian's `prometheus` package with apt-get), or install them yourself"
     )]
     NoPrometheus,
-    /// Installing Prometheus failed.
-    #[error("installing Debian's prometheus package failed: {0}")]
-    PrometheusInstall(String),
+    /// Installing a Debian package failed.
+    #[error("installing a Debian package failed: {0}")]
+    PackageInstall(String),
+    /// HAProxy is not installed.
+    #[error(
+        "haproxy is not installed; run `{BUILD_COMMAND}` (it installs Debian's `haproxy` package with apt-get), or install it yourself"
+    )]
+    NoHaproxy,
 }
 
 /// Prometheus's server and promtool, from Debian's `prometheus` package (on PATH).
@@ -145,31 +150,54 @@ pub fn prometheus() -> Result<Prometheus, ToolsError> {
     }
 }
 
-/// Installs Debian's `prometheus` package (server and promtool) when missing, with apt-get
-/// (refreshing the package lists once if the first attempt fails). The package's service is
-/// not started: tests run their own server on loopback.
+/// Installs Debian's `package` with apt-get (refreshing the package lists once if the first
+/// attempt fails). Packaged services are not started (no init system runs them here): tests run
+/// their own processes on loopback.
+fn apt_install(package: &str) -> Result<(), ToolsError> {
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .map_err(|e| ToolsError::PackageInstall(format!("apt-get: {e}")))
+    };
+    eprintln!("installing Debian's {package} package, first time only");
+    if !install()? {
+        let _ = Command::new("apt-get").arg("update").status();
+        if !install()? {
+            return Err(ToolsError::PackageInstall(format!(
+                "apt-get install -y {package} failed; see its output above"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Installs Debian's `prometheus` package (server and promtool) when missing.
 pub fn ensure_prometheus() -> Result<Prometheus, ToolsError> {
     if let Ok(p) = prometheus() {
         return Ok(p);
     }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "prometheus"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map(|s| s.success())
-            .map_err(|e| ToolsError::PrometheusInstall(format!("apt-get: {e}")))
-    };
-    eprintln!("installing Debian's prometheus package (server and promtool), first time only");
-    if !install()? {
-        let _ = Command::new("apt-get").arg("update").status();
-        if !install()? {
-            return Err(ToolsError::PrometheusInstall(
-                "apt-get install -y prometheus failed; see its output above".into(),
-            ));
-        }
-    }
+    apt_install("prometheus")?;
     prometheus()
+}
+
+/// HAProxy, the load balancer the fault tests put in front of replicas as a Service would be
+/// (TCP, health-checked on the readiness probe): on PATH or in `/usr/sbin`.
+pub fn haproxy() -> Result<PathBuf, ToolsError> {
+    on_path("haproxy")
+        .or_else(|| Some(PathBuf::from("/usr/sbin/haproxy")).filter(|p| p.is_file()))
+        .ok_or(ToolsError::NoHaproxy)
+}
+
+/// Installs Debian's `haproxy` package when missing.
+pub fn ensure_haproxy() -> Result<PathBuf, ToolsError> {
+    if let Ok(p) = haproxy() {
+        return Ok(p);
+    }
+    apt_install("haproxy")?;
+    haproxy()
 }
 
 /// Microsoft's SARIF validator (`sarif-multitool`), from the npm registry: checks

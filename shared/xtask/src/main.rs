@@ -16,6 +16,7 @@ mod check_speed;
 mod footprint;
 mod fuzz;
 mod runner;
+mod soak;
 
 use admission_kit::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
@@ -100,6 +101,26 @@ enum Cmd {
         #[arg(long, default_value = "image")]
         profile: String,
     },
+    /// Every service under steady load at once (half of each one's measured maximum): a row of
+    /// p99 and RSS per service every 30 s, a summary at the end; fails if any review failed.
+    Soak {
+        /// Minutes of steady load (after the calibration).
+        #[arg(long, default_value_t = 10)]
+        minutes: u64,
+        /// Seconds of closed-loop load, all services at once, that measure each maximum.
+        #[arg(long, default_value_t = 10)]
+        calibrate_secs: u64,
+        /// Fraction of each maximum sent.
+        #[arg(long, default_value_t = 0.5)]
+        fraction: f64,
+        /// Seconds between rows.
+        #[arg(long, default_value_t = 30)]
+        report_every_secs: u64,
+        /// Cargo profile of the binaries (`release` for figures; the test command soaks the
+        /// `dev` build it has for one minute).
+        #[arg(long, default_value = "release")]
+        profile: String,
+    },
 }
 
 /// The given fixtures (`../shared/fixtures`, or `$ADMISSION_FIXTURES_DIR`).
@@ -144,6 +165,7 @@ fn is_package_variable(key: &str) -> bool {
 fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
+    testenv::tools::ensure_haproxy()?;
     testenv::tools::ensure_report_validators()?;
     Ok(bins)
 }
@@ -159,6 +181,9 @@ fn main() -> ExitCode {
             if let Ok(p) = testenv::tools::prometheus() {
                 println!("prometheus:     {}", p.server.display());
                 println!("promtool:       {}", p.promtool.display());
+            }
+            if let Ok(h) = testenv::tools::haproxy() {
+                println!("haproxy:        {}", h.display());
             }
             if let Ok(v) = testenv::tools::report_validators() {
                 println!("sarif-multitool: {}", v.sarif_multitool.display());
@@ -188,6 +213,21 @@ fn main() -> ExitCode {
             nodes,
             profile,
         } => footprint(pods, nodes, &profile),
+        Cmd::Soak {
+            minutes,
+            calibrate_secs,
+            fraction,
+            report_every_secs,
+            profile,
+        } => soak(
+            &profile,
+            &soak::Options {
+                minutes,
+                calibrate_secs,
+                fraction,
+                report_every_secs,
+            },
+        ),
         Cmd::Up(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -216,10 +256,42 @@ fn run(mut c: Command, what: &str) -> Result<()> {
 const FUZZ_RUNS_IN_TEST: u64 = 100_000;
 
 /// The README's test command.
+/// Free space a clean clone's test command fills (target/ about 5 GiB, the fuzz build 2.5 GiB,
+/// with room for test data): below it, rustc fails late with an LLVM I/O error.
+const DISK_NEEDED_GIB: u64 = 10;
+
+/// Warns (does not fail: a warm tree needs far less) when the target directory's file system
+/// has less than [`DISK_NEEDED_GIB`] free. Reads `df`, to need no file-system crate for one
+/// number.
+fn warn_if_disk_is_short() {
+    let out = Command::new("df")
+        .args(["-Pk"])
+        .arg(root())
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let free_kib = out
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(kib) = free_kib
+        && kib < DISK_NEEDED_GIB * 1024 * 1024
+    {
+        eprintln!(
+            "warning: {:.1} GiB free where the build goes; a clean build of everything the tests \
+             need takes about {DISK_NEEDED_GIB} GiB (remove old target directories first)",
+            kib as f64 / (1024.0 * 1024.0)
+        );
+    }
+}
+
 fn test(jobs: usize) -> Result<()> {
     let started = Instant::now();
     tools()?;
     eprintln!("tools ready after {:.0?}", started.elapsed());
+    warn_if_disk_is_short();
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     run(fmt, "cargo fmt --all -- --check")?;
@@ -265,6 +337,26 @@ fn test(jobs: usize) -> Result<()> {
             totals
                 .failed_binaries
                 .push(format!("fuzz target {}", r.target));
+        }
+    }
+    // Every service under steady load at once for a minute (the dev build, so the figures are
+    // not the README's): no review may fail, no service may exit.
+    eprintln!("==> cargo xtask soak --profile dev --minutes 1 (bounded soak)");
+    let soaked = soak(
+        "dev",
+        &soak::Options {
+            minutes: 1,
+            calibrate_secs: 5,
+            fraction: 0.5,
+            report_every_secs: 15,
+        },
+    );
+    match soaked {
+        Ok(()) => totals.passed += 1,
+        Err(e) => {
+            eprintln!("soak: {e:#}");
+            totals.failed += 1;
+            totals.failed_binaries.push("soak".into());
         }
     }
     eprintln!("all checks took {:.0?}", started.elapsed());
@@ -348,6 +440,34 @@ async fn create(
         Err(kube::Error::Api(e)) => Ok(Err(e.message)),
         Err(e) => Err(e.into()),
     }
+}
+
+fn soak(profile: &str, o: &soak::Options) -> Result<()> {
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--profile",
+        profile,
+        "-p",
+        "loadbench",
+        "-p",
+        "quota-state",
+    ]);
+    for s in [
+        "registry-webhook",
+        "node-config-webhook",
+        "training-webhook",
+        "scheduling-webhook",
+    ] {
+        build.args(["-p", s]);
+    }
+    run(
+        build,
+        &format!("cargo build --profile {profile} (services and admission-load)"),
+    )?;
+    // Cargo's directory for a profile: `dev` builds into debug.
+    let dir = if profile == "dev" { "debug" } else { profile };
+    soak::run(&root(), &root().join("target").join(dir), o)
 }
 
 fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
