@@ -31,6 +31,8 @@ pub fn app() -> App {
         "registry-webhook",
         "Admission webhooks for Kthena's model registry: Model, AutoscalingPolicy, AutoscalingPolicyBinding.",
     )
+    // Kthena answers undecodable reviews with plain-text HTTP 400 (HX-02 … HX-05).
+    .decode_errors(admission_kit::DecodeErrors::PlainText)
     .validate("/validate-registry-volcano-sh-v1alpha1-model", Target::of::<Model>(), Fail, model::ModelValidator)
     .mutate("/mutate-registry-volcano-sh-v1alpha1-model", Target::of::<Model>(), Fail, model::ModelDefaulter)
     .validate(

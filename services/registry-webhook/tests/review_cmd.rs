@@ -48,7 +48,7 @@ fn malformed_input_exits_2_with_a_message() {
         (
             vec!["--path", BINDING],
             &b"{\"apiVersion\":\"admission.k8s.io/v1\"}"[..],
-            "no request",
+            "admission review request is nil",
         ),
         (vec!["--path", "/nope"], &b"{}"[..], "no endpoint \"/nope\""),
         (

@@ -146,7 +146,12 @@ pub fn apply_pod_spec(
                     .ok()
                     .and_then(|v| serde_json::from_value(v).ok())
             })
-            .ok_or_else(|| format!("priorityclasses.scheduling.k8s.io \"{pc}\" not found"))?;
+            .ok_or_else(|| {
+                format!(
+                    "priorityclasses.scheduling.k8s.io {} not found",
+                    admission_kit::field::go_quote(pc)
+                )
+            })?;
         pod.priority_class_name = Some(pc.clone());
         pod.priority = Some(class.value);
         pod.preemption_policy = class.preemption_policy.clone();

@@ -149,6 +149,23 @@ pub struct App {
     pub gates: FeatureGates,
     /// Service-specific command-line options (`--name value`) of `serve` and `review`.
     pub options: Vec<AppOption>,
+    /// How a review that cannot be decided (undecodable body or object) is answered.
+    pub decode_errors: DecodeErrors,
+}
+
+/// How a review that cannot be decided (its body, request or object does not decode) is
+/// answered. Each upstream answers its own way, and the API server acts differently on each,
+/// so every service keeps its upstream's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DecodeErrors {
+    /// controller-runtime's (Koordinator, Training Operator): HTTP 200 with an AdmissionReview
+    /// `allowed: false`, `status: {code: 400, message}`. The API server refuses the object with
+    /// the message whatever the failure policy (an `Ignore` webhook does not let it through).
+    #[default]
+    Errored,
+    /// Kthena's: HTTP 400 with a plain-text message (`failed to decode object: …`). The API
+    /// server counts the call as failed and applies the webhook's failure policy.
+    PlainText,
 }
 
 /// A service-specific option, read by rules through [`crate::Context::option`].
@@ -183,7 +200,14 @@ impl App {
             crds: Vec::new(),
             gates: FeatureGates::default(),
             options: Vec::new(),
+            decode_errors: DecodeErrors::default(),
         }
+    }
+
+    /// How reviews that do not decode are answered (controller-runtime's way by default).
+    pub fn decode_errors(mut self, how: DecodeErrors) -> Self {
+        self.decode_errors = how;
+        self
     }
 
     /// Declares a service-specific option of `serve` and `review`.

@@ -276,8 +276,29 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
+/// Whether Go's `strconv.IsPrint` holds: letters, marks, numbers, punctuation, symbols and the
+/// ASCII space. Everything else (other spaces such as U+00A0, line and paragraph separators,
+/// controls, format characters such as U+200B, private use, unassigned) is escaped by `%q`.
+/// General categories from `unicode-general-category` (std has none).
+fn go_is_print(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    c == ' '
+        || !matches!(
+            get_general_category(c),
+            G::SpaceSeparator
+                | G::LineSeparator
+                | G::ParagraphSeparator
+                | G::Control
+                | G::Format
+                | G::Surrogate
+                | G::PrivateUse
+                | G::Unassigned
+        )
+}
+
 /// Quotes a string as Go's `strconv.Quote` (`%q`) does, which is how apimachinery prints string
-/// values: `"nginx latest"`, a tab as `\t`.
+/// values: `"nginx latest"`, a tab as `\t`, a no-break space as `\u00a0`, printable non-ASCII
+/// text as it is.
 pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -295,10 +316,13 @@ pub fn go_quote(s: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }
-            c if c.is_control() => {
+            c if go_is_print(c) => out.push(c),
+            c if (c as u32) < 0x10000 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c => out.push(c),
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
         }
     }
     out.push('"');
@@ -362,5 +386,25 @@ mod tests {
     fn go_quote_escapes_controls() {
         assert_eq!(go_quote("x\"y\\z\n\u{1}"), "\"x\\\"y\\\\z\\n\\x01\"");
         assert_eq!(go_quote("µs"), "\"µs\"");
+    }
+
+    /// Item 2 of the upstream-parity issue: `%q` escapes what Go's `IsPrint` rejects, and only
+    /// that.
+    #[test]
+    fn item_2_go_quote_escapes_what_go_does_not_print() {
+        for (input, quoted) in [
+            ("a\u{a0}b", "\"a\\u00a0b\""),
+            ("\u{ad}", "\"\\u00ad\""),
+            ("\u{85}", "\"\\u0085\""),
+            ("x\u{2028}", "\"x\\u2028\""),
+            ("\u{200b}", "\"\\u200b\""),
+            ("\u{feff}", "\"\\ufeff\""),
+            ("\u{e000}", "\"\\ue000\""),
+            ("\u{10ffff}", "\"\\U0010ffff\""),
+            ("\u{3000}", "\"\\u3000\""),
+            ("nginx:1.25 é 中 😀", "\"nginx:1.25 é 中 😀\""),
+        ] {
+            assert_eq!(go_quote(input), quoted, "{input:?}");
+        }
     }
 }

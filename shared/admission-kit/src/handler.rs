@@ -250,6 +250,37 @@ pub enum ReviewError {
     Object(&'static str, String),
 }
 
+impl ReviewError {
+    /// Kthena's plain-text answer for this error (HX-02 … HX-05 of the registry spec).
+    pub fn plain_text(&self) -> String {
+        match self {
+            Self::Body(e) => format!("failed to decode body: {e}"),
+            Self::NoRequest => "admission review request is nil".to_owned(),
+            Self::NoObject(..) => "empty object in admission request".to_owned(),
+            Self::Object(_, e) => format!("failed to decode object: {e}"),
+        }
+    }
+
+    /// controller-runtime's answer for this error: the review refused with `code: 400` and the
+    /// error as message (its `Errored(http.StatusBadRequest, err)`), in `api_version` and
+    /// echoing `uid`.
+    pub fn errored_review(&self, api_version: &str, uid: String) -> ReviewOut {
+        ReviewOut::new(
+            api_version,
+            crate::review::Response {
+                uid,
+                allowed: false,
+                status: Some(Status {
+                    code: Some(400),
+                    message: self.to_string(),
+                    ..Status::default()
+                }),
+                ..crate::review::Response::default()
+            },
+        )
+    }
+}
+
 /// What the log, metrics and traces record of one decision.
 #[derive(Debug, Clone, Default)]
 pub struct Decision {

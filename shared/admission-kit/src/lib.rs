@@ -36,7 +36,7 @@ pub mod telemetry;
 pub mod tls;
 pub mod trim;
 
-pub use app::{App, FailurePolicy, Target, WebhookKind};
+pub use app::{App, DecodeErrors, FailurePolicy, Target, WebhookKind};
 pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};
 pub use handler::{Context, Mutator, Request, Validator, Verdict};
 pub use object::SpecView;

@@ -25,7 +25,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::{Layer, Service, ServiceExt};
 use tracing::Instrument;
 
-use crate::app::App;
+use crate::app::{App, DecodeErrors};
 use crate::handler::{Context, Decision, Handler, ReviewError, review_body};
 use crate::metrics::Metrics;
 use crate::review::{self, Response as ReviewResponse, ReviewOut, Status};
@@ -218,12 +218,17 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub struct ReviewService {
     handler: Arc<dyn Handler>,
     ctx: Context,
+    decode_errors: DecodeErrors,
 }
 
 impl ReviewService {
-    /// Serves `handler` with `ctx`.
-    pub fn new(handler: Arc<dyn Handler>, ctx: Context) -> Self {
-        Self { handler, ctx }
+    /// Serves `handler` with `ctx`, answering undecodable reviews as `decode_errors` says.
+    pub fn new(handler: Arc<dyn Handler>, ctx: Context, decode_errors: DecodeErrors) -> Self {
+        Self {
+            handler,
+            ctx,
+            decode_errors,
+        }
     }
 
     fn answer(&self, body: &[u8]) -> Response<Body> {
@@ -234,13 +239,17 @@ impl ReviewService {
                 r
             }
             Err(e) => {
-                let msg = e.to_string();
-                let mut r = review_error(
-                    StatusCode::BAD_REQUEST,
-                    review::claimed_api_version(body),
-                    review::claimed_uid(body),
-                    msg,
-                );
+                let mut r = match self.decode_errors {
+                    DecodeErrors::Errored => json(
+                        StatusCode::OK,
+                        e.errored_review(
+                            review::claimed_api_version(body),
+                            review::claimed_uid(body),
+                        )
+                        .to_bytes(),
+                    ),
+                    DecodeErrors::PlainText => text(StatusCode::BAD_REQUEST, e.plain_text()),
+                };
                 r.extensions_mut().insert(e);
                 r
             }
@@ -621,6 +630,7 @@ impl EndpointStack {
         metrics: Metrics,
         opts: &ServeOptions,
         budget: Arc<Budget>,
+        decode_errors: DecodeErrors,
     ) -> Self {
         let svc = tower::ServiceBuilder::new()
             .layer(ObserveLayer { path, metrics })
@@ -629,7 +639,7 @@ impl EndpointStack {
                 body_timeout: opts.body_timeout,
                 budget,
             })
-            .service(ReviewService::new(handler, ctx));
+            .service(ReviewService::new(handler, ctx, decode_errors));
         Self { svc }
     }
 }
@@ -669,6 +679,7 @@ impl Router {
                         metrics.clone(),
                         opts,
                         budget.clone(),
+                        app.decode_errors,
                     ),
                 )
             })

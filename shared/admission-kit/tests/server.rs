@@ -123,8 +123,17 @@ async fn start_with(
     ca: CertificateDer<'static>,
     o: ServeOptions,
 ) -> Running {
+    start_app(&app(), certs, ca, o).await
+}
+
+async fn start_app(
+    app: &App,
+    certs: Arc<CertStore>,
+    ca: CertificateDer<'static>,
+    o: ServeOptions,
+) -> Running {
     let server = Server::bind(
-        &app(),
+        app,
         Context::default(),
         certs,
         || true,
@@ -354,6 +363,46 @@ async fn an_oversized_http2_header_list_is_refused() {
     assert_eq!(resp.status(), StatusCode::OK);
 }
 
+/// controller-runtime's answer to a review it cannot decode: HTTP 200, refused, code 400.
+fn assert_errored(code: StatusCode, out: &Value) {
+    assert_eq!(code, StatusCode::OK, "{out}");
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    assert_eq!(out["response"]["status"]["code"], 400, "{out}");
+}
+
+/// Kthena's answer to a review it cannot decode: plain-text HTTP 400 with its texts.
+#[tokio::test]
+async fn item_1_plain_text_decode_errors_get_http_400() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let app = app().decode_errors(admission_kit::DecodeErrors::PlainText);
+    let r = start_app(&app, certs, ca_der(&ss.ca_pem), opts()).await;
+    let (mut s, _) = h1(&r).await;
+    for (body, text) in [
+        (b"nope".to_vec(), "failed to decode body: "),
+        (b"{}".to_vec(), "admission review request is nil"),
+        (
+            serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "request": {"uid": "u", "operation": "CREATE", "object": {"spec": {"n": "x"}}}})).unwrap(),
+            "failed to decode object: ",
+        ),
+    ] {
+        let resp = s
+            .send_request(post("/validate", "application/json", body))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            resp.headers()[http::header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        let got = resp.into_body().collect().await.unwrap().to_bytes();
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with(text), "{got}");
+    }
+}
+
 #[tokio::test]
 async fn bad_inputs_get_clear_errors() {
     let r = start().await;
@@ -399,7 +448,8 @@ async fn bad_inputs_get_clear_errors() {
     );
     // The unread body makes the server close that connection; go on with a new one.
     let (mut s, _) = h1(&r).await;
-    // 400: not JSON, answered in the version it claims.
+    // Not JSON: refused with code 400 (controller-runtime's answer, the kit's default), in the
+    // version it claims.
     let (code, out) = send(
         &mut s,
         post(
@@ -409,7 +459,7 @@ async fn bad_inputs_get_clear_errors() {
         ),
     )
     .await;
-    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_errored(code, &out);
     assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
     assert!(
         out["response"]["status"]["message"]
@@ -417,7 +467,7 @@ async fn bad_inputs_get_clear_errors() {
             .unwrap()
             .contains("cannot decode the AdmissionReview")
     );
-    // 400: wrongly shaped (no request; object of the wrong type; missing object).
+    // Wrongly shaped (no request; object of the wrong type; missing object): the same.
     let (code, out) = send(
         &mut s,
         post(
@@ -427,7 +477,7 @@ async fn bad_inputs_get_clear_errors() {
         ),
     )
     .await;
-    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_errored(code, &out);
     assert!(
         out["response"]["status"]["message"]
             .as_str()
@@ -444,7 +494,7 @@ async fn bad_inputs_get_clear_errors() {
         ),
     )
     .await;
-    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_errored(code, &out);
     assert_eq!(out["response"]["uid"], "u-9");
     assert!(
         out["response"]["status"]["message"]
@@ -462,7 +512,7 @@ async fn bad_inputs_get_clear_errors() {
         ),
     )
     .await;
-    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_errored(code, &out);
     assert!(
         out["response"]["status"]["message"]
             .as_str()

@@ -8,7 +8,7 @@
 use std::sync::{Arc, PoisonError, RwLock};
 
 use admission_kit::Operation;
-use admission_kit::app::{App, Endpoint, FailurePolicy, WebhookKind};
+use admission_kit::app::{App, DecodeErrors, Endpoint, FailurePolicy, WebhookKind};
 use admission_kit::gates::GateError;
 use admission_kit::handler::{Context, Denial};
 use admission_kit::registration::OPT_OUT_LABEL;
@@ -28,6 +28,7 @@ struct Service {
     name: &'static str,
     endpoints: Vec<Endpoint>,
     ctx: Context,
+    decode_errors: DecodeErrors,
 }
 
 /// The cluster as a run sees it: the given state plus every object the run admitted so far, as
@@ -165,6 +166,7 @@ impl Catalog {
                 name: app.name,
                 endpoints: prepared.app.endpoints,
                 ctx,
+                decode_errors: app.decode_errors,
             });
         }
         // The API server calls mutating webhooks configuration by configuration, in name order;
@@ -503,6 +505,23 @@ fn call(
     };
     let answer = match e.handler.review(review, &svc.ctx) {
         Ok(a) => a,
+        // controller-runtime's services answer with a refused review (code 400): the API
+        // server refuses the object whatever the failure policy.
+        Err(err) if svc.decode_errors == DecodeErrors::Errored => {
+            return Step {
+                refusal: Some(refusal(
+                    Some(400),
+                    err.to_string(),
+                    vec![Finding {
+                        rule: "decode".into(),
+                        field: String::new(),
+                        message: err.to_string(),
+                    }],
+                )),
+                warnings: Vec::new(),
+                patch: None,
+            };
+        }
         // The API server gets HTTP 400 and applies the endpoint's failure policy.
         Err(err) => {
             let msg = format!("failed calling webhook {}: {err}", e.path);

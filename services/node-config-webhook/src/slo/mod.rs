@@ -451,7 +451,10 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
                 Value::String(s) => {
                     strs = true;
                     if let Err(e) = Quantity::parse(s) {
-                        return Err(format!("{path}: Invalid value: \"{s}\": {e}"));
+                        return Err(format!(
+                            "{path}: Invalid value: {}: {e}",
+                            admission_kit::field::go_quote(s)
+                        ));
                     }
                 }
                 _ => {}
