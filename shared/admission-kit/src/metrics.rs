@@ -33,6 +33,27 @@ static DEPENDENCIES: LazyLock<Option<(IntCounterVec, IntGaugeVec)>> = LazyLock::
     Some((unavailable, up))
 });
 
+/// Lookups the watch cache could not answer and that went to the API server instead, by kind
+/// and result (`found`, `absent`, `error`). Process-wide, as the state has no handle on
+/// [`Metrics`]; every [`Metrics`] registers it.
+static LIVE_READS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
+    IntCounterVec::new(
+        Opts::new(
+            "admission_webhook_state_live_reads_total",
+            "Lookups missed by the watch cache (or made before it synced) and read from the API server instead, by kind and result (found, absent, error).",
+        ),
+        &["kind", "result"],
+    )
+    .ok()
+});
+
+/// Records a live read of `kind` with `result`.
+pub fn state_live_read(kind: &str, result: &str) {
+    if let Some(c) = LIVE_READS.as_ref() {
+        c.with_label_values(&[kind, result]).inc();
+    }
+}
+
 /// Records a review answered while `dependency` could not be asked, and marks it down.
 pub fn dependency_unavailable(dependency: &str, outcome: &str) {
     if let Some((c, up)) = DEPENDENCIES.as_ref() {
@@ -265,6 +286,9 @@ impl Metrics {
         if let Some((c, up)) = DEPENDENCIES.as_ref() {
             registry.register(Box::new(c.clone()))?;
             registry.register(Box::new(up.clone()))?;
+        }
+        if let Some(c) = LIVE_READS.as_ref() {
+            registry.register(Box::new(c.clone()))?;
         }
         if let Some(k) = koord::KOORD.as_ref() {
             registry.register(Box::new(k.duration.clone()))?;

@@ -1,13 +1,22 @@
 //! Cluster state that rules read: one lookup interface, two backings.
 //!
 //! In `serve` the state is a set of kube-runtime reflector stores kept current by watches (one per
-//! kind a service declares), so a review never makes an API call. In `review` it is the objects of
-//! `--state` files. Rules see only [`ClusterState`], so the same rule code runs both ways.
+//! kind a service declares), so a review normally makes no API call. In `review` it is the objects
+//! of `--state` files. Rules see only [`ClusterState`], so the same rule code runs both ways.
+//!
+//! A watch cache lags the API server: `kubectl apply -f dir/` creates a policy and, a moment
+//! later, the binding that names it. So a lookup the cache cannot answer (a miss, or any lookup
+//! before the initial list is in) is read from the API server with a short deadline
+//! ([`LIVE_READ_DEADLINE`]), counted in `admission_webhook_state_live_reads_total`. An absence
+//! the API server confirmed is remembered for [`ABSENT_FOR`], so a rule that looks up an object
+//! that does not exist on every review (an optional ConfigMap) costs the API server at most one
+//! read per second and name, not one per review.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject};
@@ -287,11 +296,32 @@ struct Watched {
     resource: ApiResource,
     store: Store<DynamicObject>,
     synced: Arc<AtomicBool>,
+    metadata_only: bool,
 }
+
+/// How long a live read may take: well inside the webhooks' 10 s timeout, and short enough that
+/// an unreachable API server does not hold a review long (the cache's answer is used then).
+pub const LIVE_READ_DEADLINE: Duration = Duration::from_secs(1);
+
+/// How long an absence confirmed by the API server is trusted without asking again.
+pub const ABSENT_FOR: Duration = Duration::from_secs(1);
+
+/// Absences the API server confirmed: (kind, namespace, name) → when.
+type Absences = Mutex<HashMap<(TypeKey, Option<String>, String), Instant>>;
 
 /// Reflector stores fed by watches: the `serve` backing of [`ClusterState`].
 pub struct WatchState {
     by_type: HashMap<TypeKey, Watched>,
+    client: Client,
+    absent: Absences,
+}
+
+/// What a live read found.
+enum Live {
+    Found(Arc<DynamicObject>),
+    Absent,
+    /// No answer (deadline, connection, a current-thread runtime that cannot block).
+    Unknown,
 }
 
 impl WatchState {
@@ -371,10 +401,101 @@ impl WatchState {
                     resource: ar.clone(),
                     store,
                     synced,
+                    metadata_only: spec.metadata_only,
                 },
             );
         }
-        Self { by_type }
+        Self {
+            by_type,
+            client,
+            absent: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads one object from the API server (metadata only for kinds watched so), within
+    /// [`LIVE_READ_DEADLINE`]. Rules are synchronous, so the read blocks this worker thread
+    /// (`block_in_place` hands its other tasks to the other workers); on a current-thread
+    /// runtime, where that is impossible, it answers [`Live::Unknown`].
+    fn live_get(&self, w: &Watched, namespace: Option<&str>, name: &str) -> Live {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return Live::Unknown;
+        };
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return Live::Unknown;
+        }
+        let read = async {
+            if w.metadata_only {
+                let api = api_for::<PartialObjectMeta<DynamicObject>>(
+                    &self.client,
+                    namespace,
+                    &w.resource,
+                );
+                api.get_metadata_opt(name).await.map(|o| {
+                    o.map(|p| DynamicObject {
+                        types: Some(kube::core::TypeMeta {
+                            api_version: w.resource.api_version.clone(),
+                            kind: w.resource.kind.clone(),
+                        }),
+                        metadata: p.metadata,
+                        data: serde_json::Value::Object(serde_json::Map::new()),
+                    })
+                })
+            } else {
+                api_for::<DynamicObject>(&self.client, namespace, &w.resource)
+                    .get_opt(name)
+                    .await
+            }
+        };
+        let got = tokio::task::block_in_place(|| {
+            handle.block_on(tokio::time::timeout(LIVE_READ_DEADLINE, read))
+        });
+        let kind = w.resource.kind.as_str();
+        match got {
+            Ok(Ok(Some(mut o))) => {
+                o.managed_fields_mut().clear();
+                crate::metrics::state_live_read(kind, "found");
+                Live::Found(Arc::new(o))
+            }
+            Ok(Ok(None)) => {
+                crate::metrics::state_live_read(kind, "absent");
+                Live::Absent
+            }
+            Ok(Err(e)) => {
+                crate::metrics::state_live_read(kind, "error");
+                tracing::debug!(kind, name, error = %e, "live read failed");
+                Live::Unknown
+            }
+            Err(_) => {
+                crate::metrics::state_live_read(kind, "error");
+                tracing::debug!(kind, name, "live read past its deadline");
+                Live::Unknown
+            }
+        }
+    }
+
+    /// Whether the API server said a moment ago that this object does not exist.
+    fn recently_absent(&self, key: &(TypeKey, Option<String>, String)) -> bool {
+        let Ok(mut m) = self.absent.lock() else {
+            return false;
+        };
+        match m.get(key) {
+            Some(at) if at.elapsed() < ABSENT_FOR => true,
+            Some(_) => {
+                m.remove(key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn remember_absent(&self, key: (TypeKey, Option<String>, String)) {
+        if let Ok(mut m) = self.absent.lock() {
+            // Bounded: expired entries go whenever the map has grown.
+            if m.len() >= 4096 {
+                m.retain(|_, at| at.elapsed() < ABSENT_FOR);
+            }
+            m.insert(key, Instant::now());
+        }
     }
 
     /// Whether every watch has finished its initial list.
@@ -403,12 +524,35 @@ impl ClusterState for WatchState {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        let w = self.watched(ty)?;
-        let mut key = ObjectRef::new_with(name, w.resource.clone());
-        if let Some(ns) = namespace {
-            key = key.within(ns);
+        let w = self
+            .by_type
+            .get(ty)
+            .ok_or_else(|| LookupError::NotWatched(ty.to_string()))?;
+        let synced = w.synced.load(Ordering::Acquire);
+        if synced {
+            let mut key = ObjectRef::new_with(name, w.resource.clone());
+            if let Some(ns) = namespace {
+                key = key.within(ns);
+            }
+            if let Some(o) = w.store.get(&key) {
+                return Ok(Some(o));
+            }
         }
-        Ok(w.store.get(&key))
+        // A miss, or no cache yet: ask the API server (or trust its recent "absent").
+        let absent_key = (ty.clone(), namespace.map(str::to_owned), name.to_owned());
+        if self.recently_absent(&absent_key) {
+            return Ok(None);
+        }
+        match self.live_get(w, namespace, name) {
+            Live::Found(o) => Ok(Some(o)),
+            Live::Absent => {
+                self.remember_absent(absent_key);
+                Ok(None)
+            }
+            // No answer: what the cache says, or that it cannot say yet.
+            Live::Unknown if synced => Ok(None),
+            Live::Unknown => Err(LookupError::NotSynced(ty.to_string())),
+        }
     }
 
     fn list(

@@ -294,3 +294,64 @@ async fn slow_webhook_is_treated_per_failure_policy() {
         .await;
     }
 }
+
+/// Item 4 of the upstream-parity issue, on the kit's state: a lookup the watch cache cannot
+/// answer goes to the API server. The cache here watches one ConfigMap by name (as
+/// `App::watch_one` does), so every other name is a cache miss by construction: found through
+/// the live read, an absent one confirmed by it (and remembered, so asked once), each counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_4_a_cache_miss_is_read_from_the_api_server() {
+    use admission_kit::app::WatchSpec;
+    use admission_kit::state::{ClusterState, TypeKey, WatchState};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let env = Env::new("e2e-live-read").await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "made-after"}, "data": {"k": "v"}}))
+            .unwrap();
+    let options = [("ns", env.ns.clone()), ("name", "watched".to_owned())]
+        .into_iter()
+        .collect();
+    let state = WatchState::start(
+        env.client.clone(),
+        &[WatchSpec {
+            resource: ApiResource::erase::<ConfigMap>(&()),
+            only: Some(("ns", "name")),
+            unless: None,
+            metadata_only: false,
+        }],
+        &options,
+    );
+    eventually(Duration::from_secs(30), || async {
+        if state.synced() {
+            Ok(())
+        } else {
+            Err("not synced".to_owned())
+        }
+    })
+    .await;
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let metrics = admission_kit::metrics::Metrics::new().unwrap();
+    let reads = |result: &str| {
+        let text = String::from_utf8(metrics.render()).unwrap();
+        let line = format!(
+            "admission_webhook_state_live_reads_total{{kind=\"ConfigMap\",result=\"{result}\"}} "
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let ty = TypeKey::of::<ConfigMap>();
+    let (found0, absent0) = (reads("found"), reads("absent"));
+    let found = tokio::task::block_in_place(|| state.get(&ty, Some(&env.ns), "made-after"));
+    let found = found.unwrap().expect("found through the live read");
+    assert_eq!(found.data["data"]["k"], "v");
+    for _ in 0..3 {
+        let missing = tokio::task::block_in_place(|| state.get(&ty, Some(&env.ns), "missing"));
+        assert!(missing.unwrap().is_none());
+    }
+    assert_eq!(reads("found"), found0 + 1);
+    // Asked once: the absence is remembered for a second.
+    assert_eq!(reads("absent"), absent0 + 1);
+}
