@@ -660,12 +660,32 @@ async fn an_api_server_restart_keeps_decisions_and_resumes_watches() {
                          "target": {"targetRef": {"kind": "ModelServing", "name": "chat"}}}}
         }))
     };
+    // Admitted without a live read (the counter of found live reads unchanged): the policy came
+    // through the resumed watch, not through the fallback for cache misses.
+    let probes = slot.probes();
+    let live_found = || {
+        metric(
+            &probes,
+            "admission_webhook_state_live_reads_total{kind=\"AutoscalingPolicy\",result=\"found\"}",
+        )
+    };
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
     let t = Instant::now();
-    create_eventually(
-        &bindings,
-        &binding("seen", "after-restart"),
-        Duration::from_secs(60),
-    )
+    eventually(Duration::from_secs(60), || async {
+        let before = live_found().await;
+        bindings
+            .create(&dry, &binding("seen", "after-restart"))
+            .await
+            .map_err(|e| e.to_string())?;
+        if live_found().await == before {
+            Ok(())
+        } else {
+            Err("admitted through a live read: the watch has not delivered the policy yet".into())
+        }
+    })
     .await;
     let watch_resumed = t.elapsed();
     match bindings
