@@ -589,19 +589,14 @@ fn review(
     let ctx = Context::new(state)
         .with_gates(prepared.gates.clone())
         .with_options(options);
-    let api_version = review.api_version.clone().unwrap_or_default();
-    let uid = review
-        .request
-        .as_ref()
-        .map(|r| r.uid.clone())
-        .unwrap_or_default();
     let out = match endpoint.handler.review(review, &ctx) {
         Ok(answer) => answer.review,
         // What the server answers, where it answers with a review: the user sees upstream's
         // answer. Kthena answers plain text (HTTP 400): an error here.
-        Err(e) if app.decode_errors == crate::app::DecodeErrors::Errored => {
-            e.errored_review(&api_version, uid)
-        }
+        Err(e) if app.decode_errors == crate::app::DecodeErrors::Errored => e.errored_review(
+            crate::review::claimed_api_version(&body),
+            crate::review::claimed_uid(&body),
+        ),
         Err(e) => return fail(format!("{source}: {}", e.plain_text())),
     };
     match serde_json::to_string_pretty(&out) {

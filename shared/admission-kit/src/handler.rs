@@ -150,14 +150,7 @@ impl Verdict {
     /// A refusal with status `code` and `message` only (controller-runtime's `Errored`).
     pub fn errored(rule: &'static str, code: u16, message: impl Into<String>) -> Self {
         Self {
-            refusal: Some((
-                rule,
-                Status {
-                    code: Some(code),
-                    message: message.into(),
-                    ..Status::default()
-                },
-            )),
+            refusal: Some((rule, Status::errored(code, message))),
             ..Self::default()
         }
     }
@@ -270,11 +263,7 @@ impl ReviewError {
             crate::review::Response {
                 uid,
                 allowed: false,
-                status: Some(Status {
-                    code: Some(400),
-                    message: self.to_string(),
-                    ..Status::default()
-                }),
+                status: Some(Status::errored(400, self.to_string())),
                 ..crate::review::Response::default()
             },
         )

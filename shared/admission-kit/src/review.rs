@@ -158,6 +158,15 @@ impl Status {
         }
     }
 
+    /// A status with only a code and a message: controller-runtime's `Errored(code, err)`.
+    pub fn errored(code: u16, message: impl Into<String>) -> Self {
+        Self {
+            code: Some(code),
+            message: message.into(),
+            ..Self::default()
+        }
+    }
+
     /// A full `Failure` status with code and reason.
     pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Self {
         Self {

@@ -221,6 +221,20 @@ async fn h1(r: &Running) -> (Sender, tokio::task::JoinHandle<()>) {
     (send, j)
 }
 
+/// An HTTP/2 connection to `r`, and its task (which ends with the connection's result).
+async fn h2(
+    r: &Running,
+) -> (
+    hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+) {
+    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
+    let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    (send, tokio::spawn(conn))
+}
+
 fn post(path: &str, ct: &str, body: Vec<u8>) -> HttpRequest<Full<Bytes>> {
     HttpRequest::post(path)
         .header("host", "localhost")
@@ -310,11 +324,7 @@ async fn mutation_patch_is_base64_and_keeps_unknown_fields() {
 #[tokio::test]
 async fn answers_over_http2() {
     let r = start().await;
-    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
-    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (mut send2, _conn) = h2(&r).await;
     let resp = send2
         .send_request(post(
             "/validate",
@@ -334,11 +344,7 @@ async fn answers_over_http2() {
 #[tokio::test]
 async fn an_oversized_http2_header_list_is_refused() {
     let r = start().await;
-    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
-    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (mut send2, _conn) = h2(&r).await;
     let mut big = post(
         "/validate",
         "application/json",
@@ -857,11 +863,7 @@ async fn old_connections_are_closed_gracefully_after_an_answer() {
         ..opts()
     };
     let r = start_with(certs, ca_der(&ss.ca_pem), o).await;
-    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
-    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .unwrap();
-    let conn = tokio::spawn(conn);
+    let (mut send2, conn) = h2(&r).await;
     let resp = send2
         .send_request(post(
             "/validate",
@@ -934,11 +936,7 @@ async fn during_the_drain_a_new_http2_connection_gets_its_first_answer_then_goaw
     let mut r = start_opts(o).await;
     let _ = r.stop.take().unwrap().send(());
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let io = TokioIo::new(tls(r.addr, &r.ca, b"h2").await);
-    let (mut send2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .unwrap();
-    let conn = tokio::spawn(conn);
+    let (mut send2, conn) = h2(&r).await;
     let resp = send2
         .send_request(post(
             "/validate",

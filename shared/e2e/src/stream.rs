@@ -103,9 +103,7 @@ impl Stream {
 
     /// Answers so far, in sending order.
     pub fn so_far(&self) -> Vec<Sent> {
-        let mut v = self.sent.lock().map(|v| v.clone()).unwrap_or_default();
-        v.sort_by_key(|s| s.n);
-        v
+        in_order(&self.sent)
     }
 
     /// Stops sending, waits for the creations in flight and returns every answer in sending
@@ -113,10 +111,14 @@ impl Stream {
     pub async fn stop(self) -> Vec<Sent> {
         let _ = self.stop.send(());
         let _ = self.driver.await;
-        let mut v = self.sent.lock().map(|v| v.clone()).unwrap_or_default();
-        v.sort_by_key(|s| s.n);
-        v
+        in_order(&self.sent)
     }
+}
+
+fn in_order(sent: &Mutex<Vec<Sent>>) -> Vec<Sent> {
+    let mut v = sent.lock().map(|v| v.clone()).unwrap_or_default();
+    v.sort_by_key(|s| s.n);
+    v
 }
 
 /// Sent per second over the whole stream (first to last send).

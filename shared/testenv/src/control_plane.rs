@@ -164,36 +164,43 @@ fn pki() -> Result<Pki, StartError> {
     let serving_key = KeyPair::generate()?;
     let serving_cert = serving.signed_by(&serving_key, &ca)?;
 
-    let mut admin = CertificateParams::new(Vec::<String>::new())?;
-    admin.distinguished_name.push(DnType::CommonName, "admin");
-    admin
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let admin_key = KeyPair::generate()?;
-    let admin_cert = admin.signed_by(&admin_key, &ca)?;
-
+    let (admin_cert, admin_key) = client_certificate(&ca, "admin", Some("system:masters"))?;
     // What the API server presents to webhooks that ask for a client certificate.
-    let mut admission = CertificateParams::new(Vec::<String>::new())?;
-    admission
-        .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver-admission");
-    admission.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let admission_key = KeyPair::generate()?;
-    let admission_cert = admission.signed_by(&admission_key, &ca)?;
+    let (admission_cert, admission_key) =
+        client_certificate(&ca, "kube-apiserver-admission", None)?;
 
     let sa = KeyPair::generate()?;
     Ok(Pki {
         ca_pem: ca.pem(),
         serving_cert: serving_cert.pem(),
         serving_key: serving_key.serialize_pem(),
-        admin_cert: admin_cert.pem(),
-        admin_key: admin_key.serialize_pem(),
-        admission_cert: admission_cert.pem(),
-        admission_key: admission_key.serialize_pem(),
+        admin_cert,
+        admin_key,
+        admission_cert,
+        admission_key,
         sa_key: sa.serialize_pem(),
         sa_pub: sa.public_key_pem(),
     })
+}
+
+/// A client certificate for `common_name` (in group `organization`) signed by `ca`: PEM
+/// certificate and key.
+fn client_certificate(
+    ca: &CertifiedIssuer<'_, KeyPair>,
+    common_name: &str,
+    organization: Option<&str>,
+) -> Result<(String, String), StartError> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    if let Some(o) = organization {
+        params.distinguished_name.push(DnType::OrganizationName, o);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, ca)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 fn kubeconfig(server: &str, p: &Pki) -> String {

@@ -31,6 +31,11 @@ fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// RSS of `pid` in MiB, 0 when it is gone (the soak's rows; `ticks` only scales CPU time).
+pub fn rss_mib(pid: u32) -> f64 {
+    sample(pid, 1.0).map_or(0.0, |s| s.rss_kib as f64 / 1024.0)
+}
+
 fn sample(pid: u32, ticks: f64) -> Result<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("process {pid} is gone"))?;

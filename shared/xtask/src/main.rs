@@ -442,59 +442,50 @@ async fn create(
     }
 }
 
-fn soak(profile: &str, o: &soak::Options) -> Result<()> {
+/// Builds `packages` with cargo profile `profile`; returns the directory of the binaries.
+fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     let mut build = cargo();
-    build.args([
-        "build",
-        "--profile",
-        profile,
-        "-p",
-        "loadbench",
-        "-p",
-        "quota-state",
-    ]);
-    for s in [
-        "registry-webhook",
-        "node-config-webhook",
-        "training-webhook",
-        "scheduling-webhook",
-    ] {
-        build.args(["-p", s]);
+    build.args(["build", "--profile", profile]);
+    for p in packages {
+        build.args(["-p", p]);
     }
     run(
         build,
-        &format!("cargo build --profile {profile} (services and admission-load)"),
+        &format!(
+            "cargo build --profile {profile} -p {}",
+            packages.join(" -p ")
+        ),
     )?;
     // Cargo's directory for a profile: `dev` builds into debug.
     let dir = if profile == "dev" { "debug" } else { profile };
-    soak::run(&root(), &root().join("target").join(dir), o)
+    Ok(root().join("target").join(dir))
+}
+
+fn soak(profile: &str, o: &soak::Options) -> Result<()> {
+    let bin_dir = build_profile(
+        profile,
+        &[
+            "loadbench",
+            "quota-state",
+            "registry-webhook",
+            "node-config-webhook",
+            "training-webhook",
+            "scheduling-webhook",
+        ],
+    )?;
+    soak::run(&root(), &bin_dir, o)
 }
 
 fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
     let bins = tools()?;
     let svcs = services()?;
-    let mut build = cargo();
-    build.args(["build", "--profile", profile]);
-    for s in &svcs {
-        build.args(["-p", s]);
-    }
-    run(
-        build,
-        &format!("cargo build --profile {profile} (services)"),
-    )?;
-    // Cargo's directory for a profile: `dev` builds into debug.
-    let dir = if profile == "dev" { "debug" } else { profile };
+    let names: Vec<&str> = svcs.iter().map(String::as_str).collect();
+    let bin_dir = build_profile(profile, &names)?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("runtime")?
-        .block_on(footprint::run(
-            &bins,
-            root().join("target").join(dir),
-            svcs,
-            pods,
-            nodes,
-        ))
+        .block_on(footprint::run(&bins, bin_dir, svcs, pods, nodes))
 }
 
 async fn up(args: UpArgs) -> Result<()> {

@@ -90,23 +90,6 @@ impl Drop for Guard {
     }
 }
 
-fn rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        })
-        .map(|kib| kib / 1024.0)
-        .unwrap_or(0.0)
-}
-
-fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
 /// How the soak runs.
 pub struct Options {
     /// Open-loop minutes after the calibration.
@@ -121,8 +104,8 @@ pub struct Options {
 
 /// Runs the soak with the release binaries in `bin_dir`.
 pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
-    let (qs_port, qs_metrics) = (free_port()?, free_port()?);
-    let quota_state = Guard(
+    let (qs_port, qs_metrics) = (testenv::free_port()?, testenv::free_port()?);
+    let mut quota_state = Guard(
         Command::new(bin_dir.join("quota-state"))
             .args(["--listen", &format!("127.0.0.1:{qs_port}")])
             .args(["--metrics-listen", &format!("127.0.0.1:{qs_metrics}")])
@@ -214,7 +197,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
                 println!("|---|{}---|", "---|".repeat(names.len()));
                 printed_header = true;
             }
-            let qs = rss_mib(qs_pid);
+            let qs = crate::footprint::rss_mib(qs_pid);
             qs_first.get_or_insert(qs);
             qs_peak = qs_peak.max(qs);
             let mut line = format!("| {t} |");
@@ -237,13 +220,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
             rows.remove(&t);
         }
     }
-    let quota_state_alive = matches!(
-        Command::new("kill")
-            .args(["-0", &qs_pid.to_string()])
-            .status()
-            .map(|s| s.success()),
-        Ok(true)
-    );
+    let quota_state_alive = matches!(quota_state.0.try_wait(), Ok(None));
     drop(loaders);
     drop(quota_state);
 

@@ -505,15 +505,13 @@ fn call(
     };
     let answer = match e.handler.review(review, &svc.ctx) {
         Ok(a) => a,
-        // controller-runtime's services answer with a refused review (code 400): the API
-        // server refuses the object whatever the failure policy.
-        Err(err) if svc.decode_errors == DecodeErrors::Errored => {
-            return Step {
+        Err(err) => {
+            let refused = |code: u16, rule: &str, message: String| Step {
                 refusal: Some(refusal(
-                    Some(400),
-                    err.to_string(),
+                    Some(code),
+                    message,
                     vec![Finding {
-                        rule: "decode".into(),
+                        rule: rule.into(),
                         field: String::new(),
                         message: err.to_string(),
                     }],
@@ -521,24 +519,15 @@ fn call(
                 warnings: Vec::new(),
                 patch: None,
             };
-        }
-        // The API server gets HTTP 400 and applies the endpoint's failure policy.
-        Err(err) => {
+            // controller-runtime's services answer with a refused review (code 400): the API
+            // server refuses the object whatever the failure policy.
+            if svc.decode_errors == DecodeErrors::Errored {
+                return refused(400, "decode", err.to_string());
+            }
+            // Kthena's answer HTTP 400: the API server applies the endpoint's failure policy.
             let msg = format!("failed calling webhook {}: {err}", e.path);
             return match e.failure_policy {
-                FailurePolicy::Fail => Step {
-                    refusal: Some(refusal(
-                        Some(500),
-                        msg,
-                        vec![Finding {
-                            rule: "webhook-error".into(),
-                            field: String::new(),
-                            message: err.to_string(),
-                        }],
-                    )),
-                    warnings: Vec::new(),
-                    patch: None,
-                },
+                FailurePolicy::Fail => refused(500, "webhook-error", msg),
                 FailurePolicy::Ignore => Step {
                     refusal: None,
                     warnings: vec![format!("{msg} (failurePolicy Ignore: admitted)")],
