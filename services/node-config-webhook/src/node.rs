@@ -27,6 +27,15 @@ pub struct NodeValidator;
 impl Validator for NodeValidator {
     type Object = Node;
 
+    /// Item 3: capacity and allocatable quantities as Go's decoder parses them.
+    fn check_decoded(&self, node: &Node) -> Result<(), String> {
+        let status = node.status.as_ref();
+        crate::node_status::check_status_quantities(
+            status.and_then(|s| s.capacity.as_ref()),
+            status.and_then(|s| s.allocatable.as_ref()),
+        )
+    }
+
     fn validate(&self, req: &Request<Node>, ctx: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(
             "validate",

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{ParsedQuantity, Quantity as GoQuantity, go_json_syntax_error};
+use admission_kit::go::{
+    ParsedQuantity, Quantity as GoQuantity, decode_go_map, decode_resource_list, go_json_kind,
+};
 use admission_kit::{Context, Mutator, Operation, Request, Verdict};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
@@ -50,7 +52,9 @@ pub const RAW_ANNOTATION: &str = "node.koordinator.sh/raw-allocatable";
 const AMPLIFIED: [&str; 2] = ["cpu", "memory"];
 
 fn parsed(q: &Quantity) -> Option<ParsedQuantity> {
-    GoQuantity::parse(&q.0).ok().map(|q| q.value().clone())
+    GoQuantity::from_json_text(&q.0)
+        .ok()
+        .map(|q| q.value().clone())
 }
 
 /// Whether the cpu/memory entries differ between two allocatable lists (added, removed, or a
@@ -75,62 +79,20 @@ fn cpu_memory_changed(
     })
 }
 
-/// Decodes a JSON object annotation as Go decodes a `map[string]T` into `go_type`: invalid JSON
-/// and non-object values fail with Go's texts, `null` is an empty map, `value` converts each entry
-/// (`Ok(None)` skips it).
-fn decode_map<T>(
-    text: &str,
-    go_type: &str,
-    value: impl Fn(serde_json::Value) -> Result<Option<T>, String>,
-) -> Result<BTreeMap<String, T>, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
-    let mut out = BTreeMap::new();
-    match v {
-        serde_json::Value::Null => {}
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                if let Some(t) = value(v)? {
-                    out.insert(k, t);
-                }
-            }
-        }
-        other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type {go_type}",
-                kind(&other)
-            ));
-        }
-    }
-    Ok(out)
-}
-
-fn kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::Bool(_) => "bool",
-        _ => "object",
-    }
-}
-
 /// Decodes the raw-allocatable annotation as Go decodes a `ResourceList`.
 fn decode_raw(text: &str) -> Result<BTreeMap<String, ParsedQuantity>, String> {
-    decode_map(text, "v1.ResourceList", |v| {
-        let q: GoQuantity = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Ok(Some(q.value().clone()))
-    })
+    decode_resource_list(text)
 }
 
-/// Decodes the ratio annotation as Go decodes `map[ResourceName]float64`.
+/// Decodes the ratio annotation as Go decodes `map[corev1.ResourceName]extension.Ratio`
+/// (`Ratio` is a `float64` with no decoder of its own): `null` leaves a 0 ratio.
 fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
-    decode_map(text, "map[v1.ResourceName]float64", |v| match v.as_f64() {
-        Some(f) => Ok(Some(f)),
-        None if v.is_null() => Ok(None),
-        None => Err(format!(
-            "json: cannot unmarshal {} into Go value of type float64",
-            kind(&v)
+    decode_go_map(text, "map[v1.ResourceName]extension.Ratio", |v| match v {
+        serde_json::Value::Null => Ok(Some(0.0)),
+        serde_json::Value::Number(n) => Ok(n.as_f64()),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type extension.Ratio",
+            go_json_kind(&other)
         )),
     })
 }
@@ -190,15 +152,30 @@ fn amplify(
         if *ratio <= 1.0 {
             continue;
         }
-        let Some(milli) = q.milli_value() else {
+        // NS-FIX-1: upstream multiplies the int64 milli-value and converts back to int64, which
+        // wraps beyond 2^63 thousandths (a 10Ei node, or 9.3e15 cpu × 1.5, gets a negative
+        // allocatable); ours is exact in 128 bits (the product's integer part, as Go truncates).
+        let Some(milli) = q.milli_value_wide() else {
             continue;
         };
         let amplified =
-            ParsedQuantity::from_milli((milli as f64 * ratio) as i64, q.format).canonical();
+            ParsedQuantity::from_milli((milli as f64 * ratio) as i128, q.format).canonical();
         status_alloc.insert(res.to_owned(), Quantity(amplified));
         applied.push("NS-5");
     }
     Ok(applied)
+}
+
+/// A Node's capacity and allocatable checked as Go's decoder parses them (item 3), for both
+/// Node endpoints.
+pub fn check_status_quantities(
+    capacity: Option<&BTreeMap<String, Quantity>>,
+    allocatable: Option<&BTreeMap<String, Quantity>>,
+) -> Result<(), String> {
+    use admission_kit::resources::check_list;
+    check_list("status.capacity", capacity)
+        .and_then(|()| check_list("status.allocatable", allocatable))
+        .map_err(|e| e.to_string())
 }
 
 /// `/mutate-node-status`.
@@ -206,6 +183,15 @@ pub struct NodeStatusAmplifier;
 
 impl Mutator for NodeStatusAmplifier {
     type Object = Node;
+
+    /// Item 3: capacity and allocatable quantities as Go's decoder parses them.
+    fn check_decoded(&self, node: &Node) -> Result<(), String> {
+        let status = node.status.as_ref();
+        check_status_quantities(
+            status.and_then(|s| s.capacity.as_ref()),
+            status.and_then(|s| s.allocatable.as_ref()),
+        )
+    }
 
     fn mutate(&self, req: &Request<Node>, node: &mut Node, _: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(
@@ -388,5 +374,58 @@ mod tests {
         let before = n.clone();
         assert!(amplify(&mut n, None, "{\"cpu\":2}").unwrap().is_empty());
         assert_eq!(n, before);
+    }
+
+    /// Item 5: the annotations' JSON errors are `encoding/json`'s for upstream's Go types
+    /// (`map[v1.ResourceName]extension.Ratio`, `v1.ResourceList`), and a `null` entry is Go's
+    /// zero value rather than an error.
+    #[test]
+    fn item_5_annotation_errors_name_upstreams_go_types() {
+        let a = json!({"cpu": "8", "memory": "16Gi"});
+        let fail = |ann: serde_json::Value| {
+            run(&node(ann.clone(), a.clone()), &node(ann, a.clone()))
+                .0
+                .unwrap_err()
+                .1
+        };
+        assert_eq!(
+            fail(json!({RATIO_ANNOTATION: "{\"cpu\":\"x\"}"})),
+            "failed to unmarshal node resource amplification ratio: json: cannot unmarshal string into Go value of type extension.Ratio"
+        );
+        assert_eq!(
+            fail(json!({RATIO_ANNOTATION: "[1.5]"})),
+            "failed to unmarshal node resource amplification ratio: json: cannot unmarshal array into Go value of type map[v1.ResourceName]extension.Ratio"
+        );
+        let raw = |text: &str| json!({RATIO_ANNOTATION: "{\"cpu\":2}", RAW_ANNOTATION: text});
+        assert_eq!(
+            fail(raw("{\"cpu\":\"8x\"}")),
+            "failed to unmarshal node raw allocatable: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        // {"cpu": null}: Go reads a zero quantity, so cpu is amplified from 0.
+        let ann = raw("{\"cpu\":null}");
+        let (r, n) = run(&node(ann.clone(), a.clone()), &node(ann, a.clone()));
+        assert_eq!(r.unwrap(), ["NS-5"]);
+        assert_eq!(alloc(&n, "cpu"), "0");
+        // A null ratio is a 0 ratio: nothing amplified.
+        let ann = json!({RATIO_ANNOTATION: "{\"cpu\":null}"});
+        let (r, n) = run(&node(json!({}), a.clone()), &node(ann, a.clone()));
+        assert_eq!(r.unwrap(), ["NS-3"]);
+        assert_eq!(alloc(&n, "cpu"), "8");
+    }
+
+    /// NS-FIX-1: beyond 2^63 thousandths upstream's int64 arithmetic wraps to a negative
+    /// allocatable; ours stays exact.
+    #[test]
+    fn ns_fix_1_amplification_beyond_int64_does_not_wrap() {
+        let a = json!({"cpu": "9223372036854775", "memory": "8Ei"});
+        let ann = json!({RATIO_ANNOTATION: "{\"cpu\":2,\"memory\":2}"});
+        let (r, n) = run(&node(json!({}), a.clone()), &node(ann, a));
+        assert_eq!(r.unwrap(), ["NS-3", "NS-5", "NS-5"]);
+        // The float product of upstream's formula (f64 rounding kept), past 2^63 without
+        // wrapping.
+        assert_eq!(alloc(&n, "cpu"), "18446744073709549568m");
+        // 8Ei parses capped at 2^63-1 (as Go parses it); doubled, positive.
+        let memory = alloc(&n, "memory");
+        assert_eq!(memory, "16Ei");
     }
 }

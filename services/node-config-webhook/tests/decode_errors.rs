@@ -52,7 +52,7 @@ fn item_1_an_undecodable_node_is_refused_with_code_400() {
             r["status"]["message"]
                 .as_str()
                 .unwrap_or_default()
-                .contains("cannot decode object"),
+                .contains("invalid type"),
             "{path}: {answer}"
         );
     }

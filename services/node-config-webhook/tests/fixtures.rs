@@ -36,3 +36,27 @@ fn node_config_fixtures_pass_through_the_review_command() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
+/// whatever upstream decides (`admission_kit::variants`). `ADMISSION_VARIANTS_PER_CASE` and
+/// `ADMISSION_VARIANTS_SEED` make another or a longer run.
+#[test]
+fn node_config_variants_keep_every_property() {
+    let (per_case, seed) = admission_kit::variants::bounds_from_env();
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let report = admission_kit::variants::run(
+        &node_config_webhook::app(),
+        &root,
+        "node-config",
+        per_case,
+        seed,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("node-config (seed {seed}, {per_case} per case): {report}");
+    assert!(report.variants >= 1000, "{report}");
+    assert!(
+        report.failures.is_empty(),
+        "{report}\n{}",
+        report.failures.join("\n")
+    );
+}

@@ -374,11 +374,30 @@ pub fn validate_model(model: &ModelObj) -> ErrorList {
     errs
 }
 
+/// Item 3: the quantities `encoding/json` parses while decoding a Model (each worker's resources,
+/// each backend's environment divisors), refused as Kthena's decoder refuses them (HX-05).
+fn check_quantities(model: &ModelObj) -> Result<(), String> {
+    use admission_kit::resources::{check_env, check_requirements};
+    for (i, b) in model.spec.backends.iter().enumerate() {
+        let path = format!("spec.backends[{i}]");
+        check_env(&format!("{path}.env"), b.env.as_ref()).map_err(|e| e.to_string())?;
+        for (j, w) in b.workers.iter().enumerate() {
+            let at = format!("{path}.workers[{j}].resources");
+            check_requirements(&at, w.resources.as_ref()).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 /// `/validate-registry-volcano-sh-v1alpha1-model`.
 pub struct ModelValidator;
 
 impl Validator for ModelValidator {
     type Object = ModelObj;
+
+    fn check_decoded(&self, model: &ModelObj) -> Result<(), String> {
+        check_quantities(model)
+    }
 
     fn validate(&self, req: &Request<ModelObj>, _: &Context) -> Verdict {
         validate_model(&req.object).into()
@@ -415,6 +434,10 @@ pub struct ModelDefaulter;
 
 impl Mutator for ModelDefaulter {
     type Object = ModelObj;
+
+    fn check_decoded(&self, model: &ModelObj) -> Result<(), String> {
+        check_quantities(model)
+    }
 
     fn mutate(&self, _: &Request<ModelObj>, model: &mut ModelObj, _: &Context) -> Verdict {
         Verdict {
@@ -676,5 +699,40 @@ mod tests {
         let before = m.clone();
         assert!(default_model(&mut m.spec).is_empty());
         assert_eq!(m, before);
+    }
+
+    /// Item 3: a worker quantity `ParseQuantity` rejects fails Kthena's decode (HX-05), answered
+    /// with its plain-text 400; one it accepts is admitted.
+    #[test]
+    fn item_3_an_unparsable_worker_quantity_fails_the_decode() {
+        let review = |cpu: &str| {
+            let mut b = backend(json!({}));
+            b["workers"][0]["resources"] = json!({"limits": {"cpu": cpu}});
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                   "request": {"uid": "u", "operation": "CREATE",
+                               "object": {"metadata": {"name": "m"}, "spec": {"backends": [b]}}}})
+        };
+        let app = crate::app();
+        for path in [
+            "/validate-registry-volcano-sh-v1alpha1-model",
+            "/mutate-registry-volcano-sh-v1alpha1-model",
+        ] {
+            let e = admission_kit::fixtures::answer_in_process(&app, path, &review("abc"), &[])
+                .unwrap_err();
+            assert!(
+                e.starts_with("HTTP 400: failed to decode object: quantities must match the regular expression"),
+                "{path}: {e}"
+            );
+            assert!(
+                e.contains("spec.backends[0].workers[0].resources.limits.cpu"),
+                "{e}"
+            );
+            let e = admission_kit::fixtures::answer_in_process(&app, path, &review("2 "), &[]);
+            assert_eq!(
+                e.map(|a| a["response"]["allowed"].clone()),
+                Ok(json!(true)),
+                "{path}"
+            );
+        }
     }
 }

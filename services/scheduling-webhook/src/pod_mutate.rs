@@ -83,11 +83,14 @@ fn pm_1_profiles(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool, String>
     Ok(true)
 }
 
-fn milli_text(q: &Quantity) -> Quantity {
+/// PM-1.7's batch cpu: the milli-value as a whole number (upstream's `NewQuantity(MilliValue)`).
+/// Saturating: a value past 1.7e35 cpus (the variant fuzzer sent one) would overflow the
+/// product; Go's int64 wraps far earlier.
+pub(crate) fn milli_text(q: &Quantity) -> Quantity {
     let a = Amount::of(q);
     Quantity(
         Amount {
-            milli: a.milli * 1000,
+            milli: a.milli.saturating_mul(1000),
             format: QuantityFormat::DecimalSI,
         }
         .canonical(),
@@ -95,7 +98,7 @@ fn milli_text(q: &Quantity) -> Quantity {
 }
 
 fn canonical(q: &Quantity) -> Quantity {
-    Quantity(Amount::of(q).canonical())
+    Quantity(admission_kit::resources::go_text(q))
 }
 
 fn move_resources(rl: &mut ResourceList, cpu: &str, mem: &str) {
@@ -173,7 +176,7 @@ fn extended_spec(pod: &Pod, canonical_text: bool) -> serde_json::Value {
                     (
                         k.clone(),
                         serde_json::Value::String(if canonical_text {
-                            Amount::of(v).canonical()
+                            admission_kit::resources::go_text(v)
                         } else {
                             v.0.clone()
                         }),
@@ -351,7 +354,11 @@ fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
                     .any(|k| l.contains_key(*k))
             })
         };
-        let res = c.resources.get_or_insert_with(Default::default);
+        // No resources, no devices: nothing is written (inserting an empty `resources` would
+        // be a patch operation that changes nothing, issue 14 item 5).
+        let Some(res) = c.resources.as_mut() else {
+            continue;
+        };
         if !has(res.requests.as_ref()) && !has(res.limits.as_ref()) {
             continue;
         }
@@ -366,7 +373,7 @@ fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
             .requests
             .as_ref()
             .and_then(|r| r.get(GPU))
-            .map(|q| Amount::of(q).ceil())
+            .map(|q| Amount::of(q).value())
         {
             for (which, list) in [("requests", &mut res.requests), ("limits", &mut res.limits)] {
                 let l = list.as_mut().ok_or_else(|| missing(which))?;
@@ -384,9 +391,9 @@ fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
             let req = res.requests.clone().unwrap_or_default();
             let per_card = |v: i128| (v > 100 && v % 100 == 0).then_some(v / 100);
             let shared = if let Some(r) = req.get(GPU_RATIO) {
-                per_card(Amount::of(r).ceil()).unwrap_or(1)
+                per_card(Amount::of(r).value()).unwrap_or(1)
             } else if let Some(c) = req.get(GPU_CORE) {
-                per_card(Amount::of(c).ceil()).unwrap_or(1)
+                per_card(Amount::of(c).value()).unwrap_or(1)
             } else {
                 1
             };
@@ -408,6 +415,11 @@ pub struct PodMutator;
 
 impl Mutator for PodMutator {
     type Object = Pod;
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
+        admission_kit::resources::check_pod(pod)
+    }
 
     fn mutate(&self, req: &Request<Pod>, pod: &mut Pod, ctx: &Context) -> Verdict {
         // PM-0

@@ -129,7 +129,7 @@ fn pv_5_devices(pod: &Pod) -> ErrorList {
     let path = || Path::new("pod.spec.containers[*].resources.requests");
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         let req = amounts(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
-        let v = |k: &str| req.get(k).map(Amount::ceil);
+        let v = |k: &str| req.get(k).map(Amount::value);
         let (gpu, shared) = (v("koordinator.sh/gpu"), v("koordinator.sh/gpu.shared"));
         if gpu.is_some() && shared.is_some() {
             errs.push(FieldError::forbidden(
@@ -371,6 +371,11 @@ fn pv_3_2_and_4(
 
 impl Validator for PodValidator {
     type Object = Pod;
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
+        admission_kit::resources::check_pod(pod)
+    }
 
     fn validate(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
         if req.resource.resource != "pods"

@@ -250,11 +250,29 @@ fn labels_mut(o: &mut ElasticQuota) -> &mut BTreeMap<String, String> {
     o.metadata.labels.get_or_insert_with(BTreeMap::new)
 }
 
+/// The quantities of an ElasticQuota (`spec.min`, `spec.max`, `status.used`) as Go's decoder
+/// parses them.
+fn check_quota_quantities(q: &ElasticQuota) -> Result<(), String> {
+    use admission_kit::resources::check_list;
+    check_list("spec.min", q.spec.min.as_ref())
+        .and_then(|()| check_list("spec.max", q.spec.max.as_ref()))
+        .and_then(|()| {
+            let used = q.status.as_ref().and_then(|s| s.used.as_ref());
+            check_list("status.used", used)
+        })
+        .map_err(|e| e.to_string())
+}
+
 /// `/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota` (QM-0..QM-4).
 pub struct QuotaDefaulter;
 
 impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
+        check_quota_quantities(q)
+    }
 
     fn mutate(&self, req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(
@@ -303,6 +321,11 @@ fn validate_quota(
 
 impl Validator for QuotaValidator {
     type Object = ElasticQuota;
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
+        check_quota_quantities(q)
+    }
 
     fn validate(&self, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(
@@ -395,28 +418,31 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
                 .unwrap_or_else(|| "null".into()),
         )
     } else {
-        let mut sw: ResourceList = match serde_json::from_str::<Option<ResourceList>>(&current) {
-            Ok(v) => v.unwrap_or_default(),
-            Err(e) => {
-                return Verdict::errored(
-                    "QM-4",
-                    400,
-                    format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{e}"),
-                );
-            }
-        };
-        let maxm = max.clone().unwrap_or_default();
+        // Decoded as Go decodes a ResourceList: a quantity that does not parse is refused with
+        // apimachinery's text (item 3), JSON errors in encoding/json's words (item 5).
+        let mut sw: BTreeMap<String, String> =
+            match admission_kit::go::decode_resource_list(&current) {
+                Ok(m) => m.into_iter().map(|(k, q)| (k, q.canonical())).collect(),
+                Err(e) => {
+                    return Verdict::errored(
+                        "QM-4",
+                        400,
+                        format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{e}"),
+                    );
+                }
+            };
+        let maxm = max.unwrap_or_default();
         let mut changed = false;
         for (k, v) in &maxm {
             if !sw.contains_key(k) {
-                sw.insert(k.clone(), v.clone());
+                sw.insert(k.clone(), admission_kit::resources::go_text(v));
                 changed = true;
             }
         }
         let before = sw.len();
         sw.retain(|k, _| maxm.contains_key(k));
         changed |= sw.len() != before;
-        changed.then(|| canonical_json(&sw))
+        changed.then(|| serde_json::to_string(&sw).unwrap_or_default())
     };
     if let Some(text) = new_text {
         q.metadata

@@ -32,13 +32,14 @@ fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
                 .get_or_insert_with(BTreeMap::new)
                 .insert("koordinator.sh/priority".into(), kp.to_string());
         }
-        if let Some(spec) = r
-            .spec
-            .template
-            .as_mut()
-            .map(|t| t.spec.get_or_insert_with(Default::default))
-        {
-            profile::apply_pod_spec(&p.spec, spec, ctx)?;
+        if let Some(t) = r.spec.template.as_mut() {
+            // Go's template always has a pod spec; ours keeps an absent one absent unless the
+            // profile writes into it (an empty spec added would be a no-op patch operation).
+            let mut spec = t.spec.clone().unwrap_or_default();
+            profile::apply_pod_spec(&p.spec, &mut spec, ctx)?;
+            if t.spec.is_some() || spec != Default::default() {
+                t.spec = Some(spec);
+            }
         }
         if let Some(patch) = &p.spec.patch {
             let mut v = serde_json::to_value(&*r).map_err(|e| e.to_string())?;
@@ -52,6 +53,15 @@ fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
 
 impl Mutator for ReservationMutator {
     type Object = Reservation;
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    fn check_decoded(&self, r: &Reservation) -> Result<(), String> {
+        let pod = r.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+        pod.map_or(Ok(()), |p| {
+            admission_kit::resources::check_pod_spec("spec.template.spec", p)
+        })
+        .map_err(|e| e.to_string())
+    }
 
     fn mutate(&self, req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
         admission_kit::metrics::koord::timed_with(

@@ -574,3 +574,158 @@ fn koordinator_metrics_are_recorded_with_upstream_names() {
     // 20 buckets from 0.001 ms, doubling, as upstream.
     assert!(text.contains("le=\"524.288\""));
 }
+
+/// Runs one CREATE review through the endpoint at `path` the way the server does, answering a
+/// decode error as controller-runtime does (item 1).
+fn answer(path: &str, resource: &str, object: Value, state: Vec<Value>) -> Value {
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-3", "operation": "CREATE", "name": object["metadata"]["name"],
+                    "namespace": "ns", "kind": {"group": "", "version": "v1", "kind": "X"},
+                    "resource": {"group": "", "version": "v1", "resource": resource},
+                    "object": object}});
+    admission_kit::fixtures::answer_in_process(&crate::app(), path, &body, &state).unwrap()
+}
+
+/// The object after applying an answer's patch.
+fn patched(object: &Value, answer: &Value) -> Value {
+    admission_kit::fixtures::apply_b64(object, answer["response"]["patch"].as_str()).unwrap()
+}
+
+const QM: &str = "/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota";
+const FORMAT: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+#[test]
+fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
+    for (path, resource, object) in [
+        (
+            QM,
+            "elasticquotas",
+            quota("q", json!({}), json!({"max": {"cpu": "abc"}})),
+        ),
+        (
+            "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+            "elasticquotas",
+            quota("q", json!({}), json!({"min": {"cpu": "0x10"}})),
+        ),
+        (
+            "/mutate-pod",
+            "pods",
+            pod(json!({}), containers(json!({"cpu": ""}))),
+        ),
+        (
+            "/mutate-reservation",
+            "reservations",
+            json!({"metadata": {"name": "r"}, "spec": {"template": {"spec": containers(json!({"memory": "1e"}))}}}),
+        ),
+    ] {
+        let a = answer(path, resource, object, vec![]);
+        let r = &a["response"];
+        assert_eq!(
+            (r["uid"].as_str(), r["allowed"].as_bool()),
+            (Some("u-3"), Some(false)),
+            "{path}: {a}"
+        );
+        assert_eq!(r["status"]["code"], 400, "{path}: {a}");
+        let message = r["status"]["message"].as_str().unwrap_or_default();
+        let expected = if path == "/mutate-reservation" {
+            "unable to parse quantity's suffix"
+        } else {
+            FORMAT
+        };
+        assert!(message.starts_with(expected), "{path}: {message}");
+    }
+}
+
+#[test]
+fn item_3_qm_4_prints_quantities_as_go_prints_them() {
+    // Sub-milli values keep their value; spellings Go keeps are kept; others are canonical.
+    let object = quota(
+        "q",
+        json!({}),
+        json!({"max": {"cpu": "500u", "memory": "+1Gi", "ephemeral-storage": " 2048Mi ", "x": "1E3"}}),
+    );
+    let a = answer(QM, "elasticquotas", object.clone(), vec![]);
+    assert_eq!(a["response"]["allowed"], true, "{a}");
+    let out = patched(&object, &a);
+    assert_eq!(
+        out["metadata"]["annotations"]["quota.scheduling.koordinator.sh/shared-weight"],
+        r#"{"cpu":"500u","ephemeral-storage":"2Gi","memory":"+1Gi","x":"1E3"}"#
+    );
+}
+
+#[test]
+fn item_3_qm_4_refuses_an_unparsable_shared_weight_with_go_texts() {
+    for (weight, detail) in [
+        (r#"{"cpu":"abc"}"#, FORMAT),
+        (r#"{"cpu":"1K"}"#, "unable to parse quantity's suffix"),
+        (r#"{"cpu":true}"#, FORMAT),
+        (
+            "[1]",
+            "json: cannot unmarshal array into Go value of type v1.ResourceList",
+        ),
+        ("{", "unexpected end of JSON input"),
+    ] {
+        let mut object = quota("q", json!({}), json!({"max": {"cpu": "1"}}));
+        object["metadata"]["annotations"] =
+            json!({"quota.scheduling.koordinator.sh/shared-weight": weight});
+        let a = answer(QM, "elasticquotas", object, vec![]);
+        let r = &a["response"];
+        assert_eq!(
+            (r["allowed"].as_bool(), r["status"]["code"].as_i64()),
+            (Some(false), Some(400)),
+            "{a}"
+        );
+        assert_eq!(
+            r["status"]["message"],
+            format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{detail}"),
+            "{weight}"
+        );
+    }
+    // A null entry is Go's zero quantity, kept as "0"; a trimmed one is canonical.
+    let mut object = quota(
+        "q",
+        json!({}),
+        json!({"max": {"cpu": "1", "memory": "1Gi"}}),
+    );
+    object["metadata"]["annotations"] =
+        json!({"quota.scheduling.koordinator.sh/shared-weight": r#"{"cpu":null}"#});
+    let a = answer(QM, "elasticquotas", object.clone(), vec![]);
+    assert_eq!(
+        patched(&object, &a)["metadata"]["annotations"]["quota.scheduling.koordinator.sh/shared-weight"],
+        r#"{"cpu":"0","memory":"1Gi"}"#
+    );
+}
+
+#[test]
+fn item_3_pv_5_rounds_a_negative_fraction_away_from_zero() {
+    // Go's Value() of -100m is -1 (not 0), so "must be greater than zero" does not apply; 100m
+    // is 1; 0 is refused.
+    let gpu = |v: &str| {
+        validate(
+            pod(json!({}), containers(json!({"koordinator.sh/gpu": v}))),
+            None,
+            vec![],
+        )
+    };
+    assert_eq!(gpu("-100m"), None);
+    assert_eq!(gpu("100m"), None);
+    let e = gpu("0").unwrap();
+    assert!(
+        e.contains("the requested GPU must be greater than zero"),
+        "{e}"
+    );
+}
+
+/// PM-1.7 batch cpu of an absurd request (found by the variant fuzzer: the product overflowed,
+/// a panic in debug builds): saturates instead.
+#[test]
+fn pm_1_7_batch_cpu_of_a_huge_request_does_not_overflow() {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    assert_eq!(
+        crate::pod_mutate::milli_text(&Quantity("1500m".into())).0,
+        "1500"
+    );
+    let huge = crate::pod_mutate::milli_text(&Quantity("1e40".into())).0;
+    assert!(!huge.starts_with('-'), "{huge}");
+}

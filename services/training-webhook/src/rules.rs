@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use admission_kit::resources::{BadQuantity, check_list, check_pod_spec};
 use admission_kit::{
     Context, ErrorList, FieldError, Operation, Path, Request, SpecView, Status, Validator, Verdict,
 };
@@ -220,6 +221,10 @@ impl<J: JobKind> Validator for JobValidator<J> {
         }
     }
 
+    fn check_decoded(&self, job: &SpecView<J>) -> Result<(), String> {
+        check_quantities(&job.spec).map_err(|e| e.to_string())
+    }
+
     fn denial(&self, _: &Request<SpecView<J>>, errors: &[FieldError]) -> Status {
         Status::failure(403, "Forbidden", aggregate(errors))
     }
@@ -230,6 +235,26 @@ impl<J: JobKind> Validator for JobValidator<J> {
             ..Status::default()
         })
     }
+}
+
+/// Item 3: the quantities Go's typed decode of a job parses (minimum resources and every
+/// replica's pod template), refused here as upstream's decoder refuses them.
+fn check_quantities<J: JobKind>(spec: &J) -> Result<(), BadQuantity> {
+    let min = spec
+        .run_policy()
+        .and_then(|r| r.scheduling_policy.as_ref())
+        .and_then(|s| s.min_resources.as_ref());
+    check_list("spec.runPolicy.schedulingPolicy.minResources", min)?;
+    for (key, replica) in spec.replicas().into_iter().flatten() {
+        let pod = replica
+            .as_ref()
+            .and_then(|r| r.template.as_ref())
+            .and_then(|t| t.spec.as_ref());
+        if let Some(pod) = pod {
+            check_pod_spec(&format!("spec.{}.{key}.template.spec", J::MAP), pod)?;
+        }
+    }
+    Ok(())
 }
 
 const MASTER_WORKER: &[&str] = &["Master", "Worker"];

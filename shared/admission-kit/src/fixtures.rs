@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::app::App;
+use crate::app::{App, DecodeErrors};
 use crate::handler::{Context, review_body};
 use crate::review::ReviewOut;
 use crate::state::StaticState;
@@ -85,28 +85,58 @@ pub fn load(path: &Path) -> Result<Case, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn state_of(case: &Case) -> Result<StaticState, String> {
+pub(crate) fn state_of(objects: &[Value]) -> Result<StaticState, String> {
     let mut s = StaticState::default();
-    for o in &case.state {
+    for o in objects {
         s.add_value(o.clone())?;
     }
     Ok(s)
 }
 
-/// Runs a case through the app's handler in-process and checks it.
-pub fn check_in_process(app: &App, case: &Case) -> Result<(), String> {
+/// What the server answers a review body posted to `path` of `app` with `state` as cluster
+/// state: the AdmissionReview (an undecodable review answered as the app's [`DecodeErrors`]
+/// says), or `Err` with the text of any other answer (Kthena's plain-text HTTP 400, a path the
+/// app does not serve, a state object that does not load).
+pub fn answer_in_process(
+    app: &App,
+    path: &str,
+    review: &Value,
+    state: &[Value],
+) -> Result<Value, String> {
     let prepared = app.prepare(None).map_err(|e| e.to_string())?;
     let ep = prepared
         .app
-        .endpoint(&case.path)
-        .ok_or_else(|| format!("no endpoint {}", case.path))?;
-    let ctx = Context::new(Arc::new(state_of(case)?))
+        .endpoint(path)
+        .ok_or_else(|| format!("no endpoint {path}"))?;
+    let ctx = Context::new(Arc::new(state_of(state)?))
         .with_gates(prepared.gates.clone())
         .with_options(app.default_options());
-    let body = serde_json::to_vec(&case.review).map_err(|e| e.to_string())?;
-    let answer =
-        review_body(ep.handler.as_ref(), &body, &ctx).map_err(|e| format!("review error: {e}"))?;
-    let out = serde_json::to_value(&answer.review).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
+    let out = answer_with(app.decode_errors, ep.handler.as_ref(), &body, &ctx)?;
+    serde_json::to_value(&out).map_err(|e| e.to_string())
+}
+
+/// The server's answer to `body` (see [`answer_in_process`]): the review, or `Err` with the
+/// plain-text HTTP 400 a [`DecodeErrors::PlainText`] app sends.
+pub(crate) fn answer_with(
+    mode: DecodeErrors,
+    handler: &dyn crate::handler::Handler,
+    body: &[u8],
+    ctx: &Context,
+) -> Result<ReviewOut, String> {
+    match review_body(handler, body, ctx) {
+        Ok(answer) => Ok(answer.review),
+        Err(e) if mode == DecodeErrors::Errored => Ok(e.errored_review(
+            crate::review::claimed_api_version(body),
+            crate::review::claimed_uid(body),
+        )),
+        Err(e) => Err(format!("HTTP 400: {}", e.plain_text())),
+    }
+}
+
+/// Runs a case through the app's handler in-process and checks it.
+pub fn check_in_process(app: &App, case: &Case) -> Result<(), String> {
+    let out = answer_in_process(app, &case.path, &case.review, &case.state)?;
     check(case, &out)
 }
 
@@ -234,7 +264,9 @@ pub fn check(case: &Case, out: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn apply_b64(object: &Value, patch: Option<&str>) -> Result<Value, String> {
+/// `object` with an answer's base64 JSON Patch applied (unchanged without one), or why the
+/// patch is not base64, not a JSON Patch, or does not apply.
+pub fn apply_b64(object: &Value, patch: Option<&str>) -> Result<Value, String> {
     use base64::Engine as _;
     let mut o = object.clone();
     if let Some(b) = patch {

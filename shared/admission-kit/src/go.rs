@@ -306,12 +306,22 @@ fn format_go_duration(d: i64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Why a quantity did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}"
-)]
-pub struct QuantityError(String);
+/// Why a quantity did not parse: apimachinery's three errors, with its texts (which do not
+/// repeat the value; callers that name it add it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    /// `ErrFormatWrong`: not a number followed by a suffix.
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )]
+    Format,
+    /// `ErrSuffix`: a suffix outside the table (`1K`, `1e`, `1mi`).
+    #[error("unable to parse quantity's suffix")]
+    Suffix,
+    /// `ErrNumeric`: Go's big-decimal path found no digit (`Ei`, `.Pi`).
+    #[error("unable to parse numeric value")]
+    Numeric,
+}
 
 /// A Kubernetes `resource.Quantity` as the request wrote it: a JSON string (`"500m"`, `"1Gi"`) or
 /// a JSON number (`80`). Serialises back exactly as written.
@@ -347,9 +357,25 @@ pub struct ParsedQuantity {
     pub exp2: u32,
     /// The format the value prints in.
     pub format: QuantityFormat,
+    /// The text Go keeps for printing (its `Quantity.s`): the parsed text when it already is in
+    /// a form Go prints as is (`"+1"`, `"1E3"`, `"500m"`); `None` for computed values and
+    /// whenever Go prints the canonical form instead.
+    pub spelled: Option<String>,
 }
 
 impl ParsedQuantity {
+    /// Zero, as Go's zero `resource.Quantity` (DecimalSI).
+    pub fn zero() -> Self {
+        Self {
+            negative: false,
+            digits: String::new(),
+            exp10: 0,
+            exp2: 0,
+            format: QuantityFormat::DecimalSI,
+            spelled: None,
+        }
+    }
+
     /// Whether the value is zero.
     pub fn is_zero(&self) -> bool {
         self.digits.is_empty()
@@ -379,12 +405,13 @@ impl ParsedQuantity {
         Some((if self.negative { -m } else { m }, self.exp10))
     }
 
-    /// Go's `Quantity.MilliValue()`: the value × 1000, rounded up; `None` beyond 64 bits.
+    /// Go's `Quantity.MilliValue()`: the value × 1000, rounded away from zero; `None` beyond
+    /// 64 bits.
     pub fn milli_value(&self) -> Option<i64> {
         i64::try_from(self.milli_value_wide()?).ok()
     }
 
-    /// The value × 1000, rounded up, exactly in 128 bits; `None` beyond (above about 1.7e35
+    /// The value × 1000, rounded away from zero as Go rounds, exactly in 128 bits; `None` beyond (above about 1.7e35
     /// units). Go's `MilliValue` wraps silently beyond 64 bits, where `Quantity.Cmp` stays exact:
     /// sums and comparisons of resource amounts use this width so that memory in the petabytes
     /// (whose milli-value exceeds 64 bits) still counts exactly.
@@ -395,11 +422,12 @@ impl ParsedQuantity {
             m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)
         } else {
             let Some(d) = u32::try_from(-e).ok().and_then(|x| 10i128.checked_pow(x)) else {
-                // Smaller than one thousandth: rounds up to 1 (or 0 for zero and negatives).
-                return Some(i128::from(m > 0));
+                // Smaller than one thousandth: away from zero, to ±1 (0 stays 0).
+                return Some(m.signum());
             };
-            let q = m.div_euclid(d);
-            Some(if m.rem_euclid(d) != 0 { q + 1 } else { q })
+            // Go rounds away from zero (`-100u` is -1m), truncating division rounds toward it.
+            let (q, r) = (m / d, m % d);
+            Some(q + r.signum())
         }
     }
 
@@ -414,6 +442,7 @@ impl ParsedQuantity {
             exp10: -3,
             exp2: 0,
             format,
+            spelled: None,
         };
         if zero {
             q.exp10 = 0;
@@ -421,10 +450,14 @@ impl ParsedQuantity {
         q
     }
 
-    /// Kubernetes' canonical text (`resource.Quantity.String()`): `1024Mi` → `1Gi`,
-    /// `1000` → `1k`, `0.5` → `500m`, `12000m` → `12`, zero → `0`. Falls back to the decimal
-    /// form when a binary form would lose precision.
+    /// The text Go prints (`resource.Quantity.String()`): the text as parsed where Go keeps it
+    /// ([`spelled`](Self::spelled): `+1`, `1E3`, `500m`), otherwise the canonical form:
+    /// `1024Mi` → `1Gi`, `1000` → `1k`, `0.5` → `500m`, `12000m` → `12`, zero → `0`. Falls back
+    /// to the decimal form when a binary form would lose precision.
     pub fn canonical(&self) -> String {
+        if let Some(text) = &self.spelled {
+            return text.clone();
+        }
         let Some((m, e)) = self.decimal() else {
             return self.fallback_text();
         };
@@ -527,10 +560,20 @@ fn integer_value(m: i128, e: i32) -> Option<i128> {
 }
 
 impl Quantity {
-    /// Parses Kubernetes quantity text.
+    /// Parses Kubernetes quantity text as `resource.ParseQuantity` does (no trimming).
     pub fn parse(text: &str) -> Result<Self, QuantityError> {
         Ok(Self {
             parsed: parse_quantity(text)?,
+            text: text.to_owned(),
+            number: false,
+        })
+    }
+
+    /// Parses a quantity's JSON string content as `Quantity.UnmarshalJSON` does: surrounding
+    /// white space is trimmed first (`" 1 "` is `1`).
+    pub fn from_json_text(text: &str) -> Result<Self, QuantityError> {
+        Ok(Self {
+            parsed: parse_quantity(text.trim())?,
             text: text.to_owned(),
             number: false,
         })
@@ -567,13 +610,7 @@ impl Default for Quantity {
         Self {
             text: "0".to_owned(),
             number: false,
-            parsed: ParsedQuantity {
-                negative: false,
-                digits: String::new(),
-                exp10: 0,
-                exp2: 0,
-                format: QuantityFormat::DecimalSI,
-            },
+            parsed: ParsedQuantity::zero(),
         }
     }
 }
@@ -596,13 +633,19 @@ impl<'de> Deserialize<'de> for Quantity {
         let (text, number) = match v {
             serde_json::Value::String(s) => (s, false),
             serde_json::Value::Number(n) => (n.to_string(), true),
+            // Go's `UnmarshalJSON` reads `null` as the zero quantity.
+            serde_json::Value::Null => return Ok(Self::default()),
+            // Go parses the raw JSON (`true`, `{}`), which never matches the grammar.
             other => {
-                return Err(D::Error::custom(format!(
-                    "a quantity must be a string or a number, got {other}"
+                return Err(D::Error::custom(format_args!(
+                    "{}: {other}",
+                    QuantityError::Format
                 )));
             }
         };
-        let parsed = parse_quantity(&text).map_err(D::Error::custom)?;
+        let parsed = parse_quantity(text.trim()).map_err(|e| {
+            D::Error::custom(format_args!("{e}: {}", crate::field::go_quote(&text)))
+        })?;
         Ok(Self {
             text,
             number,
@@ -627,88 +670,261 @@ impl schemars::JsonSchema for Quantity {
     }
 }
 
-fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
-    let err = || QuantityError(text.to_owned());
+/// apimachinery's `parseQuantityString` on `text`: sign, integer digits without leading zeros
+/// (`"0"` when none), fraction digits, the numeric text (sign included) and the suffix.
+struct Split<'a> {
+    negative: bool,
+    num: &'a str,
+    denom: &'a str,
+    value: &'a str,
+    suffix: &'a str,
+}
+
+fn split_quantity(text: &str) -> Result<Split<'_>, QuantityError> {
     let b = text.as_bytes();
-    let mut i = 0;
+    let end = b.len();
+    let mut pos = 0;
     let mut negative = false;
     if let Some(&c) = b.first()
         && (c == b'+' || c == b'-')
     {
         negative = c == b'-';
-        i = 1;
+        pos = 1;
     }
-    let num_start = i;
-    let mut int_digits = String::new();
-    let mut frac_digits = String::new();
-    let mut seen_dot = false;
-    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
-        if b[i] == b'.' {
-            if seen_dot {
-                return Err(err());
-            }
-            seen_dot = true;
-        } else if seen_dot {
-            frac_digits.push(b[i] as char);
-        } else {
-            int_digits.push(b[i] as char);
+    while pos < end && b[pos] == b'0' {
+        pos += 1;
+    }
+    if pos == end {
+        // Nothing but a sign and zeros ("", "-", "000" after the sign): zero.
+        return Ok(Split {
+            negative,
+            num: "0",
+            denom: "",
+            value: "0",
+            suffix: "",
+        });
+    }
+    let digits_end = |from: usize| (from..end).find(|&i| !b[i].is_ascii_digit()).unwrap_or(end);
+    let num_end = digits_end(pos);
+    let mut num = &text[pos..num_end];
+    if num.is_empty() {
+        num = "0";
+    }
+    pos = num_end;
+    let mut denom = "";
+    if pos < end && b[pos] == b'.' {
+        let denom_end = digits_end(pos + 1);
+        denom = &text[pos + 1..denom_end];
+        pos = denom_end;
+    }
+    let value = &text[..pos];
+    let suffix_start = pos;
+    while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < end && (b[pos] == b'-' || b[pos] == b'+') {
+        pos += 1;
+    }
+    if digits_end(pos) != end {
+        return Err(QuantityError::Format);
+    }
+    Ok(Split {
+        negative,
+        num,
+        denom,
+        value,
+        suffix: &text[suffix_start..],
+    })
+}
+
+/// apimachinery's suffix table: `(base, exponent, format)`.
+fn interpret_suffix(suffix: &str) -> Option<(u32, i32, QuantityFormat)> {
+    let dec = |e| Some((10, e, QuantityFormat::DecimalSI));
+    let bin = |e| Some((2, e, QuantityFormat::BinarySI));
+    match suffix {
+        "" => dec(0),
+        "n" => dec(-9),
+        "u" => dec(-6),
+        "m" => dec(-3),
+        "k" => dec(3),
+        "M" => dec(6),
+        "G" => dec(9),
+        "T" => dec(12),
+        "P" => dec(15),
+        "E" => dec(18),
+        "Ki" => bin(10),
+        "Mi" => bin(20),
+        "Gi" => bin(30),
+        "Ti" => bin(40),
+        "Pi" => bin(50),
+        "Ei" => bin(60),
+        s if s.len() > 1 && s.starts_with(['e', 'E']) => {
+            // Go parses 64 bits and keeps the low 32 (`int32(parsed)`); an exponent beyond i32
+            // is refused here instead (no real quantity has one).
+            let e: i32 = s[1..].parse().ok()?;
+            Some((10, e, QuantityFormat::DecimalExponent))
         }
-        i += 1;
+        _ => None,
     }
-    if i == num_start || (int_digits.is_empty() && frac_digits.is_empty()) {
-        return Err(err());
+}
+
+/// The largest BinarySI value Go keeps: larger ones are capped to it (`maxAllowed`, 2^63-1).
+const BINARY_CAP: &str = "9223372036854775807";
+
+/// `resource.ParseQuantity`, step for step: the same accepted texts and errors, the value
+/// rounded up (away from zero) to nano units when finer, BinarySI values capped at 2^63-1, and
+/// the text Go keeps for printing when it already is in a form Go would print.
+fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
+    if text.is_empty() {
+        return Err(QuantityError::Format);
     }
-    let suffix = &text[i..];
-    let format = match suffix {
-        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => QuantityFormat::BinarySI,
-        s if s.starts_with(['e', 'E']) => QuantityFormat::DecimalExponent,
-        _ => QuantityFormat::DecimalSI,
+    let s = split_quantity(text)?;
+    let (base, exponent, mut format) = interpret_suffix(s.suffix).ok_or(QuantityError::Suffix)?;
+    let denom_len = i32::try_from(s.denom.len()).map_err(|_| QuantityError::Numeric)?;
+    let num_len = i32::try_from(s.num.len()).map_err(|_| QuantityError::Numeric)?;
+    // Go's int64 fast path: when it is taken the value needs no rounding and, in the canonical
+    // cases below, Go keeps the text as written for printing (`"+1"`, `"1E3"`, `"050m"`).
+    let (fast, keeps_text) = if base == 10 {
+        let scale = exponent.saturating_sub(denom_len);
+        let shifted_len = num_len + denom_len;
+        let fast = shifted_len <= 18 && scale >= -9;
+        let first_zero = s.num == "0";
+        let keeps = fast
+            && scale % 3 == 0
+            && !first_zero
+            && !format!("{}{}", s.num, s.denom).ends_with("000");
+        (fast, keeps)
+    } else {
+        // Go's precision estimate: 15 - digits - int(float32(exponent)*3/10) - 1.
+        let precision = 15 - num_len - exponent * 3 / 10 - 1;
+        let fast = s.denom.is_empty()
+            && precision >= 0
+            && s.num
+                .parse::<i64>()
+                .ok()
+                .and_then(|v| v.checked_mul(1i64 << exponent))
+                .is_some();
+        let low_bits = s.num.parse::<i64>().map_or(0, |v| v & 7);
+        (fast, fast && low_bits != 0)
     };
-    let (mut exp10, exp2): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        s if s.starts_with(['e', 'E']) => {
-            let e = &s[1..];
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-                return Err(err());
-            }
-            (e.parse::<i32>().map_err(|_| err())?, 0)
+    if !fast && !s.value.bytes().any(|c| c.is_ascii_digit()) {
+        // Go's big-decimal path needs a digit ("Ei", ".Pi").
+        return Err(QuantityError::Numeric);
+    }
+    let mut digits = format!("{}{}", s.num, s.denom);
+    let (mut exp10, mut exp2) = if base == 10 {
+        (exponent.saturating_sub(denom_len), 0u32)
+    } else {
+        (-denom_len, exponent.unsigned_abs())
+    };
+    normalise(&mut digits, &mut exp10);
+    if digits.is_empty() {
+        return Ok(ParsedQuantity {
+            format,
+            ..ParsedQuantity::zero()
+        });
+    }
+    if !fast {
+        fold_binary(&mut digits, &mut exp2);
+        normalise(&mut digits, &mut exp10);
+        if exp10 < -9 {
+            // Rounded up, away from zero, to nano units. Normalised, the last digit is never 0,
+            // so the digits dropped are never all zeros.
+            let drop = usize::try_from(-9 - exp10).unwrap_or(usize::MAX);
+            digits = if drop >= digits.len() {
+                "1".to_owned()
+            } else {
+                let mut kept = digits[..digits.len() - drop].to_owned();
+                increment(&mut kept);
+                kept
+            };
+            exp10 = -9;
+            normalise(&mut digits, &mut exp10);
         }
-        _ => return Err(err()),
-    };
-    let mut digits = int_digits;
-    digits.push_str(&frac_digits);
-    exp10 = exp10.saturating_sub(i32::try_from(frac_digits.len()).map_err(|_| err())?);
-    let trimmed = digits.trim_start_matches('0');
-    let mut digits = trimmed.to_owned();
-    // Normalise trailing zeros into the exponent so equal values compare equal.
+        if format == QuantityFormat::BinarySI {
+            if exceeds(&digits, exp10, BINARY_CAP) {
+                digits = BINARY_CAP.to_owned();
+                exp10 = 0;
+            } else if exp10 < 0 && digits.len() <= exp10.unsigned_abs() as usize {
+                // Between 0 and 1: Go prints it in decimal.
+                format = QuantityFormat::DecimalSI;
+            }
+        }
+    }
+    Ok(ParsedQuantity {
+        negative: s.negative,
+        digits,
+        exp10,
+        exp2,
+        format,
+        spelled: keeps_text.then(|| text.to_owned()),
+    })
+}
+
+/// Strips leading zeros and moves trailing zeros into the exponent, so equal values are equal.
+fn normalise(digits: &mut String, exp10: &mut i32) {
+    let lead = digits.len() - digits.trim_start_matches('0').len();
+    digits.drain(..lead);
     while digits.ends_with('0') {
         digits.pop();
-        exp10 = exp10.saturating_add(1);
+        *exp10 = exp10.saturating_add(1);
     }
-    let zero = digits.is_empty();
-    Ok(ParsedQuantity {
-        negative: negative && !zero,
-        digits,
-        exp10: if zero { 0 } else { exp10 },
-        exp2: if zero { 0 } else { exp2 },
-        format,
-    })
+    if digits.is_empty() {
+        *exp10 = 0;
+    }
+}
+
+/// Multiplies the decimal digits by `2^exp2` and clears `exp2`.
+fn fold_binary(digits: &mut String, exp2: &mut u32) {
+    let mut d: Vec<u8> = digits.bytes().map(|c| c - b'0').collect();
+    for _ in 0..*exp2 {
+        let mut carry = 0;
+        for x in d.iter_mut().rev() {
+            let v = *x * 2 + carry;
+            *x = v % 10;
+            carry = v / 10;
+        }
+        if carry > 0 {
+            d.insert(0, carry);
+        }
+    }
+    *exp2 = 0;
+    *digits = d.into_iter().map(|x| char::from(b'0' + x)).collect();
+}
+
+/// Adds one to a decimal digit string.
+fn increment(digits: &mut String) {
+    let mut d: Vec<u8> = digits.bytes().collect();
+    for x in d.iter_mut().rev() {
+        if *x == b'9' {
+            *x = b'0';
+        } else {
+            *x += 1;
+            *digits = String::from_utf8(d).unwrap_or_default();
+            return;
+        }
+    }
+    d.insert(0, b'1');
+    *digits = String::from_utf8(d).unwrap_or_default();
+}
+
+/// Whether `digits × 10^exp10` (non-negative) is greater than the integer `limit`.
+fn exceeds(digits: &str, exp10: i32, limit: &str) -> bool {
+    let int_len = i64::try_from(digits.len()).unwrap_or(i64::MAX) + i64::from(exp10);
+    let limit_len = i64::try_from(limit.len()).unwrap_or(i64::MAX);
+    if int_len != limit_len {
+        return int_len > limit_len;
+    }
+    // Same number of integer digits: compare them, then any fraction makes it larger.
+    let int_len = usize::try_from(int_len).unwrap_or(0);
+    let mut int: String = digits.chars().take(int_len).collect();
+    while int.len() < int_len {
+        int.push('0');
+    }
+    match int.as_str().cmp(limit) {
+        std::cmp::Ordering::Equal => digits.len() > int_len,
+        o => o == std::cmp::Ordering::Greater,
+    }
 }
 
 #[cfg(test)]
@@ -784,9 +1000,116 @@ mod tests {
         assert!(parse_quantity("0").unwrap().is_zero());
         assert!(parse_quantity("-0.0").unwrap().is_zero());
         assert!(!parse_quantity("-0.0").unwrap().negative);
-        for bad in ["", "abc", "1x", "1..2", "--1", "1e", "1K", "."] {
+        for bad in [
+            "", "abc", "1x", "1..2", "--1", "1e", "1K", "0x10", " 1", "1 ",
+        ] {
             assert!(parse_quantity(bad).is_err(), "{bad:?} should fail");
         }
+    }
+
+    /// Item 3: apimachinery's `ParseQuantity`, case by case: which texts it accepts, its three
+    /// errors, nano rounding away from zero, the BinarySI cap, and the spelling it keeps.
+    #[test]
+    fn item_3_quantities_parse_as_apimachinery_parses_them() {
+        let err = |s: &str| parse_quantity(s).err();
+        for s in ["", "abc", "0x10", "1..2", "1e3.5", " 1", "1 ", "1.5.", "x1"] {
+            assert_eq!(err(s), Some(QuantityError::Format), "{s:?}");
+        }
+        for s in [
+            "1e", "1K", "1mi", "1Ki2", "1e+", "1E-", "1ee3", "1kk", "--1",
+        ] {
+            assert_eq!(err(s), Some(QuantityError::Suffix), "{s:?}");
+        }
+        for s in ["Ei", "Pi", ".Ei", "-.Pi"] {
+            assert_eq!(err(s), Some(QuantityError::Numeric), "{s:?}");
+        }
+        // Texts Go reads as zero.
+        for s in ["-", "+", ".", "m", "Ki", "Ti", "-0", "000", "0.000", "+.k"] {
+            let q = parse_quantity(s).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            assert!(q.is_zero(), "{s:?}");
+            assert_eq!(q.canonical(), "0", "{s:?}");
+        }
+        let text = |s: &str| parse_quantity(s).map(|q| q.canonical()).unwrap_or_default();
+        // The spelling Go keeps (its int64 fast path, canonical scale, no trailing 000 and no
+        // leading 0) and the canonical form otherwise.
+        for (input, printed) in [
+            ("+1", "+1"),
+            ("1E3", "1E3"),
+            ("1e3", "1e3"),
+            ("050m", "050m"),
+            ("500m", "500m"),
+            ("1.", "1."),
+            ("3Mi", "3Mi"),
+            ("1000", "1k"),
+            ("0.5", "500m"),
+            ("1.5", "1500m"),
+            ("8Ki", "8Ki"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("500u", "500u"),
+            ("100n", "100n"),
+            ("1500u", "1500u"),
+            ("1.5m", "1500u"),
+            ("-100m", "-100m"),
+            ("0.0001Ki", "102400u"),
+        ] {
+            assert_eq!(text(input), printed, "{input:?}");
+        }
+        // Finer than nano: rounded up, away from zero.
+        assert_eq!(text("0.1n"), "1n");
+        assert_eq!(text("1.0000000001"), "1000000001n");
+        assert_eq!(text("-0.1n"), "-1n");
+        assert_eq!(text("0.0000000001Ki"), "103n");
+        // BinarySI beyond 2^63-1 is capped (DecimalSI is not).
+        assert_eq!(text("8Ei"), "9223372036854775807");
+        assert_eq!(text("-16Ei"), "-9223372036854775807");
+        assert_eq!(text("9E"), "9E");
+        assert_eq!(text("10E"), "10E");
+        // MilliValue and Value round away from zero.
+        let milli = |s: &str| parse_quantity(s).ok().and_then(|q| q.milli_value());
+        assert_eq!(milli("100u"), Some(1));
+        assert_eq!(milli("-100u"), Some(-1));
+        assert_eq!(milli("-1500u"), Some(-2));
+        assert_eq!(milli("1500u"), Some(2));
+    }
+
+    /// Item 3: a quantity in JSON is trimmed first (`UnmarshalJSON`), `null` is zero, and a
+    /// decode error carries apimachinery's text first.
+    #[test]
+    fn item_3_json_quantities_trim_and_refuse_as_go() {
+        let q: Quantity = serde_json::from_str("\" 1Gi \"").unwrap();
+        assert_eq!(q.value().canonical(), "1Gi");
+        assert_eq!(
+            q.text(),
+            " 1Gi ",
+            "the text as written is kept for the patch diff"
+        );
+        let z: Quantity = serde_json::from_str("null").unwrap();
+        assert!(z.value().is_zero());
+        let e = serde_json::from_str::<Quantity>("\"abc\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': \"abc\""
+            ),
+            "{e}"
+        );
+        let e = serde_json::from_str::<Quantity>("true")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("quantities must match"), "{e}");
+        let rl = decode_resource_list(r#"{"cpu":" 2 ","memory":null}"#).unwrap();
+        assert_eq!(rl["cpu"].canonical(), "2");
+        assert!(rl["memory"].is_zero());
+        assert_eq!(
+            decode_resource_list(r#"{"cpu":"1e"}"#),
+            Err("unable to parse quantity's suffix".to_owned())
+        );
+        assert_eq!(
+            decode_resource_list("[1]"),
+            Err("json: cannot unmarshal array into Go value of type v1.ResourceList".to_owned())
+        );
     }
 
     /// Found by the `quantity_duration` fuzz target: 38 significant digits overflowed while
@@ -887,6 +1210,66 @@ mod tests {
     }
 }
 
+/// How Go's `UnmarshalTypeError` names the kind of a JSON value (`string`, `array`…; `number`
+/// when the target is not numeric). `null` never fails a Go decode; it is named for completeness.
+pub fn go_json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+/// Decodes `text` as Go's `json.Unmarshal` into a `map[string]T` whose Go type is `go_type`:
+/// invalid JSON and a non-object fail with Go's texts, `null` is an empty map, duplicate keys keep
+/// the last value, and `value` converts each entry (`Ok(None)` leaves it out).
+pub fn decode_go_map<T>(
+    text: &str,
+    go_type: &str,
+    value: impl Fn(serde_json::Value) -> Result<Option<T>, String>,
+) -> Result<std::collections::BTreeMap<String, T>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
+    let mut out = std::collections::BTreeMap::new();
+    match v {
+        serde_json::Value::Null => {}
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                if let Some(t) = value(v)? {
+                    out.insert(k, t);
+                }
+            }
+        }
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type {go_type}",
+                go_json_kind(&other)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes `text` as Go decodes a `corev1.ResourceList`: each value through
+/// `Quantity.UnmarshalJSON` (a string's content trimmed and parsed, a number's text parsed,
+/// `null` the zero quantity, anything else refused), errors in Go's words.
+pub fn decode_resource_list(
+    text: &str,
+) -> Result<std::collections::BTreeMap<String, ParsedQuantity>, String> {
+    decode_go_map(text, "v1.ResourceList", |v| {
+        let parsed = match &v {
+            serde_json::Value::Null => Ok(ParsedQuantity::zero()),
+            serde_json::Value::String(s) => parse_quantity(s.trim()),
+            serde_json::Value::Number(n) => parse_quantity(&n.to_string()),
+            _ => Err(QuantityError::Format),
+        };
+        parsed.map(Some).map_err(|e| e.to_string())
+    })
+}
+
 /// The text Go's `encoding/json` gives when `input` is not valid JSON, for upstream messages
 /// that embed it (`invalid character 'g' looking for beginning of value`,
 /// `unexpected end of JSON input`).
@@ -911,20 +1294,117 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
         }
     };
     let msg = e.to_string();
+    // Everything before the offending character, for the scanner state Go names.
+    let mut before: String = input
+        .lines()
+        .take(e.line().saturating_sub(1))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    before.extend(line.chars().take(e.column().saturating_sub(1)));
     let context = if msg.starts_with("expected `,` or `}`") {
-        "after object key:value pair"
+        "after object key:value pair".to_owned()
     } else if msg.starts_with("expected `,` or `]`") {
-        "after array element"
+        "after array element".to_owned()
     } else if msg.starts_with("expected `:`") {
-        "after object key"
+        "after object key".to_owned()
     } else if msg.starts_with("key must be a string") {
-        "looking for beginning of object key string"
+        "looking for beginning of object key string".to_owned()
     } else if msg.starts_with("trailing characters") {
-        "after top-level value"
+        "after top-level value".to_owned()
+    } else if msg.starts_with("trailing comma") && c == '}' {
+        "looking for beginning of object key string".to_owned()
+    } else if msg.starts_with("expected ident") {
+        literal_context(&before)
+    } else if msg.starts_with("invalid number") {
+        number_context(&before, c)
+    } else if msg.starts_with("invalid escape") || msg.starts_with("invalid unicode") {
+        if before
+            .rsplit_once("\\u")
+            .is_some_and(|(_, hex)| hex.len() < 4)
+        {
+            "in \\u hexadecimal character escape".to_owned()
+        } else {
+            "in string escape code".to_owned()
+        }
+    } else if msg.starts_with("control character") {
+        "in string literal".to_owned()
     } else {
-        "looking for beginning of value"
+        "looking for beginning of value".to_owned()
     };
     format!("invalid character {quoted} {context}")
+}
+
+/// Go's words for a bad character inside `true`, `false` or `null`: which literal, and the
+/// character it expected.
+fn literal_context(before: &str) -> String {
+    let prefix: String = before
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let literal = ["true", "false", "null"]
+        .into_iter()
+        .find(|l| l.starts_with(&prefix) && !prefix.is_empty())
+        .unwrap_or("true");
+    let expected = literal.chars().nth(prefix.len()).unwrap_or('e');
+    format!("in literal {literal} (expecting '{expected}')")
+}
+
+/// Go's words for a bad character in or right after a number, from the number's text so far.
+fn number_context(before: &str, c: char) -> String {
+    let number: String = before
+        .chars()
+        .rev()
+        .take_while(|ch| ch.is_ascii_digit() || matches!(ch, '.' | 'e' | 'E' | '+' | '-'))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let digits = number.trim_start_matches('-');
+    if digits.ends_with('.') {
+        "after decimal point in numeric literal".to_owned()
+    } else if digits.ends_with(['e', 'E', '+', '-']) {
+        "in exponent of numeric literal".to_owned()
+    } else if digits.is_empty() {
+        "in numeric literal".to_owned()
+    } else if digits == "0" && c.is_ascii_digit() {
+        // `01`: Go ends the number at `0` and then finds a digit where a separator goes.
+        match innermost_container(before) {
+            Some('{') => "after object key:value pair".to_owned(),
+            Some(_) => "after array element".to_owned(),
+            None => "after top-level value".to_owned(),
+        }
+    } else {
+        "in numeric literal".to_owned()
+    }
+}
+
+/// The innermost open `{` or `[` of JSON text (strings skipped), if any.
+fn innermost_container(text: &str) -> Option<char> {
+    let (mut stack, mut in_string, mut escaped) = (Vec::new(), false, false);
+    for ch in text.chars() {
+        if in_string {
+            match (escaped, ch) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match ch {
+            '"' => in_string = true,
+            '{' | '[' => stack.push(ch),
+            '}' | ']' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    stack.last().copied()
 }
 
 #[cfg(test)]
@@ -950,5 +1430,56 @@ mod json_error_tests {
         );
         assert_eq!(err("[1 2]"), "invalid character '2' after array element");
         assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
+    }
+
+    /// Item 5: the scanner states Go names inside literals, numbers and strings.
+    #[test]
+    fn item_5_go_texts_inside_values() {
+        for (input, go) in [
+            (
+                "{\"cpu\": 1,}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            (
+                "[1,]",
+                "invalid character ']' looking for beginning of value",
+            ),
+            (
+                "{\"a\":tru}",
+                "invalid character '}' in literal true (expecting 'e')",
+            ),
+            (
+                "{\"a\":nul}",
+                "invalid character '}' in literal null (expecting 'l')",
+            ),
+            (
+                "{\"a\":fx}",
+                "invalid character 'x' in literal false (expecting 'a')",
+            ),
+            (
+                "{\"a\":1.}",
+                "invalid character '}' after decimal point in numeric literal",
+            ),
+            ("{\"a\":-}", "invalid character '}' in numeric literal"),
+            (
+                "{\"a\":1e}",
+                "invalid character '}' in exponent of numeric literal",
+            ),
+            (
+                "{\"a\":01}",
+                "invalid character '1' after object key:value pair",
+            ),
+            ("[01]", "invalid character '1' after array element"),
+            (
+                "{\"a\":\"\\x\"}",
+                "invalid character 'x' in string escape code",
+            ),
+            (
+                "{\"a\":\"\u{1}\"}",
+                "invalid character '\\x01' in string literal",
+            ),
+        ] {
+            assert_eq!(err(input), go, "{input:?}");
+        }
     }
 }

@@ -15,8 +15,8 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::field::{ErrorList, FieldError};
 use crate::gates::FeatureGates;
@@ -193,6 +193,13 @@ pub trait Validator: Send + Sync + 'static {
     /// Runs every rule; all errors are collected.
     fn validate(&self, req: &Request<Self::Object>, ctx: &Context) -> Verdict;
 
+    /// What Go's typed decoder refuses in a decoded object that serde accepted (quantities,
+    /// which k8s-openapi keeps as text): an `Err` is answered as a decode error, as upstream
+    /// answers it. Checked on the object and on the old object.
+    fn check_decoded(&self, _object: &Self::Object) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Turns the errors into the denial's status. Override to match an upstream's wording.
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         invalid_status(&req.kind.kind, &req.name, errors)
@@ -211,6 +218,12 @@ pub trait Mutator: Send + Sync + 'static {
     /// decoded and re-encoded object must equal itself, so only real edits show in the diff.
     /// `PartialEq` lets the kit skip all patch work when the mutator changed nothing.
     type Object: DeserializeOwned + Serialize + Clone + PartialEq + Send + Sync;
+
+    /// What Go's typed decoder refuses in a decoded object that serde accepted (see
+    /// [`Validator::check_decoded`]).
+    fn check_decoded(&self, _object: &Self::Object) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
     fn mutate(
@@ -254,6 +267,18 @@ impl ReviewError {
         }
     }
 
+    /// controller-runtime's message for this error: the decoder's text as it is (a quantity's
+    /// error starts with apimachinery's words), `there is no content to decode` for a missing
+    /// object.
+    fn errored_text(&self) -> String {
+        match self {
+            Self::NoObject(..) => "there is no content to decode".to_owned(),
+            Self::Object("object", e) => e.clone(),
+            Self::Object(what, e) => format!("{e} (in {what})"),
+            other => other.to_string(),
+        }
+    }
+
     /// controller-runtime's answer for this error: the review refused with `code: 400` and the
     /// error as message (its `Errored(http.StatusBadRequest, err)`), in `api_version` and
     /// echoing `uid`.
@@ -263,7 +288,7 @@ impl ReviewError {
             crate::review::Response {
                 uid,
                 allowed: false,
-                status: Some(Status::errored(400, self.to_string())),
+                status: Some(Status::errored(400, self.errored_text())),
                 ..crate::review::Response::default()
             },
         )
@@ -354,6 +379,18 @@ pub fn review_body(
 
 fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
     serde_json::from_str(raw.get()).map_err(|e| ReviewError::Object(what, e.to_string()))
+}
+
+/// Runs a handler's post-decode check on the object and the old object.
+fn checked<T>(
+    d: Decoded<T>,
+    check: impl Fn(&T) -> Result<(), String>,
+) -> Result<Decoded<T>, ReviewError> {
+    check(&d.req.object).map_err(|e| ReviewError::Object("object", e))?;
+    if let Some(old) = &d.req.old_object {
+        check(old).map_err(|e| ReviewError::Object("oldObject", e))?;
+    }
+    Ok(d)
 }
 
 fn is_null(raw: &Option<Box<RawValue>>) -> bool {
@@ -485,7 +522,7 @@ pub struct Validating<V>(pub V);
 
 impl<V: Validator> Handler for Validating<V> {
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        let d = decode::<V::Object>(review)?;
+        let d = checked(decode::<V::Object>(review)?, |o| self.0.check_decoded(o))?;
         let verdict = self.0.validate(&d.req, ctx);
         let decision = decision_of(&d.req, &verdict, false);
         let status = if verdict.errors.is_empty() {
@@ -509,7 +546,7 @@ pub struct Mutating<M>(pub M);
 
 impl<M: Mutator> Handler for Mutating<M> {
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        let d = decode::<M::Object>(review)?;
+        let d = checked(decode::<M::Object>(review)?, |o| self.0.check_decoded(o))?;
         let mut edited = d.req.object.clone();
         let verdict = self.0.mutate(&d.req, &mut edited, ctx);
         if !verdict.allowed() {
@@ -556,7 +593,11 @@ pub fn typed_patch<T: Serialize>(
 ) -> Result<Option<Vec<u8>>, ReviewError> {
     let enc =
         |t: &T| serde_json::to_value(t).map_err(|e| ReviewError::Object("object", e.to_string()));
-    let edit = json_patch::diff(&enc(before)?, &enc(after)?);
+    let before = enc(before)?;
+    let mut after = enc(after)?;
+    drop_emptied_maps(&before, &mut after);
+    let mut edit = json_patch::diff(&before, &after);
+    edit.0.retain(|op| !adds_nothing(&before, op));
     if edit.0.is_empty() {
         return Ok(None);
     }
@@ -577,6 +618,51 @@ pub fn typed_patch<T: Serialize>(
     serde_json::to_vec(&patch)
         .map(Some)
         .map_err(|e| ReviewError::Object("patch", e.to_string()))
+}
+
+/// `null`, `{}`, `[]`, or an object of only such values: what a Go decoder reads as absent.
+pub(crate) fn go_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.values().all(go_empty),
+        _ => false,
+    }
+}
+
+/// Whether `op` adds an empty value (`resources: {}`) under a key `doc` lacks: it changes the
+/// text but nothing a decoder reads, so it is left out of the patch (issue 14 item 5). Typed
+/// objects create such values when a rule reaches into an absent parent and writes nothing.
+pub(crate) fn adds_nothing(doc: &Value, op: &PatchOperation) -> bool {
+    let PatchOperation::Add(a) = op else {
+        return false;
+    };
+    let path = a.path.as_str();
+    let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+    go_empty(&a.value)
+        && doc.pointer(path).is_none()
+        && doc.pointer(parent).is_some_and(Value::is_object)
+}
+
+/// Go's `omitempty` on `metadata.labels` and `metadata.annotations`: when a mutation removed
+/// the last entry, upstream's re-encoded object has no map at all, so its patch removes the map
+/// (issue 14 item 5). A map that was already empty is left alone (no patch noise, FIX F-1).
+fn drop_emptied_maps(before: &Value, after: &mut Value) {
+    let Some(meta) = after.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in ["labels", "annotations"] {
+        let was_filled = before["metadata"][key]
+            .as_object()
+            .is_some_and(|m| !m.is_empty());
+        let now_empty = meta
+            .get(key)
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty);
+        if was_filled && now_empty {
+            meta.remove(key);
+        }
+    }
 }
 
 /// Applies diff operations, creating missing parents instead of failing.
@@ -763,5 +849,66 @@ mod tests {
         assert_eq!(out["spec"]["items"], serde_json::json!([{"grace":"2s"}]));
         let (_, out) = run(raw, |o| o.spec.items.push(Item::default()));
         assert_eq!(out["spec"]["items"].as_array().unwrap().len(), 3);
+    }
+
+    /// Item 5: Go's `omitempty` drops an emptied labels or annotations map, so the patch removes
+    /// the map; a map that was already empty is not touched.
+    #[test]
+    fn item_5_removing_the_last_annotation_removes_the_map() {
+        let patched = |raw: &str, edit: &dyn Fn(&mut Value)| {
+            let rv = RawValue::from_string(raw.to_owned()).unwrap();
+            let before: Value = serde_json::from_str(raw).unwrap();
+            let mut after = before.clone();
+            edit(&mut after);
+            let p = typed_patch(&rv, &before, &after).unwrap();
+            (p.clone(), apply(raw, p))
+        };
+        let raw = r#"{"metadata":{"name":"n","annotations":{"a":"1"},"labels":{}}}"#;
+        let (p, out) = patched(raw, &|v| {
+            v["metadata"]["annotations"]
+                .as_object_mut()
+                .unwrap()
+                .remove("a");
+        });
+        let ops: Value = serde_json::from_slice(&p.unwrap()).unwrap();
+        assert_eq!(
+            ops,
+            serde_json::json!([{"op": "remove", "path": "/metadata/annotations"}])
+        );
+        assert_eq!(
+            out,
+            serde_json::json!({"metadata": {"name": "n", "labels": {}}})
+        );
+        // Not the last one: only that entry goes.
+        let raw = r#"{"metadata":{"annotations":{"a":"1","b":"2"}}}"#;
+        let (_, out) = patched(raw, &|v| {
+            v["metadata"]["annotations"]
+                .as_object_mut()
+                .unwrap()
+                .remove("a");
+        });
+        assert_eq!(
+            out["metadata"]["annotations"],
+            serde_json::json!({"b": "2"})
+        );
+    }
+
+    /// Item 5: an empty value added where the object had nothing (`resources: {}`) is not a
+    /// patch operation; the same add beside a real edit leaves only the real edit.
+    #[test]
+    fn item_5_adding_an_empty_value_is_not_a_patch_operation() {
+        let raw = r#"{"spec":{"containers":[{"name":"a"}]}}"#;
+        let rv = RawValue::from_string(raw.to_owned()).unwrap();
+        let before: Value = serde_json::from_str(raw).unwrap();
+        let mut after = before.clone();
+        after["spec"]["containers"][0]["resources"] = serde_json::json!({"limits": {}});
+        assert_eq!(typed_patch(&rv, &before, &after).unwrap(), None);
+        after["spec"]["schedulerName"] = Value::String("s".into());
+        let ops: Value =
+            serde_json::from_slice(&typed_patch(&rv, &before, &after).unwrap().unwrap()).unwrap();
+        assert_eq!(
+            ops,
+            serde_json::json!([{"op": "add", "path": "/spec/schedulerName", "value": "s"}])
+        );
     }
 }

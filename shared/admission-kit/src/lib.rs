@@ -35,6 +35,7 @@ pub mod state;
 pub mod telemetry;
 pub mod tls;
 pub mod trim;
+pub mod variants;
 
 pub use app::{App, DecodeErrors, FailurePolicy, Target, WebhookKind};
 pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};

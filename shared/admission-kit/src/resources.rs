@@ -69,7 +69,7 @@ impl Amount {
     /// unparsable text counts as zero, a value beyond 128-bit thousandths as the largest one.
     /// The quota path uses [`Amount::try_of`] instead, which never guesses.
     pub fn of(q: &Quantity) -> Self {
-        match GoQuantity::parse(&q.0) {
+        match GoQuantity::from_json_text(&q.0) {
             Ok(p) => Self {
                 milli: p
                     .value()
@@ -90,9 +90,9 @@ impl Amount {
 
     /// Parses the quantity of `resource` exactly, or says why it cannot be counted.
     pub fn try_of(resource: &str, q: &Quantity) -> Result<Self, AmountError> {
-        let p = GoQuantity::parse(&q.0).map_err(|e| AmountError::Unparsable {
+        let p = GoQuantity::from_json_text(&q.0).map_err(|e| AmountError::Unparsable {
             resource: resource.to_owned(),
-            message: e.to_string(),
+            message: format!("{e}: {}", crate::field::go_quote(&q.0)),
         })?;
         Self::try_from_parsed(resource, &q.0, p.value())
     }
@@ -125,9 +125,10 @@ impl Amount {
         self.milli % 1000 == 0
     }
 
-    /// The value rounded up to a whole number (Go's `Value()`).
-    pub fn ceil(&self) -> i128 {
-        self.milli.div_euclid(1000) + i128::from(self.milli.rem_euclid(1000) != 0)
+    /// The value rounded to a whole number away from zero, as Go's `Value()` rounds (`100m` is
+    /// 1, `-100m` is -1).
+    pub fn value(&self) -> i128 {
+        self.milli / 1000 + (self.milli % 1000).signum()
     }
 }
 
@@ -254,6 +255,155 @@ fn pod_request_with(
     Ok(reqs)
 }
 
+/// A quantity Go's typed decoder refuses while k8s-openapi's `Quantity` (plain text) accepts it:
+/// the object does not decode (answered as a decode error, as upstream answers it). The text
+/// starts with apimachinery's; the value and its path follow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}: {} at {path}", crate::field::go_quote(text))]
+pub struct BadQuantity {
+    /// Where it is (`spec.containers[0].resources.limits.cpu`).
+    pub path: String,
+    /// The text as sent.
+    pub text: String,
+    /// Why it does not parse.
+    pub error: crate::go::QuantityError,
+}
+
+/// Checks one quantity as `Quantity.UnmarshalJSON` would.
+pub fn check_quantity(path: &str, q: &Quantity) -> Result<(), BadQuantity> {
+    GoQuantity::from_json_text(&q.0)
+        .map(drop)
+        .map_err(|error| BadQuantity {
+            path: path.to_owned(),
+            text: q.0.clone(),
+            error,
+        })
+}
+
+/// Checks every quantity of a resource list.
+pub fn check_list(path: &str, rl: Option<&ResourceList>) -> Result<(), BadQuantity> {
+    rl.into_iter()
+        .flatten()
+        .try_for_each(|(k, v)| check_quantity(&format!("{path}.{k}"), v))
+}
+
+/// Checks the limits and requests of a container's (or pod's) resources.
+pub fn check_requirements(
+    path: &str,
+    r: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
+) -> Result<(), BadQuantity> {
+    let Some(r) = r else { return Ok(()) };
+    check_list(&format!("{path}.limits"), r.limits.as_ref())?;
+    check_list(&format!("{path}.requests"), r.requests.as_ref())
+}
+
+/// Checks the resource-field divisors of environment variables.
+pub fn check_env(
+    path: &str,
+    env: Option<&Vec<k8s_openapi::api::core::v1::EnvVar>>,
+) -> Result<(), BadQuantity> {
+    for (i, e) in env.into_iter().flatten().enumerate() {
+        let divisor = e
+            .value_from
+            .as_ref()
+            .and_then(|v| v.resource_field_ref.as_ref())
+            .and_then(|r| r.divisor.as_ref());
+        if let Some(d) = divisor {
+            check_quantity(
+                &format!("{path}[{i}].valueFrom.resourceFieldRef.divisor"),
+                d,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks every quantity a `PodSpec` holds: containers of each kind (resources, env divisors),
+/// pod-level resources, overhead, and volumes (emptyDir size, downward API divisors, generic
+/// ephemeral claims).
+pub fn check_pod_spec(path: &str, spec: &PodSpec) -> Result<(), BadQuantity> {
+    let containers = |name: &str, list: &[Container]| -> Result<(), BadQuantity> {
+        for (i, c) in list.iter().enumerate() {
+            let p = format!("{path}.{name}[{i}]");
+            check_requirements(&format!("{p}.resources"), c.resources.as_ref())?;
+            check_env(&format!("{p}.env"), c.env.as_ref())?;
+        }
+        Ok(())
+    };
+    containers(
+        "initContainers",
+        spec.init_containers.as_deref().unwrap_or_default(),
+    )?;
+    containers("containers", &spec.containers)?;
+    for (i, c) in spec.ephemeral_containers.iter().flatten().enumerate() {
+        let p = format!("{path}.ephemeralContainers[{i}]");
+        check_requirements(&format!("{p}.resources"), c.resources.as_ref())?;
+        check_env(&format!("{p}.env"), c.env.as_ref())?;
+    }
+    check_list(&format!("{path}.overhead"), spec.overhead.as_ref())?;
+    check_requirements(&format!("{path}.resources"), spec.resources.as_ref())?;
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let p = format!("{path}.volumes[{i}]");
+        if let Some(size) = v.empty_dir.as_ref().and_then(|e| e.size_limit.as_ref()) {
+            check_quantity(&format!("{p}.emptyDir.sizeLimit"), size)?;
+        }
+        let divisors =
+            |p: &str, items: Option<&Vec<k8s_openapi::api::core::v1::DownwardAPIVolumeFile>>| {
+                items
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                    .try_for_each(|(j, f)| {
+                        match f
+                            .resource_field_ref
+                            .as_ref()
+                            .and_then(|r| r.divisor.as_ref())
+                        {
+                            Some(d) => check_quantity(
+                                &format!("{p}.items[{j}].resourceFieldRef.divisor"),
+                                d,
+                            ),
+                            None => Ok(()),
+                        }
+                    })
+            };
+        divisors(
+            &format!("{p}.downwardAPI"),
+            v.downward_api.as_ref().and_then(|d| d.items.as_ref()),
+        )?;
+        for (k, s) in v
+            .projected
+            .iter()
+            .flat_map(|p| p.sources.iter().flatten())
+            .enumerate()
+        {
+            divisors(
+                &format!("{p}.projected.sources[{k}].downwardAPI"),
+                s.downward_api.as_ref().and_then(|d| d.items.as_ref()),
+            )?;
+        }
+        if let Some(r) = v
+            .ephemeral
+            .as_ref()
+            .and_then(|e| e.volume_claim_template.as_ref())
+            .and_then(|t| t.spec.resources.as_ref())
+        {
+            let p = format!("{p}.ephemeral.volumeClaimTemplate.spec.resources");
+            check_list(&format!("{p}.limits"), r.limits.as_ref())?;
+            check_list(&format!("{p}.requests"), r.requests.as_ref())?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check_pod_spec`] on a Pod's spec, as the text a handler's `check_decoded` returns.
+pub fn check_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<(), String> {
+    pod.spec
+        .as_ref()
+        .map_or(Ok(()), |s| check_pod_spec("spec", s))
+        .map_err(|e| e.to_string())
+}
+
 /// `name=quantity` pairs, sorted by name, joined by `,`.
 pub fn list_text(a: &Amounts) -> String {
     a.iter()
@@ -262,12 +412,18 @@ pub fn list_text(a: &Amounts) -> String {
         .join(",")
 }
 
-/// A resource list as compact JSON with sorted keys and canonical quantities.
+/// The text Go prints for a decoded quantity (`Quantity.String()`): the exact value, sub-milli
+/// digits included, in canonical form or as written where Go keeps the spelling
+/// ([`ParsedQuantity::canonical`]). Text that does not parse is returned as it is (the decode
+/// checks refuse it before any rule prints it).
+pub fn go_text(q: &Quantity) -> String {
+    GoQuantity::from_json_text(&q.0).map_or_else(|_| q.0.clone(), |p| p.value().canonical())
+}
+
+/// A resource list as compact JSON with sorted keys and quantities as Go prints them
+/// ([`go_text`]).
 pub fn canonical_json(rl: &ResourceList) -> String {
-    let m: BTreeMap<&str, String> = rl
-        .iter()
-        .map(|(k, v)| (k.as_str(), Amount::of(v).canonical()))
-        .collect();
+    let m: BTreeMap<&str, String> = rl.iter().map(|(k, v)| (k.as_str(), go_text(v))).collect();
     serde_json::to_string(&m).unwrap_or_default()
 }
 
@@ -347,6 +503,7 @@ mod tests {
             r["cpu"].milli, 9_223_372_036_854_776_000,
             "past i64::MAX, exact"
         );
-        assert_eq!(r["memory"].canonical(), "8Ei");
+        // Go caps a BinarySI value at 2^63-1 when it parses it (8Ei is 2^63).
+        assert_eq!(r["memory"].canonical(), "9223372036854775807");
     }
 }

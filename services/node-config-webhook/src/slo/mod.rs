@@ -99,24 +99,24 @@ pub struct Parsed {
     pub strategies: Vec<Strategy>,
 }
 
-fn json_kind(v: &Value) -> String {
+/// How Go's `UnmarshalTypeError` names a JSON value: a number is named with its text only when
+/// the target is numeric (it failed to parse as that number), otherwise `number`.
+fn json_kind(v: &Value, numeric_target: bool) -> String {
     match v {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "bool".into(),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(_) => "string".into(),
-        Value::Array(_) => "array".into(),
-        Value::Object(_) => "object".into(),
+        Value::Number(n) if numeric_target => format!("number {n}"),
+        other => admission_kit::go::go_json_kind(other).to_owned(),
     }
 }
 
+/// The Go type a message names. `intstr.IntOrString` decodes a non-string into its `int32`
+/// (`IntVal`), so its errors name `int32`.
 fn go_type(ty: Ty) -> &'static str {
     match ty {
         Ty::Int => "int64",
         Ty::Float => "float64",
         Ty::Bool => "bool",
         Ty::Str => "string",
-        Ty::IntOrStr => "intstr.IntOrString",
+        Ty::IntOrStr => "int32",
         Ty::Selector => "v1.LabelSelector",
         Ty::Obj(_) | Ty::Inline(_) | Ty::Any => "struct",
         Ty::ObjArr(_) => "[]struct",
@@ -144,7 +144,7 @@ fn type_error(obj: &Map<String, Value>, fields: &[F], root: &str, path: &str) ->
         let bad = || {
             Some(format!(
                 "json: cannot unmarshal {} into Go struct field {root}.{field} of type {}",
-                json_kind(v),
+                json_kind(v, matches!(f.ty, Ty::Int | Ty::Float | Ty::IntOrStr)),
                 go_type(f.ty)
             ))
         };
@@ -153,7 +153,11 @@ fn type_error(obj: &Map<String, Value>, fields: &[F], root: &str, path: &str) ->
             Ty::Float if !v.is_number() => return bad(),
             Ty::Bool if !v.is_boolean() => return bad(),
             Ty::Str if !v.is_string() => return bad(),
-            Ty::IntOrStr if !(v.is_i64() || v.is_u64() || v.is_string()) => return bad(),
+            Ty::IntOrStr
+                if !(v.is_string() || v.as_i64().is_some_and(|n| i32::try_from(n).is_ok())) =>
+            {
+                return bad();
+            }
             Ty::Selector if serde_json::from_value::<LabelSelector>(v.clone()).is_err() => {
                 return bad();
             }
@@ -216,7 +220,7 @@ pub fn parse(
                 key.kind,
                 format!(
                     "json: cannot unmarshal {} into Go value of type configuration.{}",
-                    json_kind(other),
+                    json_kind(other, false),
                     key.root
                 ),
             ));

@@ -345,3 +345,50 @@ fn aggregate_drops_duplicates_and_brackets_several() {
         "[a: Required value: x, a: Required value: y]"
     );
 }
+
+/// Item 3: a quantity `ParseQuantity` rejects (minimum resources, a replica's pod template)
+/// fails the Training Operator's decode: refused with code 400 and apimachinery's text.
+#[test]
+fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
+    let mut with_template = replica("pytorch", "img", Some(1));
+    with_template["template"]["spec"]["containers"][0]["resources"] =
+        json!({"requests": {"memory": "1Gi2"}});
+    for (spec, expected, at) in [
+        (
+            json!({"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "abc"}}},
+                   "pytorchReplicaSpecs": {"Master": replica("pytorch", "img", Some(1))}}),
+            "quantities must match the regular expression",
+            "spec.runPolicy.schedulingPolicy.minResources.cpu",
+        ),
+        (
+            json!({"pytorchReplicaSpecs": {"Master": with_template}}),
+            "unable to parse quantity's suffix",
+            "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources.requests.memory",
+        ),
+    ] {
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "t-3", "operation": "CREATE", "object": job("train", spec)}});
+        let a = admission_kit::fixtures::answer_in_process(
+            &crate::app(),
+            "/validate-kubeflow-org-v1-pytorchjob",
+            &review,
+            &[],
+        )
+        .unwrap();
+        let r = &a["response"];
+        assert_eq!(
+            (
+                r["uid"].as_str(),
+                r["allowed"].as_bool(),
+                r["status"]["code"].as_i64()
+            ),
+            (Some("t-3"), Some(false), Some(400)),
+            "{a}"
+        );
+        let message = r["status"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(expected) && message.ends_with(at),
+            "{message}"
+        );
+    }
+}
