@@ -135,6 +135,22 @@ pub fn run(
     Ok(report)
 }
 
+/// The test each service runs: [`run`] over its domain's cases with [`bounds_from_env`],
+/// printing the report and panicking with every broken property (and when too few variants
+/// ran to mean anything).
+pub fn check_domain(app: &App, manifest_dir: &str, domain: &str) {
+    let (per_case, seed) = bounds_from_env();
+    let root = crate::fixtures::fixtures_root(manifest_dir);
+    let report = run(app, &root, domain, per_case, seed).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{domain} (seed {seed}, {per_case} per case): {report}");
+    assert!(report.variants >= 1000, "{report}");
+    assert!(
+        report.failures.is_empty(),
+        "{report}\n{}",
+        report.failures.join("\n")
+    );
+}
+
 /// Checks one answer; `Some(why)` when a property is broken.
 fn check(
     mode: DecodeErrors,
