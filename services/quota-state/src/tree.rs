@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use admission_kit::Operation;
-use admission_kit::resources::{Amount, Amounts, add, amounts};
+use admission_kit::resources::{Amount, Amounts, add, amounts, cmp_quantities, go_text};
 
 use crate::types::{ElasticQuota, ResourceList};
 
@@ -312,8 +312,13 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     }
     let sw = annotation(q, SHARED_WEIGHT);
     if !sw.is_empty() {
-        let list: Option<ResourceList> = serde_json::from_str(sw).map_err(|e| e.to_string())?;
-        let neg = neg_keys(&list);
+        // Decoded as Go decodes a ResourceList: its JSON and quantity errors in Go's words.
+        let parsed = admission_kit::go::decode_resource_list(sw)?;
+        let neg: Vec<String> = parsed
+            .iter()
+            .filter(|(_, q)| q.negative && !q.is_zero())
+            .map(|(k, _)| k.clone())
+            .collect();
         if !neg.is_empty() {
             return Err(format!(
                 "{name} quota.Annotation[{SHARED_WEIGHT}]'s value < 0, in dimension :[{}]",
@@ -329,11 +334,11 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
                     "resourceKey {k} of quota {name} is included in min, which is not included in max"
                 ));
             }
-            Some(m) if Amount::of(v).milli > Amount::of(m).milli => {
+            Some(m) if cmp_quantities(v, m).is_gt() => {
                 return Err(format!(
                     "resourceKey {k} of quota {name} min {} > max {}",
-                    Amount::of(v).canonical(),
-                    Amount::of(m).canonical()
+                    go_text(v),
+                    go_text(m)
                 ));
             }
             _ => {}
@@ -357,11 +362,11 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
                         "resourceKey {k} of quota {name} is included in used, which is not included in max but should check max >= used"
                     ));
                 }
-                Some(m) if Amount::of(m).milli < Amount::of(u).milli => {
+                Some(m) if cmp_quantities(m, u).is_lt() => {
                     return Err(format!(
                         "resourceKey {k} of quota {name} max {} < used {}",
-                        Amount::of(m).canonical(),
-                        Amount::of(u).canonical()
+                        go_text(m),
+                        go_text(u)
                     ));
                 }
                 _ => {}

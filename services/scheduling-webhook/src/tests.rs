@@ -729,3 +729,56 @@ fn pm_1_7_batch_cpu_of_a_huge_request_does_not_overflow() {
     let huge = crate::pod_mutate::milli_text(&Quantity("1e40".into())).0;
     assert!(!huge.starts_with('-'), "{huge}");
 }
+
+/// Item 3 in QV-S: quantities compare exactly and print as Go prints them (sub-milli values,
+/// spellings Go keeps); the shared-weight annotation decodes as a Go ResourceList.
+#[test]
+fn item_3_qv_s_compares_and_prints_quantities_as_go() {
+    let create = |spec: Value, annotations: Value| {
+        let mut q = quota("q", json!({}), spec);
+        q["metadata"]["annotations"] = annotations;
+        qv(Operation::Create, q, None, vec![])
+    };
+    assert_eq!(
+        create(
+            json!({"max": {"cpu": "400u"}, "min": {"cpu": "500u"}}),
+            json!({})
+        )
+        .as_deref(),
+        Some("resourceKey cpu of quota q min 500u > max 400u")
+    );
+    assert_eq!(
+        create(
+            json!({"max": {"cpu": "+1"}, "min": {"cpu": "1001m"}}),
+            json!({})
+        )
+        .as_deref(),
+        Some("resourceKey cpu of quota q min 1001m > max +1")
+    );
+    assert_eq!(
+        create(
+            json!({"max": {"cpu": "1"}, "min": {"cpu": "1000m"}}),
+            json!({})
+        ),
+        None
+    );
+    assert_eq!(
+        create(json!({"max": {"cpu": "-100u"}}), json!({})).as_deref(),
+        Some("q quota.Spec.Max's value < 0, in dimensions :[cpu]")
+    );
+    let sw = "quota.scheduling.koordinator.sh/shared-weight";
+    assert_eq!(
+        create(
+            json!({"max": {"cpu": "1"}}),
+            json!({sw: "{\"cpu\":\"-1m\"}"})
+        )
+        .as_deref(),
+        Some(
+            "q quota.Annotation[quota.scheduling.koordinator.sh/shared-weight]'s value < 0, in dimension :[cpu]"
+        )
+    );
+    assert_eq!(
+        create(json!({"max": {"cpu": "1"}}), json!({sw: "{\"cpu\":1,}"})).as_deref(),
+        Some("invalid character '}' looking for beginning of object key string")
+    );
+}

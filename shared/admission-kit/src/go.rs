@@ -376,6 +376,34 @@ impl ParsedQuantity {
         }
     }
 
+    /// Compares two values exactly (Go's `Quantity.Cmp`): sub-milli digits, binary factors and
+    /// any size included.
+    pub fn cmp_value(&self, other: &Self) -> std::cmp::Ordering {
+        let sign = |q: &Self| match (q.is_zero(), q.negative) {
+            (true, _) => 0i8,
+            (false, true) => -1,
+            (false, false) => 1,
+        };
+        let (sa, sb) = (sign(self), sign(other));
+        if sa != sb || sa == 0 {
+            return sa.cmp(&sb);
+        }
+        let magnitude = |q: &Self| {
+            let (mut digits, mut exp2, mut exp10) = (q.digits.clone(), q.exp2, q.exp10);
+            fold_binary(&mut digits, &mut exp2);
+            normalise(&mut digits, &mut exp10);
+            (digits, exp10)
+        };
+        let ((da, ea), (db, eb)) = (magnitude(self), magnitude(other));
+        // Order of magnitude first (number of integer digits), then the digits themselves.
+        let order = |d: &str, e: i32| i64::try_from(d.len()).unwrap_or(i64::MAX) + i64::from(e);
+        let by_size = order(&da, ea).cmp(&order(&db, eb)).then_with(|| {
+            let width = da.len().max(db.len());
+            format!("{da:0<width$}").cmp(&format!("{db:0<width$}"))
+        });
+        if sa < 0 { by_size.reverse() } else { by_size }
+    }
+
     /// Whether the value is zero.
     pub fn is_zero(&self) -> bool {
         self.digits.is_empty()
@@ -759,8 +787,8 @@ fn interpret_suffix(suffix: &str) -> Option<(u32, i32, QuantityFormat)> {
         "Pi" => bin(50),
         "Ei" => bin(60),
         s if s.len() > 1 && s.starts_with(['e', 'E']) => {
-            // Go parses 64 bits and keeps the low 32 (`int32(parsed)`); an exponent beyond i32
-            // is refused here instead (no real quantity has one).
+            // QTY-FIX-1: Go parses 64 bits and keeps the low 32 (`int32(parsed)`), so
+            // `1e4294967296` reads as 1; an exponent beyond i32 is refused here instead.
             let e: i32 = s[1..].parse().ok()?;
             Some((10, e, QuantityFormat::DecimalExponent))
         }
@@ -1065,12 +1093,38 @@ mod tests {
         assert_eq!(text("-16Ei"), "-9223372036854775807");
         assert_eq!(text("9E"), "9E");
         assert_eq!(text("10E"), "10E");
+        // QTY-FIX-1: an exponent beyond 32 bits is refused, not truncated to its low bits.
+        assert_eq!(err("1e4294967296"), Some(QuantityError::Suffix));
+        assert_eq!(err("1e-2147483649"), Some(QuantityError::Suffix));
+        assert_eq!(text("1e2147483646"), "1e2147483646");
+        assert_eq!(text("1e2147483647"), "10e2147483646");
         // MilliValue and Value round away from zero.
         let milli = |s: &str| parse_quantity(s).ok().and_then(|q| q.milli_value());
         assert_eq!(milli("100u"), Some(1));
         assert_eq!(milli("-100u"), Some(-1));
         assert_eq!(milli("-1500u"), Some(-2));
         assert_eq!(milli("1500u"), Some(2));
+    }
+
+    /// Exact comparison: sub-milli values, binary against decimal, huge and negative values.
+    #[test]
+    fn item_3_quantities_compare_exactly() {
+        use std::cmp::Ordering::*;
+        let cmp = |a: &str, b: &str| {
+            parse_quantity(a)
+                .unwrap()
+                .cmp_value(&parse_quantity(b).unwrap())
+        };
+        assert_eq!(cmp("500u", "400u"), Greater);
+        assert_eq!(cmp("1Ki", "1024"), Equal);
+        assert_eq!(cmp("1Ki", "1k"), Greater);
+        assert_eq!(cmp("1", "1000m"), Equal);
+        assert_eq!(cmp("-1", "-2"), Greater);
+        assert_eq!(cmp("-100u", "0"), Less);
+        assert_eq!(cmp("0", "-0"), Equal);
+        assert_eq!(cmp("1e40", "9e39"), Greater);
+        assert_eq!(cmp("15", "150m"), Greater);
+        assert_eq!(cmp("0.15", "150m"), Equal);
     }
 
     /// Item 3: a quantity in JSON is trimmed first (`UnmarshalJSON`), `null` is zero, and a

@@ -420,6 +420,16 @@ pub fn go_text(q: &Quantity) -> String {
     GoQuantity::from_json_text(&q.0).map_or_else(|_| q.0.clone(), |p| p.value().canonical())
 }
 
+/// Compares two decoded quantities exactly, as Go's `Quantity.Cmp` (text that does not parse
+/// counts as zero; the decode checks refuse it before any rule compares it).
+pub fn cmp_quantities(a: &Quantity, b: &Quantity) -> std::cmp::Ordering {
+    let value = |q: &Quantity| {
+        GoQuantity::from_json_text(&q.0)
+            .map_or_else(|_| ParsedQuantity::zero(), |p| p.value().clone())
+    };
+    value(a).cmp_value(&value(b))
+}
+
 /// A resource list as compact JSON with sorted keys and quantities as Go prints them
 /// ([`go_text`]).
 pub fn canonical_json(rl: &ResourceList) -> String {

@@ -123,6 +123,11 @@ pub enum ToolsError {
         "haproxy is not installed; run `{BUILD_COMMAND}` (it installs Debian's `haproxy` package with apt-get), or install it yourself"
     )]
     NoHaproxy,
+    /// valgrind is missing (the instruction-count guard runs under callgrind).
+    #[error(
+        "valgrind is not installed; run `{BUILD_COMMAND}` (it installs Debian's `valgrind` package with apt-get), or install it yourself"
+    )]
+    NoValgrind,
 }
 
 /// Prometheus's server and promtool, from Debian's `prometheus` package (on PATH).
@@ -198,6 +203,20 @@ pub fn ensure_haproxy() -> Result<PathBuf, ToolsError> {
     }
     apt_install("haproxy")?;
     haproxy()
+}
+
+/// valgrind (its callgrind tool counts instructions per review: `cargo xtask instructions`).
+pub fn valgrind() -> Result<PathBuf, ToolsError> {
+    on_path("valgrind").ok_or(ToolsError::NoValgrind)
+}
+
+/// Installs Debian's `valgrind` package when missing.
+pub fn ensure_valgrind() -> Result<PathBuf, ToolsError> {
+    if let Ok(p) = valgrind() {
+        return Ok(p);
+    }
+    apt_install("valgrind")?;
+    valgrind()
 }
 
 /// Microsoft's SARIF validator (`sarif-multitool`), from the npm registry: checks

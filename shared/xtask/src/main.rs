@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 mod check_speed;
+mod counts;
 mod footprint;
 mod fuzz;
 mod runner;
@@ -75,6 +76,13 @@ enum Cmd {
         /// Only these targets (comma-separated).
         #[arg(long, value_delimiter = ',')]
         targets: Vec<String>,
+    },
+    /// Instructions per review of the in-process paths under callgrind (release build),
+    /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
+    Instructions {
+        /// Write the counts as the new baseline instead of comparing.
+        #[arg(long)]
+        update: bool,
     },
     /// Time `admission-check` over a directory of many manifests on one core.
     CheckSpeed {
@@ -166,6 +174,7 @@ fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
     testenv::tools::ensure_haproxy()?;
+    testenv::tools::ensure_valgrind()?;
     testenv::tools::ensure_report_validators()?;
     Ok(bins)
 }
@@ -185,6 +194,9 @@ fn main() -> ExitCode {
             if let Ok(h) = testenv::tools::haproxy() {
                 println!("haproxy:        {}", h.display());
             }
+            if let Ok(v) = testenv::tools::valgrind() {
+                println!("valgrind:       {}", v.display());
+            }
             if let Ok(v) = testenv::tools::report_validators() {
                 println!("sarif-multitool: {}", v.sarif_multitool.display());
                 println!("junitparser:    {}", v.junitparser_path.display());
@@ -203,6 +215,7 @@ fn main() -> ExitCode {
                 bail!("fuzz targets crashed: {}", failed.join(", "))
             }
         }),
+        Cmd::Instructions { update } => instruction_counts(update),
         Cmd::CheckSpeed {
             manifests,
             runs,
@@ -339,6 +352,16 @@ fn test(jobs: usize) -> Result<()> {
                 .push(format!("fuzz target {}", r.target));
         }
     }
+    // Instructions per review of the in-process paths against the committed baseline
+    // (callgrind counts, stable on a busy machine; never wall-clock time).
+    match instruction_counts(false) {
+        Ok(()) => totals.passed += 1,
+        Err(e) => {
+            eprintln!("instructions: {e:#}");
+            totals.failed += 1;
+            totals.failed_binaries.push("instruction counts".into());
+        }
+    }
     // Every service under steady load at once for a minute (the dev build, so the figures are
     // not the README's): no review may fail, no service may exit.
     eprintln!("==> cargo xtask soak --profile dev --minutes 1 (bounded soak)");
@@ -459,6 +482,24 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     // Cargo's directory for a profile: `dev` builds into debug.
     let dir = if profile == "dev" { "debug" } else { profile };
     Ok(root().join("target").join(dir))
+}
+
+/// `cargo xtask instructions [--update]`.
+fn instruction_counts(update: bool) -> Result<()> {
+    let bin_dir = build_profile("release", &["instructions"])?;
+    eprintln!("==> instructions per review under callgrind");
+    let rows = counts::measure(&root(), &bin_dir)?;
+    let (table, failed) = counts::report(&rows);
+    print!("{table}");
+    if update {
+        counts::write_baseline(&root(), &rows)?;
+        eprintln!("baseline written: shared/instructions/baseline.json");
+        return Ok(());
+    }
+    if !failed.is_empty() {
+        bail!("instruction counts grew:\n{}", failed.join("\n"));
+    }
+    Ok(())
 }
 
 fn soak(profile: &str, o: &soak::Options) -> Result<()> {

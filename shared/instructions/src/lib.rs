@@ -1,0 +1,74 @@
+//! The in-process paths whose instructions per review are guarded: each a service, an endpoint
+//! and a bench payload of the repository. `review-loop` runs one of them; `cargo xtask
+//! instructions` runs each under callgrind and compares with `baseline.json`.
+
+use std::path::{Path, PathBuf};
+
+/// One measured path.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Row name (`registry validate Model`).
+    pub name: &'static str,
+    /// Service whose endpoint table serves it.
+    pub service: &'static str,
+    /// Endpoint path.
+    pub path: &'static str,
+    /// Review body, relative to the workspace root.
+    pub body: &'static str,
+}
+
+/// Every guarded path.
+pub const PATHS: [Measured; 6] = [
+    Measured {
+        name: "registry validate Model (4.6 KB)",
+        service: "registry-webhook",
+        path: "/validate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review.json",
+    },
+    Measured {
+        name: "registry mutate Model (4.5 KB)",
+        service: "registry-webhook",
+        path: "/mutate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review-mutate.json",
+    },
+    Measured {
+        name: "node-config mutate node status (22 KB)",
+        service: "node-config-webhook",
+        path: "/mutate-node-status",
+        body: "services/node-config-webhook/benches/node-status-review.json",
+    },
+    Measured {
+        name: "training validate PyTorchJob (4.9 KB)",
+        service: "training-webhook",
+        path: "/validate-kubeflow-org-v1-pytorchjob",
+        body: "services/training-webhook/benches/pytorchjob-review.json",
+    },
+    Measured {
+        name: "scheduling validate Pod (1.7 KB)",
+        service: "scheduling-webhook",
+        path: "/validate-pod",
+        body: "services/scheduling-webhook/benches/pod-review.json",
+    },
+    Measured {
+        name: "scheduling mutate Pod (1.7 KB)",
+        service: "scheduling-webhook",
+        path: "/mutate-pod",
+        body: "services/scheduling-webhook/benches/pod-review.json",
+    },
+];
+
+/// The endpoint table of `service`.
+pub fn app(service: &str) -> Option<admission_kit::App> {
+    match service {
+        "registry-webhook" => Some(registry_webhook::app()),
+        "node-config-webhook" => Some(node_config_webhook::app()),
+        "training-webhook" => Some(training_webhook::app()),
+        "scheduling-webhook" => Some(scheduling_webhook::app()),
+        _ => None,
+    }
+}
+
+/// The committed baseline: row name → instructions per review.
+pub fn baseline_file(root: &Path) -> PathBuf {
+    root.join("shared/instructions/baseline.json")
+}

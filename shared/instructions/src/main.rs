@@ -1,0 +1,30 @@
+//! `review-loop SERVICE PATH BODY N`: decides the review in BODY N times on SERVICE's endpoint
+//! PATH, in-process (decode, rules, encode), after one warm-up answer that must succeed. Run under
+//! callgrind by `cargo xtask instructions`; two runs with different N cancel the start-up cost.
+
+use std::hint::black_box;
+
+use admission_kit::handler::{Context, review_body};
+use anyhow::{Context as _, bail};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [service, path, body, n] = args.as_slice() else {
+        bail!("usage: review-loop SERVICE PATH BODY N");
+    };
+    let app = instructions::app(service).with_context(|| format!("no service {service}"))?;
+    let endpoint = app
+        .endpoint(path)
+        .with_context(|| format!("{service} serves no {path}"))?;
+    let body = std::fs::read(body).with_context(|| format!("reading {body}"))?;
+    let n: u64 = n.parse().context("N")?;
+    let ctx = Context::default();
+    // One answer outside the loop: it must be a decision, so the loop measures the real path.
+    review_body(endpoint.handler.as_ref(), &body, &ctx)
+        .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+    for _ in 0..n {
+        let answer = review_body(endpoint.handler.as_ref(), black_box(&body), &ctx);
+        black_box(answer.map(|a| a.review.to_bytes()).ok());
+    }
+    Ok(())
+}
