@@ -75,6 +75,20 @@ struct Args {
     /// Open loop: a JSON line of figures every this many seconds.
     #[arg(long, default_value_t = 30)]
     report_every_secs: u64,
+    /// The name the server's certificate is verified for (a spawned server's self-signed
+    /// certificate names `localhost`).
+    #[arg(long, default_value = "localhost")]
+    server_name: String,
+    /// Pin this client (every thread) to this CPU.
+    #[arg(long)]
+    client_cpu: Option<usize>,
+    /// Pin the spawned server to this CPU (with `taskset`).
+    #[arg(long)]
+    server_cpu: Option<usize>,
+    /// The HTTP status every answer must have: 200 for reviews; 404 measures the client's own
+    /// ceiling on a path the server routes and refuses at once.
+    #[arg(long, default_value_t = 200)]
+    expect_status: u16,
 }
 
 struct Case {
@@ -140,16 +154,32 @@ fn tls_config(ca_pem: &[u8], h2: bool) -> Result<Arc<rustls::ClientConfig>> {
     Ok(Arc::new(cfg))
 }
 
-async fn connect(
-    addr: SocketAddr,
-    cfg: Arc<rustls::ClientConfig>,
-) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let tcp = TcpStream::connect(addr).await?;
+/// Where the load goes: address, the certificate name verified, TLS settings, protocol, and
+/// the status every answer must have.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub addr: SocketAddr,
+    pub name: ServerName<'static>,
+    pub cfg: Arc<rustls::ClientConfig>,
+    pub h2: bool,
+    pub expect: http::StatusCode,
+}
+
+async fn connect(t: &Target) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(t.addr)
+        .await
+        .with_context(|| format!("connecting to {}", t.addr))?;
     tcp.set_nodelay(true)?;
-    let name = ServerName::try_from("localhost")?;
-    Ok(tokio_rustls::TlsConnector::from(cfg)
-        .connect(name, tcp)
-        .await?)
+    tokio_rustls::TlsConnector::from(t.cfg.clone())
+        .connect(t.name.clone(), tcp)
+        .await
+        .with_context(|| {
+            format!(
+                "TLS handshake with {} verifying the name {:?} (set --server-name to a name in the server's certificate)",
+                t.addr,
+                t.name.to_str()
+            )
+        })
 }
 
 enum Conn {
@@ -158,9 +188,9 @@ enum Conn {
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr, cfg: Arc<rustls::ClientConfig>, h2: bool) -> Result<Self> {
-        let io = TokioIo::new(connect(addr, cfg).await?);
-        if h2 {
+    async fn open(t: &Target) -> Result<Self> {
+        let io = TokioIo::new(connect(t).await?);
+        if t.h2 {
             let (s, c) =
                 hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
                     .await?;
@@ -173,7 +203,7 @@ impl Conn {
         }
     }
 
-    async fn review(&mut self, case: &Case) -> Result<()> {
+    async fn review(&mut self, case: &Case, expect: http::StatusCode) -> Result<()> {
         let req = http::Request::post(&case.path)
             .header("host", "localhost")
             .header("content-type", "application/json")
@@ -184,7 +214,7 @@ impl Conn {
         };
         let status = resp.status();
         let body = resp.into_body().collect().await?.to_bytes();
-        if status != http::StatusCode::OK {
+        if status != expect {
             bail!("HTTP {status}: {}", String::from_utf8_lossy(&body));
         }
         Ok(())
@@ -200,10 +230,38 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)] as f64 / 1e6
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
+    // Pinned before the runtime starts, so that every worker thread inherits the CPU.
+    if let Some(cpu) = args.client_cpu {
+        pin_to(cpu)?;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(load(args))
+}
+
+/// Pins the calling thread (and the threads it starts later) to one CPU.
+fn pin_to(cpu: usize) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it, and
+    // sched_setaffinity reads it for the calling thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        bail!(
+            "cannot pin to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+async fn load(args: Args) -> Result<()> {
     let cases = Arc::new(cases(&args)?);
     let (addr, ca_pem, spawned) = match &args.spawn {
         Some(bin) => {
@@ -211,7 +269,15 @@ async fn main() -> Result<()> {
             let dir = std::env::temp_dir().join(format!("admission-load-{}", std::process::id()));
             std::fs::create_dir_all(&dir)?;
             let ca = dir.join("ca.pem");
-            let child = Command::new(bin)
+            let mut command = match args.server_cpu {
+                Some(cpu) => {
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", &cpu.to_string()]).arg(bin);
+                    c
+                }
+                None => Command::new(bin),
+            };
+            let child = command
                 .arg("serve")
                 .arg("--self-signed")
                 .arg("--ca-bundle-out")
@@ -230,12 +296,24 @@ async fn main() -> Result<()> {
             let mut sp = Spawned { child, dir };
             let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
             let deadline = Instant::now() + Duration::from_secs(30);
+            let name = ServerName::try_from(args.server_name.clone())?;
             let pem = loop {
                 if let Ok(pem) = std::fs::read(&ca)
                     && !pem.is_empty()
-                    && connect(addr, tls_config(&pem, false)?).await.is_ok()
                 {
-                    break pem;
+                    let probe = Target {
+                        addr,
+                        name: name.clone(),
+                        cfg: tls_config(&pem, false)?,
+                        h2: false,
+                        expect: http::StatusCode::OK,
+                    };
+                    // Listening: a TLS failure now is the answer (a name the certificate
+                    // does not hold, say), not a reason to wait.
+                    if TcpStream::connect(addr).await.is_ok() {
+                        connect(&probe).await?;
+                        break pem;
+                    }
                 }
                 if let Some(status) = sp.child.try_wait()? {
                     bail!("server exited early: {status}");
@@ -258,14 +336,19 @@ async fn main() -> Result<()> {
     if !addr.ip().is_loopback() {
         bail!("refusing to send load to a non-loopback address {addr}");
     }
-    let cfg = tls_config(&ca_pem, args.http2)?;
+    let target = Target {
+        addr,
+        name: ServerName::try_from(args.server_name.clone())?,
+        cfg: tls_config(&ca_pem, args.http2)?,
+        h2: args.http2,
+        expect: http::StatusCode::from_u16(args.expect_status)?,
+    };
     if args.rate > 0.0 || args.calibrate_secs > 0 {
         let rate = if args.rate > 0.0 {
             args.rate
         } else {
             let (lat, elapsed) = closed_loop(
-                addr,
-                cfg.clone(),
+                &target,
                 cases.clone(),
                 &args,
                 Duration::from_secs(args.calibrate_secs),
@@ -280,9 +363,7 @@ async fn main() -> Result<()> {
         };
         steady::run(
             steady::Plan {
-                addr,
-                cfg,
-                h2: args.http2,
+                target,
                 connections: args.connections,
                 rate,
                 duration: Duration::from_secs(args.duration_secs),
@@ -296,8 +377,7 @@ async fn main() -> Result<()> {
         return Ok(());
     }
     let (mut all, elapsed) = closed_loop(
-        addr,
-        cfg,
+        &target,
         cases,
         &args,
         Duration::from_secs(args.duration_secs),
@@ -343,43 +423,92 @@ fn stop(spawned: Option<Spawned>) {
 
 /// `args.connections` connections, each sending its next review when the last is answered,
 /// for `duration` (or `args.requests` in all) after `args.warmup` reviews each: the latencies
-/// (ns) and the time measured.
+/// (ns) and the time measured. Every connection is opened and warmed up before the measured
+/// window starts, at one instant for all; if any fails to open or warm up, the run stops at once
+/// with its error instead of waiting for it.
 async fn closed_loop(
-    addr: SocketAddr,
-    cfg: Arc<rustls::ClientConfig>,
+    target: &Target,
     cases: Arc<Vec<Case>>,
     args: &Args,
     duration: Duration,
 ) -> Result<(Vec<u64>, Duration)> {
     let per_conn = args.requests.div_ceil(args.connections as u64);
-    let barrier = Arc::new(tokio::sync::Barrier::new(args.connections + 1));
-    let mut tasks = Vec::new();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<Result<()>>(args.connections);
+    let (start_tx, start_rx) = tokio::sync::watch::channel::<Option<Instant>>(None);
+    let mut tasks = tokio::task::JoinSet::new();
     for w in 0..args.connections {
-        let (cases, cfg, barrier) = (cases.clone(), cfg.clone(), barrier.clone());
-        let (warmup, h2) = (args.warmup, args.http2);
-        tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::open(addr, cfg, h2).await?;
-            for i in 0..warmup {
-                conn.review(&cases[(i as usize + w) % cases.len()]).await?;
+        let (cases, target, ready_tx, mut start_rx) = (
+            cases.clone(),
+            target.clone(),
+            ready_tx.clone(),
+            start_rx.clone(),
+        );
+        let warmup = args.warmup;
+        tasks.spawn(async move {
+            let opened = async {
+                let mut conn = Conn::open(&target).await?;
+                for i in 0..warmup {
+                    conn.review(&cases[(i as usize + w) % cases.len()], target.expect)
+                        .await
+                        .context("warm-up review")?;
+                }
+                anyhow::Ok(conn)
             }
-            barrier.wait().await;
-            let stop_at = Instant::now() + duration;
+            .await;
+            let mut conn = match opened {
+                Ok(c) => {
+                    let _ = ready_tx.send(Ok(())).await;
+                    c
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e)).await;
+                    return Ok(Vec::new());
+                }
+            };
+            let start = loop {
+                if let Some(at) = *start_rx.borrow_and_update() {
+                    break at;
+                }
+                start_rx.changed().await?;
+            };
+            let stop_at = start + duration;
             let mut lat = Vec::with_capacity(per_conn.min(1 << 20) as usize);
             let mut i = w;
             while (lat.len() as u64) < per_conn && Instant::now() < stop_at {
                 let t = Instant::now();
-                conn.review(&cases[i % cases.len()]).await?;
+                conn.review(&cases[i % cases.len()], target.expect).await?;
                 lat.push(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
                 i += 1;
             }
             anyhow::Ok(lat)
-        }));
+        });
     }
-    barrier.wait().await;
+    drop(ready_tx);
+    for n in 0..args.connections {
+        match ready_rx.recv().await {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tasks.abort_all();
+                return Err(e.context(format!(
+                    "connection {} of {} could not start",
+                    n + 1,
+                    args.connections
+                )));
+            }
+            None => bail!("a connection task ended before it was ready"),
+        }
+    }
     let start = Instant::now();
+    start_tx.send(Some(start))?;
     let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
+    while let Some(done) = tasks.join_next().await {
+        match done.context("connection task")? {
+            Ok(lat) => all.extend(lat),
+            Err(e) => {
+                tasks.abort_all();
+                return Err(e.context("a review failed during the measured window"));
+            }
+        }
     }
     Ok((all, start.elapsed()))
 }

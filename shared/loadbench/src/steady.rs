@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::{Case, Conn, percentile, status_kib};
+use crate::{Case, Conn, Target, percentile, status_kib};
 
 /// What a window collected.
 #[derive(Default)]
@@ -22,9 +22,7 @@ struct Window {
 
 /// Where the open loop sends and how fast.
 pub struct Plan {
-    pub addr: std::net::SocketAddr,
-    pub cfg: Arc<rustls::ClientConfig>,
-    pub h2: bool,
+    pub target: Target,
     pub connections: usize,
     pub rate: f64,
     pub duration: Duration,
@@ -43,14 +41,13 @@ pub async fn run(plan: Plan, cases: Arc<Vec<Case>>) -> Result<()> {
     let stop_at = started + plan.duration;
     let mut workers = Vec::new();
     for w in 0..plan.connections {
-        let (due, wake, window, cases, cfg) = (
+        let (due, wake, window, cases, target) = (
             due.clone(),
             wake.clone(),
             window.clone(),
             cases.clone(),
-            plan.cfg.clone(),
+            plan.target.clone(),
         );
-        let (addr, h2) = (plan.addr, plan.h2);
         workers.push(tokio::spawn(async move {
             let mut conn: Option<Conn> = None;
             let mut i = w;
@@ -64,10 +61,10 @@ pub async fn run(plan: Plan, cases: Arc<Vec<Case>>) -> Result<()> {
                     continue;
                 };
                 let result = match conn.as_mut() {
-                    Some(c) => c.review(&cases[i % cases.len()]).await,
-                    None => match Conn::open(addr, cfg.clone(), h2).await {
+                    Some(c) => c.review(&cases[i % cases.len()], target.expect).await,
+                    None => match Conn::open(&target).await {
                         Ok(mut c) => {
-                            let r = c.review(&cases[i % cases.len()]).await;
+                            let r = c.review(&cases[i % cases.len()], target.expect).await;
                             conn = Some(c);
                             r
                         }
