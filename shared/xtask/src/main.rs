@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+mod bench;
 mod check_speed;
 mod counts;
 mod footprint;
@@ -76,6 +77,25 @@ enum Cmd {
         /// Only these targets (comma-separated).
         #[arg(long, value_delimiter = ',')]
         targets: Vec<String>,
+    },
+    /// The load benchmark suite on release builds, server and client pinned to one CPU each:
+    /// one markdown table of medians.
+    Bench {
+        /// Runs per row (interleaved; the median is printed).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Measured seconds per run.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Keep-alive connections.
+        #[arg(long, default_value_t = 4)]
+        connections: usize,
+        /// The server's CPU (the client gets --client-cpu).
+        #[arg(long, default_value_t = 0)]
+        server_cpu: usize,
+        /// The client's CPU.
+        #[arg(long, default_value_t = 1)]
+        client_cpu: usize,
     },
     /// Instructions per review of the in-process paths under callgrind (release build),
     /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
@@ -216,6 +236,35 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Instructions { update } => instruction_counts(update),
+        Cmd::Bench {
+            runs,
+            seconds,
+            connections,
+            server_cpu,
+            client_cpu,
+        } => build_profile(
+            "release",
+            &[
+                "loadbench",
+                "registry-webhook",
+                "node-config-webhook",
+                "training-webhook",
+                "scheduling-webhook",
+            ],
+        )
+        .and_then(|bin_dir| {
+            bench::run(
+                &root(),
+                &bin_dir,
+                &bench::Options {
+                    runs,
+                    seconds,
+                    connections,
+                    server_cpu,
+                    client_cpu,
+                },
+            )
+        }),
         Cmd::CheckSpeed {
             manifests,
             runs,

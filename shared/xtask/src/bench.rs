@@ -1,0 +1,218 @@
+//! `cargo xtask bench`: the load benchmark suite, one markdown table. Each row is a release
+//! service spawned by `admission-load` with its bench payload, the server pinned to one CPU and
+//! the client to the other, four keep-alive TLS connections, after a warm-up outside the
+//! measured window; runs are interleaved (row 1..n, then again) so that a slow spell of this
+//! shared machine spreads over every row, and each figure is the median of the runs. The last
+//! row is the client's own ceiling: the same client against a path the server refuses at once
+//! (404), which must stay well above every real row for the figures to be the server's.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context as _, Result, bail};
+
+/// One row: a service, how it serves, what is sent.
+struct Row {
+    name: &'static str,
+    service: &'static str,
+    state: Option<&'static str>,
+    path: &'static str,
+    body: &'static str,
+    expect: u16,
+}
+
+const ROWS: [Row; 7] = [
+    Row {
+        name: "registry validate Model (4.6 KB)",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/validate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review.json",
+        expect: 200,
+    },
+    Row {
+        name: "registry mutate Model (4.5 KB)",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/mutate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review-mutate.json",
+        expect: 200,
+    },
+    Row {
+        name: "node-config mutate node status (22 KB)",
+        service: "node-config-webhook",
+        state: Some("services/node-config-webhook/examples/state.yaml"),
+        path: "/mutate-node-status",
+        body: "services/node-config-webhook/benches/node-status-review.json",
+        expect: 200,
+    },
+    Row {
+        name: "training validate PyTorchJob (4.9 KB)",
+        service: "training-webhook",
+        state: None,
+        path: "/validate-kubeflow-org-v1-pytorchjob",
+        body: "services/training-webhook/benches/pytorchjob-review.json",
+        expect: 200,
+    },
+    Row {
+        name: "scheduling validate Pod, quota in-process (1.7 KB)",
+        service: "scheduling-webhook",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
+        path: "/validate-pod",
+        body: "services/scheduling-webhook/benches/pod-review.json",
+        expect: 200,
+    },
+    Row {
+        name: "scheduling mutate Pod (1.7 KB)",
+        service: "scheduling-webhook",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
+        path: "/mutate-pod",
+        body: "services/scheduling-webhook/benches/pod-review.json",
+        expect: 200,
+    },
+    Row {
+        name: "client ceiling: 404 from registry-webhook",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/not-served",
+        body: "services/registry-webhook/benches/model-review.json",
+        expect: 404,
+    },
+];
+
+/// How the suite runs.
+pub struct Options {
+    /// Runs per row (the median is printed).
+    pub runs: usize,
+    /// Measured seconds per run.
+    pub seconds: u64,
+    /// Keep-alive connections.
+    pub connections: usize,
+    /// CPU of the server; the client takes the other one.
+    pub server_cpu: usize,
+    /// CPU of the client.
+    pub client_cpu: usize,
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    per_sec: f64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    rss_mib: f64,
+}
+
+/// Runs the suite with the release binaries in `bin_dir` and prints the table.
+pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
+    let mut all: Vec<Vec<Figures>> = vec![Vec::new(); ROWS.len()];
+    for run in 0..o.runs {
+        for (i, row) in ROWS.iter().enumerate() {
+            let f = once(root, bin_dir, row, o)
+                .with_context(|| format!("{} (run {})", row.name, run + 1))?;
+            eprintln!(
+                "run {}: {}: {:.0}/s p99 {:.3} ms",
+                run + 1,
+                row.name,
+                f.per_sec,
+                f.p99
+            );
+            all[i].push(f);
+        }
+    }
+    println!(
+        "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | binary MiB |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (row, figures) in ROWS.iter().zip(&all) {
+        let m = |f: fn(&Figures) -> f64| median(figures.iter().map(f).collect());
+        let size = std::fs::metadata(bin_dir.join(row.service))
+            .map(|m| m.len() as f64 / (1024.0 * 1024.0))
+            .unwrap_or(0.0);
+        println!(
+            "| {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} |",
+            row.name,
+            m(|f| f.per_sec),
+            m(|f| f.p50),
+            m(|f| f.p99),
+            m(|f| f.p999),
+            m(|f| f.rss_mib),
+            size
+        );
+    }
+    println!(
+        "\n{} runs of {} s each, interleaved, medians; {} connections; server on CPU {}, client on CPU {}.",
+        o.runs, o.seconds, o.connections, o.server_cpu, o.client_cpu
+    );
+    Ok(())
+}
+
+fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> {
+    let mut c = Command::new(bin_dir.join("admission-load"));
+    c.arg("--spawn").arg(bin_dir.join(row.service));
+    if let Some(state) = row.state {
+        c.arg(format!(
+            "--serve-args=--state={}",
+            root.join(state).display()
+        ));
+    }
+    c.arg("--case")
+        .arg(format!("{}={}", row.path, root.join(row.body).display()))
+        .args(["--connections", &o.connections.to_string()])
+        .args(["--duration-secs", &o.seconds.to_string()])
+        .args(["--requests", "100000000"])
+        .args(["--warmup", "500"])
+        .args(["--expect-status", &row.expect.to_string()])
+        .args(["--server-cpu", &o.server_cpu.to_string()])
+        .args(["--client-cpu", &o.client_cpu.to_string()]);
+    let out = c.output().context("running admission-load")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "admission-load failed: {}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    parse(&text).with_context(|| format!("unexpected output: {text}"))
+}
+
+/// Reads admission-load's closed-loop summary.
+fn parse(text: &str) -> Option<Figures> {
+    let after = |prefix: &str| text.lines().find_map(|l| l.strip_prefix(prefix));
+    let num = |s: &str| s.split_whitespace().next()?.parse::<f64>().ok();
+    let latency = after("latency ms:")?;
+    let field = |name: &str| latency.split_once(name).and_then(|(_, rest)| num(rest));
+    Some(Figures {
+        per_sec: num(after("reviews/s:")?)?,
+        p50: field("p50 ")?,
+        p99: field("p99 ")?,
+        p999: field("p99.9 ")?,
+        rss_mib: after("server peak RSS:").and_then(num).unwrap_or(0.0),
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_read() {
+        let text = "reviews: 883  connections: 4  protocol: http/1.1  elapsed: 2.01s\nreviews/s: 439\nlatency ms: p50 8.578  p99 20.125  p99.9 23.215  max 26.819\nserver peak RSS: 28.2 MiB\n";
+        let f = parse(text).unwrap();
+        assert_eq!(
+            (f.per_sec, f.p50, f.p99, f.p999, f.rss_mib),
+            (439.0, 8.578, 20.125, 23.215, 28.2)
+        );
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    }
+}
