@@ -379,12 +379,14 @@ pub fn validate_model(model: &ModelObj) -> ErrorList {
 fn check_quantities(model: &ModelObj) -> Result<(), String> {
     use admission_kit::resources::{check_env, check_requirements};
     for (i, b) in model.spec.backends.iter().enumerate() {
-        let path = format!("spec.backends[{i}]");
-        check_env(&format!("{path}.env"), b.env.as_ref()).map_err(|e| e.to_string())?;
-        for (j, w) in b.workers.iter().enumerate() {
-            let at = format!("{path}.workers[{j}].resources");
-            check_requirements(&at, w.resources.as_ref()).map_err(|e| e.to_string())?;
-        }
+        check_env("env", b.env.as_ref())
+            .and_then(|()| {
+                b.workers.iter().enumerate().try_for_each(|(j, w)| {
+                    check_requirements("resources", w.resources.as_ref())
+                        .map_err(|e| e.under(format_args!("workers[{j}]")))
+                })
+            })
+            .map_err(|e| e.under(format_args!("spec.backends[{i}]")).to_string())?;
     }
     Ok(())
 }

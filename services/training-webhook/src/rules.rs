@@ -251,7 +251,8 @@ fn check_quantities<J: JobKind>(spec: &J) -> Result<(), BadQuantity> {
             .and_then(|r| r.template.as_ref())
             .and_then(|t| t.spec.as_ref());
         if let Some(pod) = pod {
-            check_pod_spec(&format!("spec.{}.{key}.template.spec", J::MAP), pod)?;
+            check_pod_spec("template.spec", pod)
+                .map_err(|e| e.under(format_args!("spec.{}.{key}", J::MAP)))?;
         }
     }
     Ok(())

@@ -31,6 +31,12 @@ pub fn quantity_and_duration(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // The decode checks' parse-free check must agree with the parser on every text.
+    assert_eq!(
+        crate::go::check_quantity_text(text),
+        Quantity::parse(text).map(drop),
+        "check and parse disagree on {text:?}"
+    );
     if let Ok(q) = Quantity::parse(text) {
         let v = q.value();
         let canonical = v.canonical();

@@ -799,6 +799,41 @@ fn interpret_suffix(suffix: &str) -> Option<(u32, i32, QuantityFormat)> {
 /// The largest BinarySI value Go keeps: larger ones are capped to it (`maxAllowed`, 2^63-1).
 const BINARY_CAP: &str = "9223372036854775807";
 
+/// Whether `text` parses as a quantity, without building its value: the same three errors as
+/// [`parse_quantity`] (which it shares its steps with), for the decode checks that only need to
+/// know (every quantity of every object passes through them).
+pub fn check_quantity_text(text: &str) -> Result<(), QuantityError> {
+    if text.is_empty() {
+        return Err(QuantityError::Format);
+    }
+    let s = split_quantity(text)?;
+    let (base, exponent, _) = interpret_suffix(s.suffix).ok_or(QuantityError::Suffix)?;
+    if !fast_path(&s, base, exponent) && !s.value.bytes().any(|c| c.is_ascii_digit()) {
+        return Err(QuantityError::Numeric);
+    }
+    Ok(())
+}
+
+/// Whether Go takes its int64 fast path for this text (no rounding needed; see
+/// [`parse_quantity`]).
+fn fast_path(s: &Split<'_>, base: u32, exponent: i32) -> bool {
+    let (num_len, denom_len) = (s.num.len(), s.denom.len());
+    if base == 10 {
+        let scale = i64::from(exponent) - i64::try_from(denom_len).unwrap_or(i64::MAX);
+        num_len + denom_len <= 18 && scale >= -9
+    } else {
+        let precision =
+            15 - i64::try_from(num_len).unwrap_or(i64::MAX) - i64::from(exponent) * 3 / 10 - 1;
+        s.denom.is_empty()
+            && precision >= 0
+            && s.num
+                .parse::<i64>()
+                .ok()
+                .and_then(|v| v.checked_mul(1i64 << exponent))
+                .is_some()
+    }
+}
+
 /// `resource.ParseQuantity`, step for step: the same accepted texts and errors, the value
 /// rounded up (away from zero) to nano units when finer, BinarySI values capped at 2^63-1, and
 /// the text Go keeps for printing when it already is in a form Go would print.
@@ -809,31 +844,15 @@ fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
     let s = split_quantity(text)?;
     let (base, exponent, mut format) = interpret_suffix(s.suffix).ok_or(QuantityError::Suffix)?;
     let denom_len = i32::try_from(s.denom.len()).map_err(|_| QuantityError::Numeric)?;
-    let num_len = i32::try_from(s.num.len()).map_err(|_| QuantityError::Numeric)?;
     // Go's int64 fast path: when it is taken the value needs no rounding and, in the canonical
     // cases below, Go keeps the text as written for printing (`"+1"`, `"1E3"`, `"050m"`).
-    let (fast, keeps_text) = if base == 10 {
+    // Go's precision estimate for BinarySI is 15 - digits - int(float32(exponent)*3/10) - 1.
+    let fast = fast_path(&s, base, exponent);
+    let keeps_text = if base == 10 {
         let scale = exponent.saturating_sub(denom_len);
-        let shifted_len = num_len + denom_len;
-        let fast = shifted_len <= 18 && scale >= -9;
-        let first_zero = s.num == "0";
-        let keeps = fast
-            && scale % 3 == 0
-            && !first_zero
-            && !format!("{}{}", s.num, s.denom).ends_with("000");
-        (fast, keeps)
+        fast && scale % 3 == 0 && s.num != "0" && !format!("{}{}", s.num, s.denom).ends_with("000")
     } else {
-        // Go's precision estimate: 15 - digits - int(float32(exponent)*3/10) - 1.
-        let precision = 15 - num_len - exponent * 3 / 10 - 1;
-        let fast = s.denom.is_empty()
-            && precision >= 0
-            && s.num
-                .parse::<i64>()
-                .ok()
-                .and_then(|v| v.checked_mul(1i64 << exponent))
-                .is_some();
-        let low_bits = s.num.parse::<i64>().map_or(0, |v| v & 7);
-        (fast, fast && low_bits != 0)
+        fast && s.num.parse::<i64>().map_or(0, |v| v & 7) != 0
     };
     if !fast && !s.value.bytes().any(|c| c.is_ascii_digit()) {
         // Go's big-decimal path needs a digit ("Ei", ".Pi").
@@ -1104,6 +1123,57 @@ mod tests {
         assert_eq!(milli("-100u"), Some(-1));
         assert_eq!(milli("-1500u"), Some(-2));
         assert_eq!(milli("1500u"), Some(2));
+    }
+
+    /// The check without a value agrees with the parser on every text of the item-3 tables.
+    #[test]
+    fn item_3_the_check_agrees_with_the_parser() {
+        for t in [
+            "",
+            "abc",
+            "0x10",
+            "1..2",
+            "1e3.5",
+            " 1",
+            "1.5.",
+            "x1",
+            "1e",
+            "1K",
+            "1mi",
+            "1Ki2",
+            "1e+",
+            "--1",
+            "Ei",
+            "Pi",
+            ".Ei",
+            "-.Pi",
+            "-",
+            "+",
+            ".",
+            "m",
+            "Ki",
+            "Ti",
+            "000",
+            "+1",
+            "1E3",
+            "050m",
+            "1.",
+            "3Mi",
+            "1000",
+            "0.5",
+            "8Ki",
+            "1.5Gi",
+            "500u",
+            "0.1n",
+            "8Ei",
+            "-16Ei",
+            "1e4294967296",
+            "1e2147483647",
+            "12345678901234567890",
+            "1234567890123456789012Ki",
+        ] {
+            assert_eq!(check_quantity_text(t), parse_quantity(t).map(drop), "{t:?}");
+        }
     }
 
     /// Exact comparison: sub-milli values, binary against decimal, huge and negative values.

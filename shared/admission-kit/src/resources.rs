@@ -269,39 +269,47 @@ pub struct BadQuantity {
     pub error: crate::go::QuantityError,
 }
 
+impl BadQuantity {
+    /// The same error one level up: `prefix` goes in front of the path. Paths are built only
+    /// on the way out of an error, so a clean object costs no string formatting.
+    pub fn under(mut self, prefix: impl std::fmt::Display) -> Self {
+        self.path = if self.path.is_empty() {
+            prefix.to_string()
+        } else {
+            format!("{prefix}.{}", self.path)
+        };
+        self
+    }
+}
+
 /// Checks one quantity as `Quantity.UnmarshalJSON` would.
 pub fn check_quantity(path: &str, q: &Quantity) -> Result<(), BadQuantity> {
-    GoQuantity::from_json_text(&q.0)
-        .map(drop)
-        .map_err(|error| BadQuantity {
-            path: path.to_owned(),
-            text: q.0.clone(),
-            error,
-        })
+    quantity_ok(q).map_err(|e| e.under(path))
 }
 
-/// Checks every quantity of a resource list.
-pub fn check_list(path: &str, rl: Option<&ResourceList>) -> Result<(), BadQuantity> {
+fn quantity_ok(q: &Quantity) -> Result<(), BadQuantity> {
+    crate::go::check_quantity_text(q.0.trim()).map_err(|error| BadQuantity {
+        path: String::new(),
+        text: q.0.clone(),
+        error,
+    })
+}
+
+fn list_ok(rl: Option<&ResourceList>) -> Result<(), BadQuantity> {
     rl.into_iter()
         .flatten()
-        .try_for_each(|(k, v)| check_quantity(&format!("{path}.{k}"), v))
+        .try_for_each(|(k, v)| quantity_ok(v).map_err(|e| e.under(k)))
 }
 
-/// Checks the limits and requests of a container's (or pod's) resources.
-pub fn check_requirements(
-    path: &str,
+fn requirements_ok(
     r: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
 ) -> Result<(), BadQuantity> {
     let Some(r) = r else { return Ok(()) };
-    check_list(&format!("{path}.limits"), r.limits.as_ref())?;
-    check_list(&format!("{path}.requests"), r.requests.as_ref())
+    list_ok(r.limits.as_ref()).map_err(|e| e.under("limits"))?;
+    list_ok(r.requests.as_ref()).map_err(|e| e.under("requests"))
 }
 
-/// Checks the resource-field divisors of environment variables.
-pub fn check_env(
-    path: &str,
-    env: Option<&Vec<k8s_openapi::api::core::v1::EnvVar>>,
-) -> Result<(), BadQuantity> {
+fn env_ok(env: Option<&Vec<k8s_openapi::api::core::v1::EnvVar>>) -> Result<(), BadQuantity> {
     for (i, e) in env.into_iter().flatten().enumerate() {
         let divisor = e
             .value_from
@@ -309,89 +317,124 @@ pub fn check_env(
             .and_then(|v| v.resource_field_ref.as_ref())
             .and_then(|r| r.divisor.as_ref());
         if let Some(d) = divisor {
-            check_quantity(
-                &format!("{path}[{i}].valueFrom.resourceFieldRef.divisor"),
-                d,
-            )?;
+            quantity_ok(d)
+                .map_err(|e| e.under(format!("[{i}].valueFrom.resourceFieldRef.divisor")))?;
         }
     }
     Ok(())
+}
+
+/// Checks every quantity of a resource list.
+pub fn check_list(path: &str, rl: Option<&ResourceList>) -> Result<(), BadQuantity> {
+    list_ok(rl).map_err(|e| e.under(path))
+}
+
+/// Checks the limits and requests of a container's (or pod's) resources.
+pub fn check_requirements(
+    path: &str,
+    r: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
+) -> Result<(), BadQuantity> {
+    requirements_ok(r).map_err(|e| e.under(path))
+}
+
+/// Checks the resource-field divisors of environment variables.
+pub fn check_env(
+    path: &str,
+    env: Option<&Vec<k8s_openapi::api::core::v1::EnvVar>>,
+) -> Result<(), BadQuantity> {
+    // The index joins the list's path without a dot: `env[0]`.
+    env_ok(env).map_err(|mut e| {
+        e.path = format!("{path}{}", e.path);
+        e
+    })
 }
 
 /// Checks every quantity a `PodSpec` holds: containers of each kind (resources, env divisors),
 /// pod-level resources, overhead, and volumes (emptyDir size, downward API divisors, generic
 /// ephemeral claims).
 pub fn check_pod_spec(path: &str, spec: &PodSpec) -> Result<(), BadQuantity> {
-    let containers = |name: &str, list: &[Container]| -> Result<(), BadQuantity> {
-        for (i, c) in list.iter().enumerate() {
-            let p = format!("{path}.{name}[{i}]");
-            check_requirements(&format!("{p}.resources"), c.resources.as_ref())?;
-            check_env(&format!("{p}.env"), c.env.as_ref())?;
-        }
-        Ok(())
+    pod_spec_ok(spec).map_err(|e| e.under(path))
+}
+
+fn pod_spec_ok(spec: &PodSpec) -> Result<(), BadQuantity> {
+    let container = |kind: &str,
+                     i: usize,
+                     resources: Option<&k8s_openapi::api::core::v1::ResourceRequirements>,
+                     env: Option<&Vec<k8s_openapi::api::core::v1::EnvVar>>| {
+        requirements_ok(resources)
+            .map_err(|e| e.under("resources"))
+            .and_then(|()| {
+                env_ok(env).map_err(|mut e| {
+                    e.path = format!("env{}", e.path);
+                    e
+                })
+            })
+            .map_err(|e| e.under(format!("{kind}[{i}]")))
     };
-    containers(
-        "initContainers",
-        spec.init_containers.as_deref().unwrap_or_default(),
-    )?;
-    containers("containers", &spec.containers)?;
-    for (i, c) in spec.ephemeral_containers.iter().flatten().enumerate() {
-        let p = format!("{path}.ephemeralContainers[{i}]");
-        check_requirements(&format!("{p}.resources"), c.resources.as_ref())?;
-        check_env(&format!("{p}.env"), c.env.as_ref())?;
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        container("initContainers", i, c.resources.as_ref(), c.env.as_ref())?;
     }
-    check_list(&format!("{path}.overhead"), spec.overhead.as_ref())?;
-    check_requirements(&format!("{path}.resources"), spec.resources.as_ref())?;
-    for (i, v) in spec.volumes.iter().flatten().enumerate() {
-        let p = format!("{path}.volumes[{i}]");
-        if let Some(size) = v.empty_dir.as_ref().and_then(|e| e.size_limit.as_ref()) {
-            check_quantity(&format!("{p}.emptyDir.sizeLimit"), size)?;
-        }
-        let divisors =
-            |p: &str, items: Option<&Vec<k8s_openapi::api::core::v1::DownwardAPIVolumeFile>>| {
-                items
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                    .try_for_each(|(j, f)| {
-                        match f
-                            .resource_field_ref
-                            .as_ref()
-                            .and_then(|r| r.divisor.as_ref())
-                        {
-                            Some(d) => check_quantity(
-                                &format!("{p}.items[{j}].resourceFieldRef.divisor"),
-                                d,
-                            ),
-                            None => Ok(()),
-                        }
-                    })
-            };
-        divisors(
-            &format!("{p}.downwardAPI"),
-            v.downward_api.as_ref().and_then(|d| d.items.as_ref()),
+    for (i, c) in spec.containers.iter().enumerate() {
+        container("containers", i, c.resources.as_ref(), c.env.as_ref())?;
+    }
+    for (i, c) in spec.ephemeral_containers.iter().flatten().enumerate() {
+        container(
+            "ephemeralContainers",
+            i,
+            c.resources.as_ref(),
+            c.env.as_ref(),
         )?;
-        for (k, s) in v
-            .projected
-            .iter()
-            .flat_map(|p| p.sources.iter().flatten())
+    }
+    list_ok(spec.overhead.as_ref()).map_err(|e| e.under("overhead"))?;
+    requirements_ok(spec.resources.as_ref()).map_err(|e| e.under("resources"))?;
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        volume_ok(v).map_err(|e| e.under(format!("volumes[{i}]")))?;
+    }
+    Ok(())
+}
+
+fn volume_ok(v: &k8s_openapi::api::core::v1::Volume) -> Result<(), BadQuantity> {
+    if let Some(size) = v.empty_dir.as_ref().and_then(|e| e.size_limit.as_ref()) {
+        quantity_ok(size).map_err(|e| e.under("emptyDir.sizeLimit"))?;
+    }
+    let divisors = |items: Option<&Vec<k8s_openapi::api::core::v1::DownwardAPIVolumeFile>>| {
+        items
+            .into_iter()
+            .flatten()
             .enumerate()
-        {
-            divisors(
-                &format!("{p}.projected.sources[{k}].downwardAPI"),
-                s.downward_api.as_ref().and_then(|d| d.items.as_ref()),
-            )?;
-        }
-        if let Some(r) = v
-            .ephemeral
-            .as_ref()
-            .and_then(|e| e.volume_claim_template.as_ref())
-            .and_then(|t| t.spec.resources.as_ref())
-        {
-            let p = format!("{p}.ephemeral.volumeClaimTemplate.spec.resources");
-            check_list(&format!("{p}.limits"), r.limits.as_ref())?;
-            check_list(&format!("{p}.requests"), r.requests.as_ref())?;
-        }
+            .try_for_each(|(j, f)| {
+                match f
+                    .resource_field_ref
+                    .as_ref()
+                    .and_then(|r| r.divisor.as_ref())
+                {
+                    Some(d) => quantity_ok(d)
+                        .map_err(|e| e.under(format!("items[{j}].resourceFieldRef.divisor"))),
+                    None => Ok(()),
+                }
+            })
+    };
+    divisors(v.downward_api.as_ref().and_then(|d| d.items.as_ref()))
+        .map_err(|e| e.under("downwardAPI"))?;
+    for (k, s) in v
+        .projected
+        .iter()
+        .flat_map(|p| p.sources.iter().flatten())
+        .enumerate()
+    {
+        divisors(s.downward_api.as_ref().and_then(|d| d.items.as_ref()))
+            .map_err(|e| e.under(format!("projected.sources[{k}].downwardAPI")))?;
+    }
+    if let Some(r) = v
+        .ephemeral
+        .as_ref()
+        .and_then(|e| e.volume_claim_template.as_ref())
+        .and_then(|t| t.spec.resources.as_ref())
+    {
+        list_ok(r.limits.as_ref())
+            .map_err(|e| e.under("limits"))
+            .and_then(|()| list_ok(r.requests.as_ref()).map_err(|e| e.under("requests")))
+            .map_err(|e| e.under("ephemeral.volumeClaimTemplate.spec.resources"))?;
     }
     Ok(())
 }
@@ -515,5 +558,38 @@ mod tests {
         );
         // Go caps a BinarySI value at 2^63-1 when it parses it (8Ei is 2^63).
         assert_eq!(r["memory"].canonical(), "9223372036854775807");
+    }
+
+    /// Item 3: the decode check names the quantity's full path, whatever the nesting.
+    #[test]
+    fn item_3_bad_quantities_are_named_by_path() {
+        let at = |v: serde_json::Value| check_pod_spec("spec", &spec(v)).map_err(|e| e.path);
+        assert_eq!(
+            at(json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]})),
+            Ok(())
+        );
+        assert_eq!(
+            at(
+                json!({"containers": [{"name": "a"}, {"name": "b", "env": [{"name": "x"},
+                {"name": "y", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1x"}}}]}]})
+            ),
+            Err("spec.containers[1].env[1].valueFrom.resourceFieldRef.divisor".into())
+        );
+        assert_eq!(
+            at(
+                json!({"containers": [{"name": "a"}], "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "big"}}]})
+            ),
+            Err("spec.volumes[0].emptyDir.sizeLimit".into())
+        );
+        assert_eq!(
+            at(
+                json!({"containers": [{"name": "a"}], "initContainers": [{"name": "i", "resources": {"requests": {"memory": "1e"}}}]})
+            ),
+            Err("spec.initContainers[0].resources.requests.memory".into())
+        );
+        assert_eq!(
+            at(json!({"containers": [{"name": "a"}], "overhead": {"cpu": "?"}})),
+            Err("spec.overhead.cpu".into())
+        );
     }
 }
