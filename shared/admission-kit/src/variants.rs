@@ -131,7 +131,7 @@ pub fn run(
             }
         }
     }
-    watchdog.stop();
+    drop(watchdog);
     Ok(report)
 }
 
@@ -630,8 +630,12 @@ impl Watchdog {
             c.push_str(&String::from_utf8_lossy(body));
         }
     }
+}
 
-    fn stop(&self) {
+impl Drop for Watchdog {
+    /// Stands the watchdog down however the run ends (an early error return included), so it
+    /// never aborts a test binary that goes on with other tests.
+    fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
     }
 }
