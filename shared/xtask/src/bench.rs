@@ -122,16 +122,24 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         }
     }
     println!(
-        "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | binary MiB |"
+        "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | image binary MiB |"
     );
     println!("|---|---|---|---|---|---|---|");
     for (row, figures) in ROWS.iter().zip(&all) {
         let m = |f: fn(&Figures) -> f64| median(figures.iter().map(f).collect());
-        let size = std::fs::metadata(bin_dir.join(row.service))
-            .map(|m| m.len() as f64 / (1024.0 * 1024.0))
-            .unwrap_or(0.0);
+        // The size that ships: the `image` profile's stripped binary, when one at least as new
+        // as the measured release binary is there (an older one is another build).
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let image = root.join("target/image").join(row.service);
+        let size = match (modified(&image), modified(&bin_dir.join(row.service))) {
+            (Some(i), Some(r)) if i >= r => std::fs::metadata(&image)
+                .map_or("–".to_owned(), |m| {
+                    format!("{:.1}", m.len() as f64 / (1024.0 * 1024.0))
+                }),
+            _ => "–".to_owned(),
+        };
         println!(
-            "| {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} |",
+            "| {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {} |",
             row.name,
             m(|f| f.per_sec),
             m(|f| f.p50),
@@ -142,7 +150,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         );
     }
     println!(
-        "\n{} runs of {} s each, interleaved, medians; {} connections; server on CPU {}, client on CPU {}.",
+        "\n{} runs of {} s each, interleaved, medians; {} connections; server on CPU {}, client on CPU {}; image binary: `cargo build --profile image -p <service>` (– when not built).",
         o.runs, o.seconds, o.connections, o.server_cpu, o.client_cpu
     );
     Ok(())
