@@ -19,9 +19,12 @@ struct Row {
     path: &'static str,
     body: &'static str,
     expect: u16,
+    /// Asks quota-state every quota question (a quota-state runs beside the server, on its
+    /// CPU).
+    quota_state: bool,
 }
 
-const ROWS: [Row; 7] = [
+const ROWS: [Row; 8] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -29,6 +32,7 @@ const ROWS: [Row; 7] = [
         path: "/validate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review.json",
         expect: 200,
+        quota_state: false,
     },
     Row {
         name: "registry mutate Model (4.5 KB)",
@@ -37,6 +41,7 @@ const ROWS: [Row; 7] = [
         path: "/mutate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review-mutate.json",
         expect: 200,
+        quota_state: false,
     },
     Row {
         name: "node-config mutate node status (22 KB)",
@@ -45,6 +50,7 @@ const ROWS: [Row; 7] = [
         path: "/mutate-node-status",
         body: "services/node-config-webhook/benches/node-status-review.json",
         expect: 200,
+        quota_state: false,
     },
     Row {
         name: "training validate PyTorchJob (4.9 KB)",
@@ -53,6 +59,7 @@ const ROWS: [Row; 7] = [
         path: "/validate-kubeflow-org-v1-pytorchjob",
         body: "services/training-webhook/benches/pytorchjob-review.json",
         expect: 200,
+        quota_state: false,
     },
     Row {
         name: "scheduling validate Pod, quota in-process (1.7 KB)",
@@ -61,6 +68,16 @@ const ROWS: [Row; 7] = [
         path: "/validate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
         expect: 200,
+        quota_state: false,
+    },
+    Row {
+        name: "scheduling validate Pod, quota through quota-state (1.7 KB)",
+        service: "scheduling-webhook",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
+        path: "/validate-pod",
+        body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
+        expect: 200,
+        quota_state: true,
     },
     Row {
         name: "scheduling mutate Pod (1.7 KB)",
@@ -69,6 +86,7 @@ const ROWS: [Row; 7] = [
         path: "/mutate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
         expect: 200,
+        quota_state: false,
     },
     Row {
         name: "client ceiling: 404 from registry-webhook",
@@ -77,6 +95,7 @@ const ROWS: [Row; 7] = [
         path: "/not-served",
         body: "services/registry-webhook/benches/model-review.json",
         expect: 404,
+        quota_state: false,
     },
 ];
 
@@ -157,13 +176,23 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
 }
 
 fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> {
+    // Held until the run ends: quota-state beside the server, on the server's CPU.
+    let quota_state = if row.quota_state {
+        Some(crate::soak::start_quota_state(bin_dir, Some(o.server_cpu))?)
+    } else {
+        None
+    };
+    let mut serve_args = Vec::new();
+    if let Some(state) = row.state {
+        serve_args.push(format!("--state={}", root.join(state).display()));
+    }
+    if let Some((_, port)) = &quota_state {
+        serve_args.push(format!("--quota-state-url=http://127.0.0.1:{port}"));
+    }
     let mut c = Command::new(bin_dir.join("admission-load"));
     c.arg("--spawn").arg(bin_dir.join(row.service));
-    if let Some(state) = row.state {
-        c.arg(format!(
-            "--serve-args=--state={}",
-            root.join(state).display()
-        ));
+    if !serve_args.is_empty() {
+        c.arg(format!("--serve-args={}", serve_args.join(" ")));
     }
     c.arg("--case")
         .arg(format!("{}={}", row.path, root.join(row.body).display()))

@@ -246,6 +246,7 @@ fn main() -> ExitCode {
             "release",
             &[
                 "loadbench",
+                "quota-state",
                 "registry-webhook",
                 "node-config-webhook",
                 "training-webhook",

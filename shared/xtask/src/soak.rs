@@ -81,13 +81,48 @@ fn loads(root: &Path, quota_state: &str) -> Vec<Load> {
 }
 
 /// A child killed when dropped.
-struct Guard(Child);
+pub struct Guard(pub Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Starts quota-state in plaintext with a synthetic state (1,000 quotas, 10,000 pods), pinned to
+/// `cpu` when given, and waits until its gRPC port accepts (the state is filled before it
+/// listens). The child is killed when the guard drops.
+pub fn start_quota_state(bin_dir: &Path, cpu: Option<usize>) -> Result<(Guard, u16)> {
+    let (port, metrics) = (testenv::free_port()?, testenv::free_port()?);
+    let mut cmd = match cpu {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpu.to_string()])
+                .arg(bin_dir.join("quota-state"));
+            c
+        }
+        None => Command::new(bin_dir.join("quota-state")),
+    };
+    let guard = Guard(
+        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+            .args(["--leader-election", "false", "--insecure-plaintext"])
+            .args(["--synthetic-quotas", "1000", "--synthetic-pods", "10000"])
+            .args(["--reservation-ttl-secs", "5"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting quota-state")?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            bail!("quota-state did not listen within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok((guard, port))
 }
 
 /// How the soak runs.
@@ -104,28 +139,8 @@ pub struct Options {
 
 /// Runs the soak with the release binaries in `bin_dir`.
 pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
-    let (qs_port, qs_metrics) = (testenv::free_port()?, testenv::free_port()?);
-    let mut quota_state = Guard(
-        Command::new(bin_dir.join("quota-state"))
-            .args(["--listen", &format!("127.0.0.1:{qs_port}")])
-            .args(["--metrics-listen", &format!("127.0.0.1:{qs_metrics}")])
-            .args(["--leader-election", "false", "--insecure-plaintext"])
-            .args(["--synthetic-quotas", "1000", "--synthetic-pods", "10000"])
-            .args(["--reservation-ttl-secs", "5"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting quota-state")?,
-    );
+    let (mut quota_state, qs_port) = start_quota_state(bin_dir, None)?;
     let qs_pid = quota_state.0.id();
-    // Its gRPC port accepting is enough: the synthetic state is filled before it listens.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", qs_port)).is_err() {
-        if Instant::now() > deadline {
-            bail!("quota-state did not listen within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
     let (tx, rx) = mpsc::channel::<(usize, Value)>();
     let mut loaders = Vec::new();
     let loads = loads(root, &format!("http://127.0.0.1:{qs_port}"));
