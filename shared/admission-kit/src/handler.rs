@@ -806,13 +806,21 @@ mod tests {
         doc
     }
 
-    fn run(raw: &str, f: impl Fn(&mut Obj)) -> (Option<Vec<u8>>, Value) {
+    /// The patch of an edit made through type `T`, and the raw object with it applied.
+    fn run_as<T: Serialize + serde::de::DeserializeOwned + Clone>(
+        raw: &str,
+        f: impl Fn(&mut T),
+    ) -> (Option<Vec<u8>>, Value) {
         let rv = RawValue::from_string(raw.to_owned()).unwrap();
-        let before: Obj = serde_json::from_str(raw).unwrap();
+        let before: T = serde_json::from_str(raw).unwrap();
         let mut after = before.clone();
         f(&mut after);
         let p = typed_patch(&rv, &before, &after).unwrap();
         (p.clone(), apply(raw, p))
+    }
+
+    fn run(raw: &str, f: impl Fn(&mut Obj)) -> (Option<Vec<u8>>, Value) {
+        run_as(raw, f)
     }
 
     #[test]
@@ -855,16 +863,8 @@ mod tests {
     /// the map; a map that was already empty is not touched.
     #[test]
     fn item_5_removing_the_last_annotation_removes_the_map() {
-        let patched = |raw: &str, edit: &dyn Fn(&mut Value)| {
-            let rv = RawValue::from_string(raw.to_owned()).unwrap();
-            let before: Value = serde_json::from_str(raw).unwrap();
-            let mut after = before.clone();
-            edit(&mut after);
-            let p = typed_patch(&rv, &before, &after).unwrap();
-            (p.clone(), apply(raw, p))
-        };
         let raw = r#"{"metadata":{"name":"n","annotations":{"a":"1"},"labels":{}}}"#;
-        let (p, out) = patched(raw, &|v| {
+        let (p, out) = run_as(raw, |v: &mut Value| {
             v["metadata"]["annotations"]
                 .as_object_mut()
                 .unwrap()
@@ -881,7 +881,7 @@ mod tests {
         );
         // Not the last one: only that entry goes.
         let raw = r#"{"metadata":{"annotations":{"a":"1","b":"2"}}}"#;
-        let (_, out) = patched(raw, &|v| {
+        let (_, out) = run_as(raw, |v: &mut Value| {
             v["metadata"]["annotations"]
                 .as_object_mut()
                 .unwrap()

@@ -242,18 +242,7 @@ fn main() -> ExitCode {
             connections,
             server_cpu,
             client_cpu,
-        } => build_profile(
-            "release",
-            &[
-                "loadbench",
-                "quota-state",
-                "registry-webhook",
-                "node-config-webhook",
-                "training-webhook",
-                "scheduling-webhook",
-            ],
-        )
-        .and_then(|bin_dir| {
+        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
             bench::run(
                 &root(),
                 &bin_dir,
@@ -552,18 +541,18 @@ fn instruction_counts(update: bool) -> Result<()> {
     Ok(())
 }
 
+/// What the soak and the bench build: the load client, quota-state and every webhook service.
+const SERVED_UNDER_LOAD: &[&str] = &[
+    "loadbench",
+    "quota-state",
+    "registry-webhook",
+    "node-config-webhook",
+    "training-webhook",
+    "scheduling-webhook",
+];
+
 fn soak(profile: &str, o: &soak::Options) -> Result<()> {
-    let bin_dir = build_profile(
-        profile,
-        &[
-            "loadbench",
-            "quota-state",
-            "registry-webhook",
-            "node-config-webhook",
-            "training-webhook",
-            "scheduling-webhook",
-        ],
-    )?;
+    let bin_dir = build_profile(profile, SERVED_UNDER_LOAD)?;
     soak::run(&root(), &bin_dir, o)
 }
 
