@@ -13,8 +13,9 @@
 //! rebuilds it and re-derives every pod's quota and the usage (O(quotas + pods), under the lock:
 //! a pause of a few milliseconds per quota change at 100,000 pods; quota changes are rare).
 //!
-//! Arithmetic: amounts are exact thousandths in `i128`. One amount is at most
-//! [`MAX_AMOUNT_MILLI`] (2^100), so usage sums stay far inside `i128` and every comparison is
+//! Arithmetic: amounts are exact billionths in `i128` (every Kubernetes quantity is a whole
+//! number of them). One amount is at most
+//! [`MAX_AMOUNT_NANO`] (2^100), so usage sums stay far inside `i128` and every comparison is
 //! exact; a request beyond it, or negative, is refused naming the pod, the resource and the value,
 //! and an observed pod beyond it makes the quotas on its chain refuse admissions while it lives
 //! (counted in `uncountable`, never guessed). Reservations are bounded per namespace and in all
@@ -27,30 +28,30 @@ use std::time::{Duration, Instant};
 
 use admission_kit::Operation;
 use admission_kit::go::Quantity as GoQuantity;
-use admission_kit::resources::list_text;
 pub use admission_kit::resources::{Amount, AmountError, Amounts};
+use admission_kit::resources::{NANO_PER_UNIT, list_text};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::tree::{self, PodIndex, QuotaInfo, QuotaLookup, QuotaRef, Topology, TreeGates};
 use crate::types::ElasticQuota;
 
-/// The largest amount one pod (or one reservation) may hold of one resource, in thousandths:
-/// 2^100, about 1.27e27 units, far beyond any real resource. Bounding single amounts keeps every
+/// The largest amount one pod (or one reservation) may hold of one resource, in billionths:
+/// 2^100, about 1.27e21 units (a zettabyte of memory), far beyond any real resource. Bounding single amounts keeps every
 /// sum exact: a quota's usage adds at most one amount per live pod and open reservation, and
 /// 2^26 of them (67 million, hundreds of times what one cluster holds) stay below 2^126, inside
 /// `i128`. Requests beyond are refused; observed pods beyond make their quotas uncountable.
-pub const MAX_AMOUNT_MILLI: i128 = 1 << 100;
+pub const MAX_AMOUNT_NANO: i128 = 1 << 100;
 
-/// Whether `a` may be counted: not negative, at most [`MAX_AMOUNT_MILLI`]. `Err` names the
+/// Whether `a` may be counted: not negative, at most [`MAX_AMOUNT_NANO`]. `Err` names the
 /// resource and value.
 pub fn countable(resource: &str, a: &Amount) -> Result<(), String> {
-    if a.milli < 0 {
+    if a.nano < 0 {
         Err(format!("{resource}={} is negative", a.canonical()))
-    } else if a.milli > MAX_AMOUNT_MILLI {
+    } else if a.nano > MAX_AMOUNT_NANO {
         Err(format!(
             "{resource}={} is above the largest amount quota-state counts ({} units)",
             a.canonical(),
-            MAX_AMOUNT_MILLI / 1000
+            MAX_AMOUNT_NANO / NANO_PER_UNIT
         ))
     } else {
         Ok(())
@@ -58,20 +59,16 @@ pub fn countable(resource: &str, a: &Amount) -> Result<(), String> {
 }
 
 /// `a += sign × b` on usage. Cannot leave `i128` while single amounts are bounded by
-/// [`MAX_AMOUNT_MILLI`] (see there); a sum that would is left unchanged and logged rather than
+/// [`MAX_AMOUNT_NANO`] (see there); a sum that would is left unchanged and logged rather than
 /// wrapped.
 fn add(a: &mut Amounts, b: &Amounts, sign: i128) {
     for (k, v) in b {
         let x = a.entry(k.clone()).or_insert(Amount {
-            milli: 0,
+            nano: 0,
             format: v.format,
         });
-        match v
-            .milli
-            .checked_mul(sign)
-            .and_then(|d| x.milli.checked_add(d))
-        {
-            Some(m) => x.milli = m,
+        match v.nano.checked_mul(sign).and_then(|d| x.nano.checked_add(d)) {
+            Some(m) => x.nano = m,
             None => tracing::error!(resource = %k, "usage sum out of range; left unchanged"),
         }
     }
@@ -91,9 +88,9 @@ pub struct QuotaSpec {
     pub namespaces: Vec<String>,
 }
 
-/// A quota's list as amounts. A value beyond 128-bit thousandths counts as the largest one: as a
+/// A quota's list as amounts. A value beyond 128-bit billionths counts as the largest one: as a
 /// limit it is then above any usage the ledger can hold (bounded well below, see
-/// [`MAX_AMOUNT_MILLI`]), so every comparison against it stays exact. Text that does not parse
+/// [`MAX_AMOUNT_NANO`]), so every comparison against it stays exact. Text that does not parse
 /// is skipped (the CRD's pattern keeps it out of the cluster).
 fn amounts_of(rl: Option<&crate::types::ResourceList>) -> Amounts {
     rl.into_iter()
@@ -104,7 +101,7 @@ fn amounts_of(rl: Option<&crate::types::ResourceList>) -> Amounts {
             Some((
                 k.clone(),
                 Amount {
-                    milli: p.milli_value_wide().unwrap_or(if p.negative {
+                    nano: p.nano_value_wide().unwrap_or(if p.negative {
                         i128::MIN
                     } else {
                         i128::MAX
@@ -201,7 +198,7 @@ struct PodEntry {
     quota: String,
     /// Its requests; empty once it has finished, or when they cannot be counted.
     requests: Amounts,
-    /// Its requests cannot be counted exactly (see [`MAX_AMOUNT_MILLI`]): every quota on its
+    /// Its requests cannot be counted exactly (see [`MAX_AMOUNT_NANO`]): every quota on its
     /// chain refuses admissions while it lives, rather than count it wrong.
     uncountable: bool,
 }
@@ -545,7 +542,7 @@ struct Admit<'a> {
 fn negative(requests: &Amounts) -> Option<String> {
     requests
         .iter()
-        .find_map(|(k, v)| (v.milli < 0).then(|| countable(k, v).err()).flatten())
+        .find_map(|(k, v)| (v.nano < 0).then(|| countable(k, v).err()).flatten())
 }
 
 /// PV-4 under the lock: see [`Ledger::admit`].
@@ -578,7 +575,7 @@ fn admit_locked(
     let requested: Amounts = a
         .requests
         .iter()
-        .filter(|(k, v)| v.milli != 0 && spec.max.get(*k).is_some_and(|m| m.milli != 0))
+        .filter(|(k, v)| v.nano != 0 && spec.max.get(*k).is_some_and(|m| m.nano != 0))
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     if requested.is_empty() {
@@ -605,7 +602,7 @@ fn admit_locked(
                  quota-state counts ({} units); admissions to it are refused until they are gone",
                 qs.info.namespace,
                 qs.info.name,
-                MAX_AMOUNT_MILLI / 1000
+                MAX_AMOUNT_NANO / NANO_PER_UNIT
             );
             restore(s, previous);
             return Admission::Denied(text);
@@ -614,10 +611,10 @@ fn admit_locked(
         let (mut r_ex, mut u_ex, mut l_ex) = (Amounts::new(), Amounts::new(), Amounts::new());
         for (k, r) in &requested {
             let Some(l) = qs.limit.get(k) else { continue };
-            let u = used.get(k).copied().filter(|u| u.milli != 0);
-            // Exact: usage stays below 2^126 and one amount below 2^100 (MAX_AMOUNT_MILLI).
-            let total = u.map(|u| u.milli).unwrap_or(0).checked_add(r.milli);
-            if total.is_none_or(|t| t > l.milli) {
+            let u = used.get(k).copied().filter(|u| u.nano != 0);
+            // Exact: usage stays below 2^126 and one amount below 2^100 (MAX_AMOUNT_NANO).
+            let total = u.map(|u| u.nano).unwrap_or(0).checked_add(r.nano);
+            if total.is_none_or(|t| t > l.nano) {
                 r_ex.insert(k.clone(), *r);
                 if let Some(u) = u {
                     u_ex.insert(k.clone(), u);
@@ -726,7 +723,7 @@ impl Ledger {
 
     /// As [`Ledger::observe_pod`], where `Err` says why the pod's requests cannot be counted
     /// (the pod exists all the same): its quotas refuse admissions until it is gone. So does a
-    /// negative amount or one above [`MAX_AMOUNT_MILLI`].
+    /// negative amount or one above [`MAX_AMOUNT_NANO`].
     pub fn observe_pod_usage(
         &self,
         namespace: &str,
@@ -969,7 +966,7 @@ impl Ledger {
                     .get(name)
                     .into_iter()
                     .flatten()
-                    .filter(|(_, a)| a.milli != 0)
+                    .filter(|(_, a)| a.nano != 0)
                     .map(|(k, a)| (k.clone(), *a))
                     .collect();
                 let value = admission_kit::resources::amounts_json(&used);
@@ -1012,7 +1009,7 @@ impl Ledger {
                 .chain(used.into_iter().flat_map(|u| u.keys()))
                 .collect();
             for r in resources {
-                let units = |a: Option<&Amount>| a.map(|a| a.milli as f64 / 1000.0);
+                let units = |a: Option<&Amount>| a.map(|a| a.nano as f64 / 1e9);
                 usage.push(QuotaUsage {
                     quota: name.clone(),
                     resource: r.clone(),
@@ -1043,7 +1040,7 @@ mod tests {
         Amounts::from([(
             "cpu".to_owned(),
             Amount {
-                milli: i128::from(n) * 1000,
+                nano: i128::from(n) * NANO_PER_UNIT,
                 format: QuantityFormat::DecimalSI,
             },
         )])
@@ -1182,7 +1179,7 @@ mod tests {
         );
         l.observe_pod("ns", "a", "q", cpu(3));
         assert_eq!(
-            l.used("q")["cpu"].milli,
+            l.used("q")["cpu"].milli(),
             3000,
             "reservation became usage, not counted twice"
         );
@@ -1207,7 +1204,7 @@ mod tests {
         q.namespaces = vec!["apps".into()];
         l.upsert_quota(q);
         assert_eq!(
-            l.used("q")["cpu"].milli,
+            l.used("q")["cpu"].milli(),
             2000,
             "QN-4 resolved at the rebuild"
         );
@@ -1254,7 +1251,7 @@ mod tests {
             l.admit("ns", "a", "q", &cpu(2), true, now),
             Admission::Allowed
         );
-        assert_eq!(l.used("q").get("cpu").map(|a| a.milli).unwrap_or(0), 0);
+        assert_eq!(l.used("q").get("cpu").map(|a| a.nano).unwrap_or(0), 0);
         assert_eq!(
             l.admit("ns", "a", "q", &cpu(2), false, now),
             Admission::Allowed
@@ -1264,7 +1261,39 @@ mod tests {
             Admission::Allowed,
             "same pod again"
         );
-        assert_eq!(l.used("q")["cpu"].milli, 2000);
+        assert_eq!(l.used("q")["cpu"].milli(), 2000);
+    }
+
+    /// Item 3: sub-milli requests are counted exactly (upstream's `Quantity.Add`): four pods of
+    /// `500u` fill a `2m` quota, the fifth is refused with the exact amounts.
+    #[test]
+    fn item_3_sub_milli_requests_count_exactly() {
+        let l = Ledger::new(Duration::from_secs(30));
+        let two_milli = Amount::from_milli(2, QuantityFormat::DecimalSI);
+        l.upsert_quota(QuotaSpec::simple(
+            "q",
+            "ns",
+            None,
+            Amounts::from([("cpu".to_owned(), two_milli)]),
+        ));
+        let half = Amounts::from([(
+            "cpu".to_owned(),
+            Amount {
+                nano: 500_000,
+                format: QuantityFormat::DecimalSI,
+            },
+        )]);
+        let now = Instant::now();
+        for p in ["a", "b", "c", "d"] {
+            assert_eq!(l.admit("ns", p, "q", &half, false, now), Admission::Allowed);
+        }
+        assert_eq!(l.used("q")["cpu"].nano, 2_000_000);
+        assert_eq!(
+            l.admit("ns", "e", "q", &half, false, now),
+            Admission::Denied(
+                "exceeded quota: ns/q, requested: cpu=500u, used: cpu=2m, limited: cpu=2m".into()
+            )
+        );
     }
 
     #[test]
@@ -1350,6 +1379,6 @@ mod tests {
             .collect();
         let admitted: usize = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
         assert_eq!(admitted, 100);
-        assert_eq!(l.used("q")["cpu"].milli, 100_000);
+        assert_eq!(l.used("q")["cpu"].milli(), 100_000);
     }
 }

@@ -10,14 +10,14 @@ fn cpu_mem(cpu: i64, mem_gi: i64) -> Amounts {
         (
             "cpu".to_owned(),
             Amount {
-                milli: i128::from(cpu) * 1000,
+                nano: i128::from(cpu) * 1_000_000_000,
                 format: QuantityFormat::DecimalSI,
             },
         ),
         (
             "memory".to_owned(),
             Amount {
-                milli: (i128::from(mem_gi) << 30) * 1000,
+                nano: (i128::from(mem_gi) << 30) * 1_000_000_000,
                 format: QuantityFormat::BinarySI,
             },
         ),

@@ -288,7 +288,7 @@ pub struct TreeGates {
 fn neg_keys(rl: &Option<ResourceList>) -> Vec<String> {
     rl.iter()
         .flatten()
-        .filter(|(_, v)| Amount::of(v).milli < 0)
+        .filter(|(_, v)| Amount::of(v).nano < 0)
         .map(|(k, _)| k.clone())
         .collect()
 }
@@ -544,7 +544,7 @@ fn qv_t_topology(
         let pmin = amounts(p.min.as_ref());
         if sum
             .iter()
-            .any(|(k, v)| v.milli > pmin.get(k).map(|x| x.milli).unwrap_or(0))
+            .any(|(k, v)| v.nano > pmin.get(k).map(|x| x.nano).unwrap_or(0))
         {
             return Err(format!(
                 "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {}",
@@ -561,7 +561,7 @@ fn qv_t_topology(
         }
         if sum
             .iter()
-            .any(|(k, v)| v.milli > new_min.get(k).map(|x| x.milli).unwrap_or(0))
+            .any(|(k, v)| v.nano > new_min.get(k).map(|x| x.nano).unwrap_or(0))
         {
             return Err(format!(
                 "checkMinQuotaSum all children's MinQuota > current MinQuota, current: {name}"

@@ -38,6 +38,12 @@ fn amount(rng: &mut StdRng) -> Amount {
             _ => 0,
         },
         format: rng.random_range(0..4),
+        sub_milli_nano: match rng.random_range(0..5) {
+            0 => i32::MAX,
+            1 => i32::MIN,
+            2 => -rng.random_range(0..1_000_000),
+            _ => 0,
+        },
     }
 }
 

@@ -19,7 +19,7 @@ fn cpu(n: i64) -> Amounts {
     Amounts::from([(
         "cpu".to_owned(),
         Amount {
-            milli: i128::from(n) * 1000,
+            nano: i128::from(n) * 1_000_000_000,
             format: QuantityFormat::DecimalSI,
         },
     )])
@@ -264,8 +264,12 @@ async fn admit_release_and_health_over_grpc() {
 }
 
 fn admit(ns: &str, name: &str, quota: &str, cpu_milli: i128) -> AdmitPodRequest {
+    admit_nano(ns, name, quota, cpu_milli * 1_000_000)
+}
+
+fn admit_nano(ns: &str, name: &str, quota: &str, cpu_nano: i128) -> AdmitPodRequest {
     let a = quota_state::wire_amount(&Amount {
-        milli: cpu_milli,
+        nano: cpu_nano,
         format: QuantityFormat::DecimalSI,
     });
     AdmitPodRequest {
@@ -404,7 +408,7 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
         beyond.message
     );
     assert_eq!(
-        ledger.used("q")["cpu"].milli,
+        ledger.used("q")["cpu"].milli(),
         9_901_000,
         "nothing else charged"
     );
@@ -428,6 +432,22 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
             tonic::Code::InvalidArgument
         );
     }
+    let rest = AdmitPodRequest {
+        requests: [(
+            "cpu".to_owned(),
+            quota_state::proto::Amount {
+                milli: 1,
+                sub_milli_nano: 1_000_000,
+                ..Default::default()
+            },
+        )]
+        .into(),
+        ..admit("team", "p", "q", 1)
+    };
+    assert_eq!(
+        c.admit_pod(rest).await.unwrap_err().code(),
+        tonic::Code::InvalidArgument
+    );
     let many = LookupRequest {
         names: vec!["q".into(); 65],
         namespace: String::new(),
@@ -436,4 +456,52 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
         c.lookup(many).await.unwrap_err().code(),
         tonic::Code::InvalidArgument
     );
+}
+
+/// Item 3 over the wire: sub-milli requests count exactly (four `500u` pods fill `2m`), and a
+/// request from a peer that predates `sub_milli_nano` counts its rounded thousandths.
+#[tokio::test]
+async fn item_3_sub_milli_requests_count_exactly_over_grpc() {
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    let two_milli = Amounts::from([(
+        "cpu".to_owned(),
+        Amount::from_milli(2, QuantityFormat::DecimalSI),
+    )]);
+    ledger.upsert_quota(QuotaSpec::simple("q", "team", None, two_milli));
+    let served = serve(ledger.clone(), &["scheduling-webhook"]).await;
+    let mut c = served.client("scheduling-webhook");
+    for p in ["a", "b", "c"] {
+        let r = c
+            .admit_pod(admit_nano("team", p, "q", 500_000))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.allowed, "{p}: {}", r.message);
+    }
+    let older_peer = AdmitPodRequest {
+        requests: [(
+            "cpu".to_owned(),
+            quota_state::proto::Amount {
+                milli: 1,
+                ..Default::default()
+            },
+        )]
+        .into(),
+        ..admit_nano("team", "d", "q", 0)
+    };
+    let r = c.admit_pod(older_peer).await.unwrap().into_inner();
+    assert_eq!(
+        (r.allowed, r.message.as_str()),
+        (
+            false,
+            "exceeded quota: team/q, requested: cpu=1m, used: cpu=1500u, limited: cpu=2m"
+        )
+    );
+    let r = c
+        .admit_pod(admit_nano("team", "e", "q", 500_000))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.allowed, "{}", r.message);
+    assert_eq!(ledger.used("q")["cpu"].nano, 2_000_000);
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use admission_kit::go::QuantityFormat;
 use quota_state::ledger::{
-    Amount, Amounts, Ledger, MAX_AMOUNT_MILLI, PodCheck, PodOutcome, QuotaSpec, ReservationLimits,
+    Amount, Amounts, Ledger, MAX_AMOUNT_NANO, PodCheck, PodOutcome, QuotaSpec, ReservationLimits,
     UNCHECKED,
 };
 use rand::rngs::StdRng;
@@ -65,7 +65,7 @@ struct Model {
 }
 
 fn countable(v: i128) -> bool {
-    (0..=MAX_AMOUNT_MILLI).contains(&v)
+    (0..=MAX_AMOUNT_NANO).contains(&v)
 }
 
 impl Model {
@@ -230,7 +230,7 @@ fn amounts(m: &BTreeMap<String, i128>) -> Amounts {
             (
                 k.clone(),
                 Amount {
-                    milli: *v,
+                    nano: *v,
                     format: QuantityFormat::DecimalSI,
                 },
             )
@@ -255,10 +255,11 @@ fn amount(rng: &mut StdRng) -> i128 {
         1 => -rng.random_range(1..5_000_000),
         2 => 9_223_372_036_854_775_000,
         3 => i128::from(i64::MAX),
-        4 => MAX_AMOUNT_MILLI,
-        5 => MAX_AMOUNT_MILLI + 1,
-        6 => rng.random_range(1..1000), // fractional
-        _ => i128::from(rng.random_range(1..8)) * 1000,
+        4 => MAX_AMOUNT_NANO,
+        5 => MAX_AMOUNT_NANO + 1,
+        6 => rng.random_range(1..2_000_000), // sub-milli and fractional
+        7 => rng.random_range(1..1000) * 1_000_000, // fractional
+        _ => i128::from(rng.random_range(1..8)) * 1_000_000_000,
     }
 }
 
@@ -266,8 +267,9 @@ fn limit(rng: &mut StdRng) -> i128 {
     match rng.random_range(0..10) {
         0 => 0,
         1 => i128::from(i64::MAX),
-        2 => 10_000_000,
-        _ => i128::from(rng.random_range(1..20)) * 1000,
+        2 => 10_000_000_000_000,
+        3 => 2_500_000, // 2.5m: sub-milli requests fill it exactly
+        _ => i128::from(rng.random_range(1..20)) * 1_000_000_000,
     }
 }
 
@@ -295,8 +297,8 @@ fn check(ledger: &Ledger, model: &Model, seed: u64, step: usize, op: &str) {
         let got: BTreeMap<String, i128> = ledger
             .used(q)
             .into_iter()
-            .filter(|(_, a)| a.milli != 0)
-            .map(|(k, a)| (k, a.milli))
+            .filter(|(_, a)| a.nano != 0)
+            .map(|(k, a)| (k, a.nano))
             .collect();
         let want: BTreeMap<String, i128> = used
             .get(q)

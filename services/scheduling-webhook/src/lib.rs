@@ -142,12 +142,12 @@ fn kube_qos(pod: &Pod) -> &'static str {
                 req.get(k).map(resources::Amount::of),
                 lim.get(k).map(resources::Amount::of),
             );
-            if q.is_some_and(|a| a.milli != 0) || l.is_some_and(|a| a.milli != 0) {
+            if q.is_some_and(|a| !a.is_zero()) || l.is_some_and(|a| !a.is_zero()) {
                 any = true;
             }
             match (q, l) {
                 (_, None) => guaranteed = false,
-                (Some(q), Some(l)) if q.milli != l.milli => guaranteed = false,
+                (Some(q), Some(l)) if q.nano != l.nano => guaranteed = false,
                 _ => {}
             }
         }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use admission_kit::go::QuantityFormat;
+use admission_kit::resources::NANO_PER_UNIT;
 use admission_kit::{Context, Mutator, Operation, Request, Verdict};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
@@ -90,7 +91,7 @@ pub(crate) fn milli_text(q: &Quantity) -> Quantity {
     let a = Amount::of(q);
     Quantity(
         Amount {
-            milli: a.milli.saturating_mul(1000),
+            nano: a.milli().saturating_mul(NANO_PER_UNIT),
             format: QuantityFormat::DecimalSI,
         }
         .canonical(),

@@ -77,7 +77,7 @@ fn pv_2_colocation(req: &Request<Pod>, ctx: &Context) -> ErrorList {
         }
     }
     let request = pod.spec.as_ref().map(pod_request).unwrap_or_default();
-    let nonzero = |k: &str| request.get(k).is_some_and(|a| a.milli != 0);
+    let nonzero = |k: &str| request.get(k).is_some_and(|a| !a.is_zero());
     if (nonzero("kubernetes.io/batch-cpu") || nonzero("kubernetes.io/batch-memory"))
         && qos != Some("BE")
     {
@@ -105,7 +105,7 @@ fn pv_2_colocation(req: &Request<Pod>, ctx: &Context) -> ErrorList {
     }
     if matches!(qos, Some("LSR" | "LSE")) {
         let path = Path::new("pod.spec.containers[*].resources.requests");
-        match request.get("cpu").filter(|a| a.milli != 0) {
+        match request.get("cpu").filter(|a| !a.is_zero()) {
             None => errs.push(FieldError::required(
                 "PV-2",
                 path,

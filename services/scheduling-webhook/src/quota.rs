@@ -215,7 +215,7 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
             })?
             .unwrap_or_default();
         r.into_iter()
-            .filter(|(k, v)| v.milli != 0 && max.get(k).is_some_and(|m| Amount::of(m).milli != 0))
+            .filter(|(k, v)| !v.is_zero() && max.get(k).is_some_and(|m| !Amount::of(m).is_zero()))
             .collect()
     };
     if request.is_empty() {
@@ -225,8 +225,8 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
     for (k, r) in &request {
         let Some(l) = limit.get(k) else { continue };
         let u = used.get(k).copied();
-        let total = u.map(|u| u.milli).unwrap_or(0).checked_add(r.milli);
-        if total.is_none_or(|t| t > l.milli) {
+        let total = u.map(|u| u.nano).unwrap_or(0).checked_add(r.nano);
+        if total.is_none_or(|t| t > l.nano) {
             r_ex.insert(k.clone(), *r);
             if let Some(u) = u {
                 u_ex.insert(k.clone(), u);
@@ -409,7 +409,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     let new_text = if current.is_empty() {
         // QM-5: upstream's gauge of the defaulted weights (the max values), in units.
         for (resource, amount) in max.iter().flatten() {
-            let units = admission_kit::resources::Amount::of(amount).milli as f64 / 1000.0;
+            let units = admission_kit::resources::Amount::of(amount).milli() as f64 / 1000.0;
             admission_kit::metrics::koord::shared_weight(&name, resource, units);
         }
         Some(

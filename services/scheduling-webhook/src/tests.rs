@@ -209,6 +209,39 @@ fn pv_4_amounts_are_exact_and_never_clamped() {
     assert!(e.contains("cpu=1e40 is too large to be counted"), "{e}");
 }
 
+/// Item 3: sub-milli requests add exactly, as upstream's `Quantity.Add`: three containers of
+/// `500u` cpu are `1500u` (they fit a `2m` quota that rounded thousandths, 3m, would exceed), and
+/// a refusal prints the exact amounts.
+#[test]
+fn item_3_pv_4_adds_sub_milli_amounts_exactly() {
+    let q = |used: &str| {
+        json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "team", "annotations": {"quota.scheduling.koordinator.sh/child-request": format!("{{\"cpu\":\"{used}\"}}")}},
+        "spec": {"max": {"cpu": "2m"}}})
+    };
+    let three = json!({"containers": [
+        {"name": "a", "resources": {"requests": {"cpu": "500u"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "500u"}}},
+        {"name": "c", "resources": {"requests": {"cpu": "500u"}}}
+    ]});
+    let check = |used: &str| {
+        validate(
+            pod(
+                json!({"quota.scheduling.koordinator.sh/name": "q"}),
+                three.clone(),
+            ),
+            None,
+            vec![q(used)],
+        )
+    };
+    assert_eq!(check("0"), None);
+    assert_eq!(check("500u"), None, "1500u + 500u = 2m, not above");
+    assert_eq!(
+        check("501u").unwrap(),
+        "PV-4 exceeded quota: team/q, requested: cpu=1500u, used: cpu=501u, limited: cpu=2m"
+    );
+}
+
 #[test]
 fn pv_5_gpu_rules() {
     let e = validate(

@@ -444,16 +444,29 @@ impl ParsedQuantity {
     /// sums and comparisons of resource amounts use this width so that memory in the petabytes
     /// (whose milli-value exceeds 64 bits) still counts exactly.
     pub fn milli_value_wide(&self) -> Option<i128> {
+        self.value_times_ten_to(3)
+    }
+
+    /// The value × 10^9 exactly in 128 bits (above about 1.7e29 units `None`). Parsing rounds
+    /// every quantity to whole nanos (away from zero), so this is the exact value of any parsed
+    /// quantity: sums of these are Go's `Quantity.Add`, without its `inf.Dec` allocations.
+    pub fn nano_value_wide(&self) -> Option<i128> {
+        self.value_times_ten_to(9)
+    }
+
+    /// The value × 10^`scale`, rounded away from zero as Go rounds (`-100u` is -1m); `None`
+    /// beyond 128 bits.
+    fn value_times_ten_to(&self, scale: i32) -> Option<i128> {
         let (m, e) = self.decimal()?;
-        let e = e.checked_add(3)?;
+        let e = e.checked_add(scale)?;
         if e >= 0 {
             m.checked_mul(10i128.checked_pow(u32::try_from(e).ok()?)?)
         } else {
             let Some(d) = u32::try_from(-e).ok().and_then(|x| 10i128.checked_pow(x)) else {
-                // Smaller than one thousandth: away from zero, to ±1 (0 stays 0).
+                // Smaller than the unit: away from zero, to ±1 (0 stays 0).
                 return Some(m.signum());
             };
-            // Go rounds away from zero (`-100u` is -1m), truncating division rounds toward it.
+            // Truncating division rounds toward zero; Go rounds away from it.
             let (q, r) = (m / d, m % d);
             Some(q + r.signum())
         }
@@ -461,21 +474,28 @@ impl ParsedQuantity {
 
     /// A value of `milli` thousandths, printed in `format` (Go's `NewMilliQuantity`).
     pub fn from_milli(milli: impl Into<i128>, format: QuantityFormat) -> Self {
-        let milli: i128 = milli.into();
-        let digits = milli.unsigned_abs().to_string();
-        let zero = milli == 0;
-        let mut q = Self {
-            negative: milli < 0,
-            digits: if zero { String::new() } else { digits },
-            exp10: -3,
+        Self::scaled(milli.into(), -3, format)
+    }
+
+    /// A value of `nano` billionths, printed in `format` (Go's `NewScaledQuantity(n, Nano)`).
+    pub fn from_nano(nano: impl Into<i128>, format: QuantityFormat) -> Self {
+        Self::scaled(nano.into(), -9, format)
+    }
+
+    fn scaled(m: i128, exp10: i32, format: QuantityFormat) -> Self {
+        let zero = m == 0;
+        Self {
+            negative: m < 0,
+            digits: if zero {
+                String::new()
+            } else {
+                m.unsigned_abs().to_string()
+            },
+            exp10: if zero { 0 } else { exp10 },
             exp2: 0,
             format,
             spelled: None,
-        };
-        if zero {
-            q.exp10 = 0;
         }
-        q
     }
 
     /// The text Go prints (`resource.Quantity.String()`): the text as parsed where Go keeps it

@@ -1,4 +1,4 @@
-//! Resource arithmetic on quantities (exact, in thousandths) and Kubernetes' pod-request formula,
+//! Resource arithmetic on quantities (exact, in billionths) and Kubernetes' pod-request formula,
 //! shared by the services that count resources (scheduling-webhook, quota-state).
 
 use std::collections::BTreeMap;
@@ -10,12 +10,15 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 /// A resource list (`corev1.ResourceList`).
 pub type ResourceList = BTreeMap<String, Quantity>;
 
-/// A quantity as an exact number of thousandths, with the format it prints in.
+/// A quantity as an exact number of billionths, with the format it prints in.
+///
+/// Billionths because apimachinery rounds every parsed quantity to whole nanos: sums and
+/// comparisons of these are exactly Go's `Quantity.Add` and `Cmp` (three `500u` requests are
+/// `1500u`, not `3m`), in 128 bits where Go's `MilliValue` would wrap beyond 64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Amount {
-    /// Value × 1000, rounded up as Go's `MilliValue`, exact in 128 bits (Go's `MilliValue` wraps
-    /// beyond 64 bits; memory above 9.2 PB already does).
-    pub milli: i128,
+    /// Value × 10^9, exact.
+    pub nano: i128,
     /// How it prints.
     pub format: QuantityFormat,
 }
@@ -31,7 +34,7 @@ pub enum AmountError {
         /// The parser's text (Go's wording).
         message: String,
     },
-    /// The quantity is beyond [`MAX_MILLI`] thousandths (about 8.5e34 units).
+    /// The quantity is beyond [`MAX_NANO`] billionths (about 8.5e28 units).
     #[error(
         "{resource}={text} is too large to be counted (the limit is {} units)",
         MAX_COUNTABLE_UNITS
@@ -42,7 +45,7 @@ pub enum AmountError {
         /// The quantity as written.
         text: String,
     },
-    /// A sum of amounts leaves the range of [`MAX_MILLI`].
+    /// A sum of amounts leaves the range of [`MAX_NANO`].
     #[error(
         "the total of {resource} is too large to be counted (the limit is {} units)",
         MAX_COUNTABLE_UNITS
@@ -53,27 +56,34 @@ pub enum AmountError {
     },
 }
 
-/// The largest magnitude of an exact amount, in thousandths: 2^126. Every exact amount and sum
-/// stays within it, so that it also crosses 128-bit wire formats with room to spare.
-pub const MAX_MILLI: i128 = 1 << 126;
+/// The largest magnitude of an exact amount, in billionths: 2^126 (about 8.5e28 units). Every
+/// exact amount and sum stays within it, so that it also crosses 128-bit wire formats with room
+/// to spare.
+pub const MAX_NANO: i128 = 1 << 126;
 
-/// [`MAX_MILLI`] in whole units.
-pub const MAX_COUNTABLE_UNITS: i128 = MAX_MILLI / 1000;
+/// [`MAX_NANO`] in whole units.
+pub const MAX_COUNTABLE_UNITS: i128 = MAX_NANO / NANO_PER_UNIT;
+
+/// Billionths in one unit.
+pub const NANO_PER_UNIT: i128 = 1_000_000_000;
+
+/// Billionths in one thousandth.
+pub const NANO_PER_MILLI: i128 = 1_000_000;
 
 fn within(m: i128) -> Option<i128> {
-    (m.unsigned_abs() <= MAX_MILLI.unsigned_abs()).then_some(m)
+    (m.unsigned_abs() <= MAX_NANO.unsigned_abs()).then_some(m)
 }
 
 impl Amount {
     /// Parses a quantity leniently, for rules that only look at an amount's rough size:
-    /// unparsable text counts as zero, a value beyond 128-bit thousandths as the largest one.
+    /// unparsable text counts as zero, a value beyond 128-bit billionths as the largest one.
     /// The quota path uses [`Amount::try_of`] instead, which never guesses.
     pub fn of(q: &Quantity) -> Self {
         match GoQuantity::from_json_text(&q.0) {
             Ok(p) => Self {
-                milli: p
+                nano: p
                     .value()
-                    .milli_value_wide()
+                    .nano_value_wide()
                     .unwrap_or(if p.value().negative {
                         i128::MIN
                     } else {
@@ -82,7 +92,7 @@ impl Amount {
                 format: p.value().format,
             },
             Err(_) => Self {
-                milli: 0,
+                nano: 0,
                 format: QuantityFormat::DecimalSI,
             },
         }
@@ -104,8 +114,8 @@ impl Amount {
         p: &ParsedQuantity,
     ) -> Result<Self, AmountError> {
         Ok(Self {
-            milli: p
-                .milli_value_wide()
+            nano: p
+                .nano_value_wide()
                 .and_then(within)
                 .ok_or_else(|| AmountError::TooLarge {
                     resource: resource.to_owned(),
@@ -115,21 +125,44 @@ impl Amount {
         })
     }
 
-    /// Canonical text.
-    pub fn canonical(&self) -> String {
-        ParsedQuantity::from_milli(self.milli, self.format).canonical()
+    /// `milli` thousandths, printed in `format`.
+    pub fn from_milli(milli: i128, format: QuantityFormat) -> Self {
+        Self {
+            nano: milli.saturating_mul(NANO_PER_MILLI),
+            format,
+        }
     }
 
-    /// Whether it is a whole number.
+    /// Canonical text (Go's `Quantity.String()` of the exact value: `1500u`, `1500m`, `2Gi`).
+    pub fn canonical(&self) -> String {
+        ParsedQuantity::from_nano(self.nano, self.format).canonical()
+    }
+
+    /// Whether it is a whole number at milli precision, as upstream asks it
+    /// (`Value()*1000 == MilliValue()`: `999999999n` rounds to a whole `1`).
     pub fn is_integer(&self) -> bool {
-        self.milli % 1000 == 0
+        self.milli() % 1000 == 0
+    }
+
+    /// Whether it is zero.
+    pub fn is_zero(&self) -> bool {
+        self.nano == 0
+    }
+
+    /// The value × 1000 rounded away from zero, as Go's `MilliValue()` rounds (`500u` is 1).
+    pub fn milli(&self) -> i128 {
+        away_from_zero(self.nano, NANO_PER_MILLI)
     }
 
     /// The value rounded to a whole number away from zero, as Go's `Value()` rounds (`100m` is
     /// 1, `-100m` is -1).
     pub fn value(&self) -> i128 {
-        self.milli / 1000 + (self.milli % 1000).signum()
+        away_from_zero(self.nano, NANO_PER_UNIT)
     }
+}
+
+fn away_from_zero(n: i128, d: i128) -> i128 {
+    n / d + (n % d).signum()
 }
 
 /// A resource list as amounts.
@@ -154,24 +187,22 @@ pub fn try_amounts(rl: Option<&ResourceList>) -> Result<Amounts, AmountError> {
 pub fn add(a: &mut Amounts, b: &Amounts) {
     for (k, v) in b {
         a.entry(k.clone())
-            .and_modify(|x| x.milli = x.milli.saturating_add(v.milli))
+            .and_modify(|x| x.nano = x.nano.saturating_add(v.nano))
             .or_insert(*v);
     }
 }
 
 /// `a += b`, keeping the first format seen per key, or the first resource whose sum leaves the
-/// range of [`MAX_MILLI`] (then `a` is left partly added: callers drop it).
+/// range of [`MAX_NANO`] (then `a` is left partly added: callers drop it).
 pub fn try_add(a: &mut Amounts, b: &Amounts) -> Result<(), AmountError> {
     for (k, v) in b {
         match a.get_mut(k) {
             Some(x) => {
-                x.milli = x
-                    .milli
-                    .checked_add(v.milli)
-                    .and_then(within)
-                    .ok_or_else(|| AmountError::Overflow {
+                x.nano = x.nano.checked_add(v.nano).and_then(within).ok_or_else(|| {
+                    AmountError::Overflow {
                         resource: k.clone(),
-                    })?;
+                    }
+                })?;
             }
             None => {
                 a.insert(k.clone(), *v);
@@ -185,8 +216,8 @@ pub fn try_add(a: &mut Amounts, b: &Amounts) -> Result<(), AmountError> {
 pub fn max_into(a: &mut Amounts, b: &Amounts) {
     for (k, v) in b {
         match a.get_mut(k) {
-            Some(x) if x.milli >= v.milli => {}
-            Some(x) => x.milli = v.milli,
+            Some(x) if x.nano >= v.nano => {}
+            Some(x) => x.nano = v.nano,
             None => {
                 a.insert(k.clone(), *v);
             }
@@ -518,10 +549,11 @@ mod tests {
         // Petabytes of memory: the milli-value is beyond 64 bits, still exact here.
         let q = |t: &str| Quantity(t.to_owned());
         let a = Amount::try_of("memory", &q("10Pi")).unwrap();
-        assert_eq!(a.milli, 11_258_999_068_426_240_000);
+        assert_eq!(a.milli(), 11_258_999_068_426_240_000);
+        assert_eq!(a.nano, 11_258_999_068_426_240_000_000_000);
         assert_eq!(a.canonical(), "10Pi");
         let cpu = Amount::try_of("cpu", &q("9223372036854775")).unwrap();
-        assert_eq!(cpu.milli, 9_223_372_036_854_775_000);
+        assert_eq!(cpu.milli(), 9_223_372_036_854_775_000);
         assert_eq!(cpu.canonical(), "9223372036854775");
         assert_eq!(
             Amount::try_of("cpu", &q("1e40")).unwrap_err().to_string(),
@@ -537,8 +569,8 @@ mod tests {
         );
         // Two amounts that fit, whose sum does not.
         let s = spec(json!({"containers": [
-            {"name": "a", "resources": {"requests": {"cpu": "5e34"}}},
-            {"name": "b", "resources": {"requests": {"cpu": "5e34"}}}
+            {"name": "a", "resources": {"requests": {"cpu": "5e28"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "5e28"}}}
         ]}));
         assert_eq!(
             try_pod_request(&s).unwrap_err(),
@@ -547,17 +579,48 @@ mod tests {
             }
         );
         // The lenient path adds without the bound (and saturates rather than wrap).
-        assert_eq!(pod_request(&s)["cpu"].milli, 100_000 * 10i128.pow(33));
+        assert_eq!(pod_request(&s)["cpu"].nano, 100_000 * 10i128.pow(33));
         let s = spec(json!({"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "9223372036854775", "memory": "8Ei"}}}
         ], "overhead": {"cpu": "1"}}));
         let r = try_pod_request(&s).unwrap();
         assert_eq!(
-            r["cpu"].milli, 9_223_372_036_854_776_000,
+            r["cpu"].milli(),
+            9_223_372_036_854_776_000,
             "past i64::MAX, exact"
         );
         // Go caps a BinarySI value at 2^63-1 when it parses it (8Ei is 2^63).
         assert_eq!(r["memory"].canonical(), "9223372036854775807");
+    }
+
+    /// Item 3: sub-milli amounts add exactly, as Go's `Quantity.Add` (three `500u` are `1500u`,
+    /// not `3m`), and print as Go prints the sum.
+    #[test]
+    fn item_3_sub_milli_amounts_add_exactly() {
+        let s = spec(json!({"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "500u", "memory": "1"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "500u", "memory": "100n"}}},
+            {"name": "c", "resources": {"requests": {"cpu": "500u"}}}
+        ]}));
+        let r = try_pod_request(&s).unwrap();
+        assert_eq!(r["cpu"].nano, 1_500_000);
+        assert_eq!(
+            r["cpu"].milli(),
+            2,
+            "MilliValue rounds the exact sum up once"
+        );
+        assert_eq!(list_text(&r), "cpu=1500u,memory=1000000100n");
+        assert_eq!(
+            Amount::from_milli(-100, QuantityFormat::DecimalSI).value(),
+            -1,
+            "away from zero"
+        );
+        assert_eq!(
+            Amount::try_of("cpu", &Quantity("-1n".into()))
+                .unwrap()
+                .milli(),
+            -1
+        );
     }
 
     /// Item 3: the decode check names the quantity's full path, whatever the nesting.
