@@ -127,8 +127,14 @@ async fn shutdown() {
     }
 }
 
+fn main() -> anyhow::Result<()> {
+    // Before any thread exists: it may execute the binary again.
+    admission_kit::trim::tune_malloc();
+    serve()
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn serve() -> anyhow::Result<()> {
     tracing_subscriber::fmt().json().init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();

@@ -102,6 +102,14 @@ async fn start(dir: &Path) -> Served {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    // The server executed itself again with glibc's cache size (trim::tune_malloc), same PID:
+    // the memory bounds below hold with the tuning production runs.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let tuned = format!("GLIBC_TUNABLES={}", admission_kit::trim::MALLOC_TUNABLES);
+    assert!(
+        environ.split(|b| *b == 0).any(|v| v == tuned.as_bytes()),
+        "the server runs without {tuned}"
+    );
     let der: CertificateDer<'static> = rustls_pemfile::certs(&mut pem.as_bytes())
         .next()
         .unwrap()

@@ -397,6 +397,7 @@ struct ReviewArgs {
 
 /// Runs the binary: parses the command line and dispatches. Returns the process exit code.
 pub fn main(app: App) -> ExitCode {
+    crate::trim::tune_malloc();
     let paths: Vec<String> = app
         .endpoints
         .iter()

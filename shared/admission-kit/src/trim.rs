@@ -12,9 +12,56 @@
 //!
 //! A setting would not do: `M_TRIM_THRESHOLD` only trims the top of the main heap, and the
 //! tokio worker threads allocate from their own arenas.
+//!
+//! The same module sizes glibc's per-thread cache ([`tune_malloc`]), the cheapest cut of a
+//! review's cost.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The glibc tunable every service runs with: a per-thread cache of 500 freed chunks per size
+/// class (glibc's default is 7). A review builds and drops trees of thousands of small values
+/// (decoded objects, `serde_json::Value`s for the typed diff); with 7 cached chunks most frees
+/// and mallocs fall through to the arena's bins and `malloc_consolidate`, which were 45 % of a
+/// Model mutation's instructions. Measured under callgrind (`cargo xtask instructions`): -11 %
+/// for the Model validation, -18 % for its mutation, -17 % for the node status. The cache holds
+/// only chunks of at most 1 KiB, 500 per size class and thread, so what it keeps from the
+/// trimming above is bounded and small next to a review's own working set.
+pub const MALLOC_TUNABLES: &str = "glibc.malloc.tcache_count=500";
+
+/// Makes the process run with [`MALLOC_TUNABLES`]. glibc reads `GLIBC_TUNABLES` only when a
+/// process starts, and no call sets the cache size later (`mallopt` has no such parameter), so
+/// when the variable does not already name the cache size the binary executes itself again
+/// once, same PID and arguments, with it added. Call first thing in `main`, before any thread
+/// exists. An operator's own `glibc.malloc.tcache_count` wins; if the re-execution fails the
+/// process carries on with glibc's defaults. Elsewhere than Linux with glibc, a no-op.
+pub fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::unix::process::CommandExt;
+        let key = MALLOC_TUNABLES.split('=').next().unwrap_or_default();
+        let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+        if current.split(':').any(|t| t.split('=').next() == Some(key)) {
+            return;
+        }
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let tunables = if current.is_empty() {
+            MALLOC_TUNABLES.to_owned()
+        } else {
+            format!("{current}:{MALLOC_TUNABLES}")
+        };
+        let mut args = std::env::args_os();
+        let argv0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
+        // Returns only when it failed; then we simply run untuned.
+        let _ = std::process::Command::new(&exe)
+            .arg0(argv0)
+            .args(args)
+            .env("GLIBC_TUNABLES", tunables)
+            .exec();
+    }
+}
 
 use crate::server::Budget;
 

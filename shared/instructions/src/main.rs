@@ -8,6 +8,8 @@ use admission_kit::handler::{Context, review_body};
 use anyhow::{Context as _, bail};
 
 fn main() -> anyhow::Result<()> {
+    // As the services run (the guard counts what production executes).
+    admission_kit::trim::tune_malloc();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [service, path, body, n] = args.as_slice() else {
         bail!("usage: review-loop SERVICE PATH BODY N");

@@ -48,7 +48,10 @@ pub fn measure(root: &Path, bin_dir: &Path) -> Result<Vec<Row>> {
     for p in instructions::PATHS {
         let count = |n: u64| -> Result<u64> {
             let out = out_dir.join(format!("callgrind.{}.{n}", slug(p.name)));
+            // The services' malloc tuning, set here: review-loop would otherwise execute itself
+            // again to get it, and callgrind does not follow an exec.
             let status = Command::new("valgrind")
+                .env("GLIBC_TUNABLES", admission_kit::trim::MALLOC_TUNABLES)
                 .args(["--tool=callgrind", "--quiet"])
                 .arg(format!("--callgrind-out-file={}", out.display()))
                 .arg(&bin)
