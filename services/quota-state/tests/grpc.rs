@@ -267,6 +267,14 @@ fn admit(ns: &str, name: &str, quota: &str, cpu_milli: i128) -> AdmitPodRequest 
     admit_nano(ns, name, quota, cpu_milli * 1_000_000)
 }
 
+/// Pod `name` in namespace `team`, quota `q`, asking for `cpu` as the wire carries it.
+fn admit_wire(name: &str, cpu: quota_state::proto::Amount) -> AdmitPodRequest {
+    AdmitPodRequest {
+        requests: [("cpu".to_owned(), cpu)].into(),
+        ..admit_nano("team", name, "q", 0)
+    }
+}
+
 fn admit_nano(ns: &str, name: &str, quota: &str, cpu_nano: i128) -> AdmitPodRequest {
     let a = quota_state::wire_amount(&Amount {
         nano: cpu_nano,
@@ -415,39 +423,27 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
     for bad in [
         admit("Team", "p", "q", 1),
         admit("team", "p/../x", "q", 1),
-        AdmitPodRequest {
-            requests: [(
-                "cpu".to_owned(),
-                quota_state::proto::Amount {
-                    format: 9,
-                    ..Default::default()
-                },
-            )]
-            .into(),
-            ..admit("team", "p", "q", 1)
-        },
+        admit_wire(
+            "p",
+            quota_state::proto::Amount {
+                format: 9,
+                ..Default::default()
+            },
+        ),
+        admit_wire(
+            "p",
+            quota_state::proto::Amount {
+                milli: 1,
+                sub_milli_nano: 1_000_000,
+                ..Default::default()
+            },
+        ),
     ] {
         assert_eq!(
             c.admit_pod(bad).await.unwrap_err().code(),
             tonic::Code::InvalidArgument
         );
     }
-    let rest = AdmitPodRequest {
-        requests: [(
-            "cpu".to_owned(),
-            quota_state::proto::Amount {
-                milli: 1,
-                sub_milli_nano: 1_000_000,
-                ..Default::default()
-            },
-        )]
-        .into(),
-        ..admit("team", "p", "q", 1)
-    };
-    assert_eq!(
-        c.admit_pod(rest).await.unwrap_err().code(),
-        tonic::Code::InvalidArgument
-    );
     let many = LookupRequest {
         names: vec!["q".into(); 65],
         namespace: String::new(),
@@ -478,17 +474,13 @@ async fn item_3_sub_milli_requests_count_exactly_over_grpc() {
             .into_inner();
         assert!(r.allowed, "{p}: {}", r.message);
     }
-    let older_peer = AdmitPodRequest {
-        requests: [(
-            "cpu".to_owned(),
-            quota_state::proto::Amount {
-                milli: 1,
-                ..Default::default()
-            },
-        )]
-        .into(),
-        ..admit_nano("team", "d", "q", 0)
-    };
+    let older_peer = admit_wire(
+        "d",
+        quota_state::proto::Amount {
+            milli: 1,
+            ..Default::default()
+        },
+    );
     let r = c.admit_pod(older_peer).await.unwrap().into_inner();
     assert_eq!(
         (r.allowed, r.message.as_str()),
