@@ -3,9 +3,14 @@
 //! `cargo build --release -p quota-state --example admit_load && target/release/examples/admit_load --spawn target/release/quota-state`
 //! starts `quota-state --synthetic-quotas 10000 --synthetic-pods 100000` on a free port, waits
 //! for SERVING, sends AdmitPod calls for random leaf quotas from several connections for a bounded
-//! time, and prints calls/s, p50/p99/p99.9 and the server's peak RSS.
+//! time (after a warm-up outside the measured window), and prints calls/s, p50/p99/p99.9 and the
+//! server's peak RSS. Closed loop (each connection sends its next call when the last returns) by
+//! default; `--rate N` sends N calls a second in all on a fixed schedule instead, each latency
+//! counted from when its call was due, so a stalled server shows in the figures rather than
+//! slowing the client down. Any failed call stops the run with its error.
 
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -29,6 +34,19 @@ struct Args {
     /// Seconds of load.
     #[arg(long, default_value_t = 8)]
     duration_secs: u64,
+    /// Calls per second in all, on a fixed schedule (open loop); 0: closed loop.
+    #[arg(long, default_value_t = 0)]
+    rate: u64,
+    /// Calls per connection before the measured window.
+    #[arg(long, default_value_t = 500)]
+    warmup: u64,
+    /// Send gRPC health checks instead of AdmitPod: what the transport alone costs (the floor
+    /// under AdmitPod's figures).
+    #[arg(long)]
+    health_only: bool,
+    /// Pin quota-state to this CPU (with `taskset`).
+    #[arg(long)]
+    server_cpu: Option<usize>,
 }
 
 fn peak_rss_kib(pid: u32) -> Option<u64> {
@@ -47,7 +65,15 @@ async fn main() -> anyhow::Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let mut child = Command::new(&args.spawn)
+    let mut command = match args.server_cpu {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpu.to_string()]).arg(&args.spawn);
+            c
+        }
+        None => Command::new(&args.spawn),
+    };
+    let mut child = command
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .args([
             "--synthetic-quotas",
@@ -96,7 +122,12 @@ async fn main() -> anyhow::Result<()> {
         args.pods
     );
     let leaves = args.quotas - args.quotas.div_ceil(101).max(1);
-    let stop = Instant::now() + Duration::from_secs(args.duration_secs);
+    let duration = Duration::from_secs(args.duration_secs);
+    // Every connection warms up, then all start the measured window at one instant.
+    let barrier = Arc::new(std::sync::Barrier::new(args.connections));
+    let interval = (args.rate > 0)
+        .then(|| Duration::from_secs_f64(args.connections as f64 / args.rate as f64));
+    let connections = args.connections as u32;
     let mut tasks = Vec::new();
     for c in 0..args.connections {
         let ch = if c == 0 {
@@ -106,11 +137,23 @@ async fn main() -> anyhow::Result<()> {
                 .connect()
                 .await?
         };
-        tasks.push(tokio::spawn(async move {
+        let (barrier, warmup, health_only) = (barrier.clone(), args.warmup, args.health_only);
+        let runtime = tokio::runtime::Handle::current();
+        // A thread per connection, pacing with the system's sleep (the runtime's timer ticks
+        // in milliseconds, coarser than the calls); the runtime's workers drive the I/O.
+        tasks.push(std::thread::spawn(move || {
+            let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
             let mut client = QuotaStateClient::new(ch);
             let mut lat = Vec::new();
             let mut i: u64 = c as u64;
-            while Instant::now() < stop {
+            let mut call = |i: u64| {
+                if health_only {
+                    let check = tonic_health::pb::HealthCheckRequest::default();
+                    return runtime
+                        .block_on(health.check(check))
+                        .map(drop)
+                        .map_err(|e| anyhow::anyhow!("connection {c}: health check failed: {e}"));
+                }
                 // A cheap deterministic spread over the leaves.
                 let leaf = (i.wrapping_mul(2_654_435_761) as usize) % leaves.max(1);
                 let req = AdmitPodRequest {
@@ -129,19 +172,47 @@ async fn main() -> anyhow::Result<()> {
                     .into(),
                     ..AdmitPodRequest::default()
                 };
-                let t = Instant::now();
-                if client.admit_pod(req).await.is_err() {
-                    break;
-                }
-                lat.push(t.elapsed().as_nanos() as u64);
-                i += args_connections_step();
+                runtime
+                    .block_on(client.admit_pod(req))
+                    .map(drop)
+                    .map_err(|e| anyhow::anyhow!("connection {c}: AdmitPod failed: {e}"))
+            };
+            for _ in 0..warmup {
+                call(i)?;
+                i += CALL_STEP;
             }
-            lat
+            barrier.wait();
+            let start = Instant::now();
+            let stop = start + duration;
+            // Connections start their schedules spread over one interval.
+            let mut due = start + interval.map_or(Duration::ZERO, |d| d * c as u32 / connections);
+            while Instant::now() < stop {
+                match interval {
+                    Some(_) => std::thread::sleep(due.saturating_duration_since(Instant::now())),
+                    None => due = Instant::now(),
+                }
+                call(i)?;
+                lat.push(due.elapsed().as_nanos() as u64);
+                i += CALL_STEP;
+                if let Some(d) = interval {
+                    due += d;
+                }
+            }
+            anyhow::Ok(lat)
         }));
     }
     let mut all = Vec::new();
     for t in tasks {
-        all.extend(t.await?);
+        let joined = tokio::task::spawn_blocking(move || t.join())
+            .await?
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))?;
+        match joined {
+            Ok(lat) => all.extend(lat),
+            Err(e) => {
+                let _ = child.kill();
+                return Err(e);
+            }
+        }
     }
     all.sort_unstable();
     let pct = |p: f64| {
@@ -150,9 +221,18 @@ async fn main() -> anyhow::Result<()> {
             .unwrap_or(0.0)
     };
     println!(
-        "AdmitPod calls: {}  connections: {}",
+        "{} calls: {}  connections: {}  {}",
+        if args.health_only {
+            "health check"
+        } else {
+            "AdmitPod"
+        },
         all.len(),
-        args.connections
+        args.connections,
+        match args.rate {
+            0 => "closed loop".to_owned(),
+            r => format!("open loop at {r}/s"),
+        }
     );
     println!(
         "calls/s: {:.0}",
@@ -175,6 +255,5 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn args_connections_step() -> u64 {
-    7919
-}
+/// Between two calls of one connection: keeps pod names apart across connections.
+const CALL_STEP: u64 = 7919;

@@ -146,6 +146,10 @@ async fn serve() -> anyhow::Result<()> {
             },
         ),
     );
+    // Quota changes rebuild the tree off the admissions' path.
+    ledger
+        .spawn_rebuilder()
+        .context("starting the quota tree's rebuilder thread")?;
     let metrics = Metrics::new().context("metrics")?;
     // `loaded` gates readiness: a managed pair arrives after start.
     let (tls, loaded): (_, Box<dyn Fn() -> bool + Send + Sync>) = if args.insecure_plaintext {

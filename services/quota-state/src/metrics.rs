@@ -35,6 +35,8 @@ pub struct Metrics {
     expired: IntCounter,
     rebuilds: IntCounter,
     rebuild_seconds: Counter,
+    /// The part of the rebuild seconds spent holding the ledger's lock: what admissions waited.
+    rebuild_locked_seconds: Counter,
     /// Each quota's subtree usage and limit, per resource, in units.
     used: GaugeVec,
     limit: GaugeVec,
@@ -105,6 +107,10 @@ impl Metrics {
             "quota_state_tree_rebuild_seconds_total",
             "Seconds spent rebuilding the quota tree and its usage.",
         )?;
+        let rebuild_locked_seconds = Counter::new(
+            "quota_state_tree_rebuild_locked_seconds_total",
+            "Seconds of the tree rebuilds spent holding the ledger's lock (installing the tree and moving the usage it moved): what admissions waited.",
+        )?;
         let used = GaugeVec::new(
             Opts::new(
                 "quota_state_quota_used",
@@ -145,6 +151,7 @@ impl Metrics {
             Box::new(expired.clone()),
             Box::new(rebuilds.clone()),
             Box::new(rebuild_seconds.clone()),
+            Box::new(rebuild_locked_seconds.clone()),
             Box::new(used.clone()),
             Box::new(limit.clone()),
         ] {
@@ -165,6 +172,7 @@ impl Metrics {
             expired,
             rebuilds,
             rebuild_seconds,
+            rebuild_locked_seconds,
             used,
             limit,
             usage_rounds,
@@ -191,6 +199,10 @@ impl Metrics {
         let more = s.rebuild_seconds - self.rebuild_seconds.get();
         if more > 0.0 {
             self.rebuild_seconds.inc_by(more);
+        }
+        let more = s.rebuild_locked_seconds - self.rebuild_locked_seconds.get();
+        if more > 0.0 {
+            self.rebuild_locked_seconds.inc_by(more);
         }
         self.used.reset();
         self.limit.reset();
@@ -236,6 +248,8 @@ mod tests {
             expired: 3,
             rebuilds: 2,
             rebuild_seconds: 0.5,
+            rebuild_locked_seconds: 0.25,
+            rebuild_locked_max: 0.01,
             usage: vec![QuotaUsage {
                 quota: "team-a".into(),
                 resource: "cpu".into(),
@@ -255,6 +269,7 @@ mod tests {
             "quota_state_reservations_expired_total 4",
             "quota_state_tree_rebuilds_total 2",
             "quota_state_tree_rebuild_seconds_total 0.5",
+            "quota_state_tree_rebuild_locked_seconds_total 0.25",
         ] {
             assert!(text.contains(want), "missing {want}:\n{text}");
         }

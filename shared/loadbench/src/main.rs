@@ -118,6 +118,10 @@ fn free_port() -> Result<u16> {
 struct Spawned {
     child: Child,
     dir: PathBuf,
+    /// From spawning to the first answered TLS handshake.
+    ready_after: Duration,
+    /// Resident size then, before any review.
+    idle_kib: Option<u64>,
 }
 
 impl Drop for Spawned {
@@ -277,6 +281,7 @@ async fn load(args: Args) -> Result<()> {
                 }
                 None => Command::new(bin),
             };
+            let spawned_at = Instant::now();
             let child = command
                 .arg("serve")
                 .arg("--self-signed")
@@ -293,7 +298,12 @@ async fn load(args: Args) -> Result<()> {
                 .stderr(Stdio::inherit())
                 .spawn()
                 .with_context(|| format!("starting {}", bin.display()))?;
-            let mut sp = Spawned { child, dir };
+            let mut sp = Spawned {
+                child,
+                dir,
+                ready_after: Duration::ZERO,
+                idle_kib: None,
+            };
             let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
             let deadline = Instant::now() + Duration::from_secs(30);
             let name = ServerName::try_from(args.server_name.clone())?;
@@ -312,6 +322,10 @@ async fn load(args: Args) -> Result<()> {
                     // does not hold, say), not a reason to wait.
                     if TcpStream::connect(addr).await.is_ok() {
                         connect(&probe).await?;
+                        // Start to ready (a TLS handshake answered, the malloc re-exec
+                        // included), and the resident size before any review.
+                        sp.ready_after = spawned_at.elapsed();
+                        sp.idle_kib = status_kib(sp.child.id(), "VmRSS");
                         break pem;
                     }
                 }
@@ -321,7 +335,8 @@ async fn load(args: Args) -> Result<()> {
                 if Instant::now() > deadline {
                     bail!("server did not come up within 30 s");
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Fine-grained, so that start to ready is measured to a few milliseconds.
+                tokio::time::sleep(Duration::from_millis(2)).await;
             };
             (addr, pem, Some(sp))
         }
@@ -405,6 +420,15 @@ async fn load(args: Args) -> Result<()> {
     match rss {
         Some(kib) => println!("server peak RSS: {:.1} MiB", kib as f64 / 1024.0),
         None => println!("server peak RSS: n/a (not spawned)"),
+    }
+    if let Some(s) = &spawned {
+        println!(
+            "server start to ready: {:.1} ms",
+            s.ready_after.as_secs_f64() * 1e3
+        );
+        if let Some(kib) = s.idle_kib {
+            println!("server idle RSS: {:.1} MiB", kib as f64 / 1024.0);
+        }
     }
     stop(spawned);
     Ok(())

@@ -121,6 +121,10 @@ struct Figures {
     p99: f64,
     p999: f64,
     rss_mib: f64,
+    /// Spawn to first answered TLS handshake, ms.
+    ready_ms: f64,
+    /// Resident size then, MiB.
+    idle_mib: f64,
 }
 
 /// Runs the suite with the release binaries in `bin_dir` and prints the table.
@@ -141,9 +145,9 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         }
     }
     println!(
-        "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | image binary MiB |"
+        "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | start to ready ms | idle RSS MiB | image binary MiB |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (row, figures) in ROWS.iter().zip(&all) {
         let m = |f: fn(&Figures) -> f64| median(figures.iter().map(f).collect());
         // The size that ships: the `image` profile's stripped binary, when one at least as new
@@ -158,13 +162,15 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
             _ => "–".to_owned(),
         };
         println!(
-            "| {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {} |",
+            "| {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.1} | {} |",
             row.name,
             m(|f| f.per_sec),
             m(|f| f.p50),
             m(|f| f.p99),
             m(|f| f.p999),
             m(|f| f.rss_mib),
+            m(|f| f.ready_ms),
+            m(|f| f.idle_mib),
             size
         );
     }
@@ -172,6 +178,105 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         "\n{} runs of {} s each, interleaved, medians; {} connections; server on CPU {}, client on CPU {}; image binary: `cargo build --profile image -p <service>` (– when not built).",
         o.runs, o.seconds, o.connections, o.server_cpu, o.client_cpu
     );
+    Ok(())
+}
+
+/// quota-state on its own: the ledger at 10,000 quotas and 100,000 pods in process
+/// (`examples/ledger_scale`: memory per pod, admissions while quotas change), then AdmitPod over
+/// gRPC (`examples/admit_load`, quota-state on the server's CPU, the client on the other): closed
+/// loop for the most it answers, open loop at half that, and gRPC health checks at the same rate
+/// (the transport alone).
+pub fn quota_state(bin_dir: &Path, o: &Options) -> Result<()> {
+    let examples = bin_dir.join("examples");
+    let pinned = |cpu: usize, bin: &Path| {
+        let mut c = Command::new("taskset");
+        c.args(["-c", &cpu.to_string()]).arg(bin);
+        c
+    };
+    let out = pinned(o.server_cpu, &examples.join("ledger_scale"))
+        .output()
+        .context("running ledger_scale")?;
+    if !out.status.success() {
+        bail!(
+            "ledger_scale failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    println!(
+        "\nquota-state's ledger in process (`ledger_scale`, CPU {}):\n",
+        o.server_cpu
+    );
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        println!("- {l}");
+    }
+    let admit = |extra: &[String]| -> Result<Figures> {
+        let mut c = pinned(o.client_cpu, &examples.join("admit_load"));
+        c.arg("--spawn")
+            .arg(bin_dir.join("quota-state"))
+            .args(["--server-cpu", &o.server_cpu.to_string()])
+            .args(["--duration-secs", &o.seconds.to_string()])
+            .args(extra);
+        let out = c.output().context("running admit_load")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "admit_load failed: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let after = |prefix: &str| text.lines().find_map(|l| l.strip_prefix(prefix));
+        let num = |s: &str| s.split_whitespace().next()?.parse::<f64>().ok();
+        let latency = after("latency ms:").context("no latency line")?;
+        let field = |name: &str| latency.split_once(name).and_then(|(_, rest)| num(rest));
+        Ok(Figures {
+            per_sec: after("calls/s:").and_then(num).context("no calls/s")?,
+            p50: field("p50 ").context("no p50")?,
+            p99: field("p99 ").context("no p99")?,
+            p999: field("p99.9 ").context("no p99.9")?,
+            rss_mib: after("quota-state peak RSS:").and_then(num).unwrap_or(0.0),
+            ..Figures::default()
+        })
+    };
+    let connections = ["--connections".to_owned(), "8".to_owned()];
+    let mut closed = Vec::new();
+    for _ in 0..o.runs {
+        closed.push(admit(&connections)?);
+    }
+    let max = median(closed.iter().map(|f| f.per_sec).collect());
+    let half = (max / 2.0).round().max(1.0) as u64;
+    let rate = [
+        connections.to_vec(),
+        vec!["--rate".into(), half.to_string()],
+    ]
+    .concat();
+    let (mut open, mut health) = (Vec::new(), Vec::new());
+    for _ in 0..o.runs {
+        open.push(admit(&rate)?);
+        health.push(admit(
+            &[rate.clone(), vec!["--health-only".into()]].concat(),
+        )?);
+    }
+    println!(
+        "\nquota-state over gRPC (10,000 quotas, 100,000 pods; plaintext HTTP/2 on loopback, 8 connections; quota-state on CPU {}, client on CPU {}; {} runs of {} s, medians):\n",
+        o.server_cpu, o.client_cpu, o.runs, o.seconds
+    );
+    println!("| calls | calls/s | p50 ms | p99 ms | p99.9 ms | quota-state peak RSS MiB |");
+    println!("|---|---|---|---|---|---|");
+    for (name, figures) in [
+        ("AdmitPod, closed loop (its most)", &closed),
+        ("AdmitPod, open loop at half that", &open),
+        ("gRPC health check, open loop at the same rate", &health),
+    ] {
+        let m = |f: fn(&Figures) -> f64| median(figures.iter().map(f).collect());
+        println!(
+            "| {name} | {:.0} | {:.3} | {:.3} | {:.3} | {:.1} |",
+            m(|f| f.per_sec),
+            m(|f| f.p50),
+            m(|f| f.p99),
+            m(|f| f.p999),
+            m(|f| f.rss_mib)
+        );
+    }
     Ok(())
 }
 
@@ -227,6 +332,8 @@ fn parse(text: &str) -> Option<Figures> {
         p99: field("p99 ")?,
         p999: field("p99.9 ")?,
         rss_mib: after("server peak RSS:").and_then(num).unwrap_or(0.0),
+        ready_ms: after("server start to ready:").and_then(num).unwrap_or(0.0),
+        idle_mib: after("server idle RSS:").and_then(num).unwrap_or(0.0),
     })
 }
 
@@ -244,12 +351,13 @@ mod tests {
 
     #[test]
     fn the_summary_is_read() {
-        let text = "reviews: 883  connections: 4  protocol: http/1.1  elapsed: 2.01s\nreviews/s: 439\nlatency ms: p50 8.578  p99 20.125  p99.9 23.215  max 26.819\nserver peak RSS: 28.2 MiB\n";
+        let text = "reviews: 883  connections: 4  protocol: http/1.1  elapsed: 2.01s\nreviews/s: 439\nlatency ms: p50 8.578  p99 20.125  p99.9 23.215  max 26.819\nserver peak RSS: 28.2 MiB\nserver start to ready: 41.5 ms\nserver idle RSS: 7.9 MiB\n";
         let f = parse(text).unwrap();
         assert_eq!(
             (f.per_sec, f.p50, f.p99, f.p999, f.rss_mib),
             (439.0, 8.578, 20.125, 23.215, 28.2)
         );
+        assert_eq!((f.ready_ms, f.idle_mib), (41.5, 7.9));
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
     }
 }

@@ -243,17 +243,18 @@ fn main() -> ExitCode {
             server_cpu,
             client_cpu,
         } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
-            bench::run(
-                &root(),
-                &bin_dir,
-                &bench::Options {
-                    runs,
-                    seconds,
-                    connections,
-                    server_cpu,
-                    client_cpu,
-                },
-            )
+            let o = bench::Options {
+                runs,
+                seconds,
+                connections,
+                server_cpu,
+                client_cpu,
+            };
+            bench::run(&root(), &bin_dir, &o)?;
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "quota-state", "--examples"]);
+            run(build, "cargo build --release -p quota-state --examples")?;
+            bench::quota_state(&bin_dir, &o)
         }),
         Cmd::CheckSpeed {
             manifests,
