@@ -193,6 +193,33 @@ fn main() -> anyhow::Result<()> {
             }
         );
     }
+    // Outstanding reservations at the default bound (50,000): what they hold.
+    let before = rss_kib();
+    let requests = cpu(1);
+    for i in 0..50_000usize {
+        let leaf = i % leaves;
+        let admitted = ledger.check_pod(
+            &PodCheck {
+                namespace: &format!("ns-{leaf}"),
+                name: &format!("reserved-{i}"),
+                label: &synthetic::leaf(leaf),
+                old_label: None,
+                requests: &requests,
+                dry_run: false,
+                disable_default_quota: false,
+                check_parent: true,
+                check_admission: true,
+                caller: "scale",
+            },
+            Instant::now(),
+        );
+        std::hint::black_box(admitted);
+    }
+    println!(
+        "{} outstanding reservations: {:.0} bytes each",
+        ledger.reservations(),
+        (rss_kib().saturating_sub(before)) as f64 * 1024.0 / ledger.reservations().max(1) as f64
+    );
     let s = ledger.stats();
     let n = s.rebuilds - at_start.rebuilds;
     println!(
