@@ -308,7 +308,11 @@ async fn load(args: Args) -> Result<()> {
             let deadline = Instant::now() + Duration::from_secs(30);
             let name = ServerName::try_from(args.server_name.clone())?;
             let pem = loop {
-                if let Ok(pem) = std::fs::read(&ca)
+                // Listening first: the server writes its CA bundle before it binds, so the
+                // file is whole by then; a TLS failure now is the answer (a name the
+                // certificate does not hold, say), not a reason to wait.
+                if TcpStream::connect(addr).await.is_ok()
+                    && let Ok(pem) = std::fs::read(&ca)
                     && !pem.is_empty()
                 {
                     let probe = Target {
@@ -318,16 +322,12 @@ async fn load(args: Args) -> Result<()> {
                         h2: false,
                         expect: http::StatusCode::OK,
                     };
-                    // Listening: a TLS failure now is the answer (a name the certificate
-                    // does not hold, say), not a reason to wait.
-                    if TcpStream::connect(addr).await.is_ok() {
-                        connect(&probe).await?;
-                        // Start to ready (a TLS handshake answered, the malloc re-exec
-                        // included), and the resident size before any review.
-                        sp.ready_after = spawned_at.elapsed();
-                        sp.idle_kib = status_kib(sp.child.id(), "VmRSS");
-                        break pem;
-                    }
+                    connect(&probe).await?;
+                    // Start to ready (a TLS handshake answered, the malloc re-exec included),
+                    // and the resident size before any review.
+                    sp.ready_after = spawned_at.elapsed();
+                    sp.idle_kib = status_kib(sp.child.id(), "VmRSS");
+                    break pem;
                 }
                 if let Some(status) = sp.child.try_wait()? {
                     bail!("server exited early: {status}");
