@@ -12,19 +12,22 @@ use std::process::Command;
 use anyhow::{Context as _, Result, bail};
 
 /// One row: a service, how it serves, what is sent.
-struct Row {
-    name: &'static str,
+pub struct Row {
+    /// What the table calls it.
+    pub name: &'static str,
     service: &'static str,
     state: Option<&'static str>,
     path: &'static str,
     body: &'static str,
-    expect: u16,
+    /// The status every review gets (404 for the client's ceiling).
+    pub expect: u16,
     /// Asks quota-state every quota question (a quota-state runs beside the server, on its
     /// CPU).
-    quota_state: bool,
+    pub quota_state: bool,
 }
 
-const ROWS: [Row; 8] = [
+/// The suite.
+pub const ROWS: [Row; 8] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -115,8 +118,9 @@ pub struct Options {
 
 /// One run's figures.
 #[derive(Debug, Clone, Copy, Default)]
-struct Figures {
-    per_sec: f64,
+pub struct Figures {
+    /// Reviews (or calls) a second.
+    pub per_sec: f64,
     p50: f64,
     p99: f64,
     p999: f64,
@@ -287,28 +291,10 @@ fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> 
     } else {
         None
     };
-    let mut serve_args = Vec::new();
-    if let Some(state) = row.state {
-        serve_args.push(format!("--state={}", root.join(state).display()));
-    }
-    if let Some((_, port)) = &quota_state {
-        serve_args.push(format!("--quota-state-url=http://127.0.0.1:{port}"));
-    }
-    let mut c = Command::new(bin_dir.join("admission-load"));
-    c.arg("--spawn").arg(bin_dir.join(row.service));
-    if !serve_args.is_empty() {
-        c.arg(format!("--serve-args={}", serve_args.join(" ")));
-    }
-    c.arg("--case")
-        .arg(format!("{}={}", row.path, root.join(row.body).display()))
-        .args(["--connections", &o.connections.to_string()])
-        .args(["--duration-secs", &o.seconds.to_string()])
-        .args(["--requests", "100000000"])
-        .args(["--warmup", "500"])
-        .args(["--expect-status", &row.expect.to_string()])
-        .args(["--server-cpu", &o.server_cpu.to_string()])
-        .args(["--client-cpu", &o.client_cpu.to_string()]);
-    let out = c.output().context("running admission-load")?;
+    let quota_port = quota_state.as_ref().map(|(_, port)| *port);
+    let out = load_command(root, bin_dir, row, o, o.seconds, quota_port)
+        .output()
+        .context("running admission-load")?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         bail!(
@@ -320,8 +306,42 @@ fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> 
     parse(&text).with_context(|| format!("unexpected output: {text}"))
 }
 
+/// `admission-load` for `row`: it spawns the service pinned to the server's CPU, warms up and
+/// loads it for `seconds` from the client's CPU.
+pub fn load_command(
+    root: &Path,
+    bin_dir: &Path,
+    row: &Row,
+    o: &Options,
+    seconds: u64,
+    quota_state_port: Option<u16>,
+) -> Command {
+    let mut serve_args = Vec::new();
+    if let Some(state) = row.state {
+        serve_args.push(format!("--state={}", root.join(state).display()));
+    }
+    if let Some(port) = quota_state_port {
+        serve_args.push(format!("--quota-state-url=http://127.0.0.1:{port}"));
+    }
+    let mut c = Command::new(bin_dir.join("admission-load"));
+    c.arg("--spawn").arg(bin_dir.join(row.service));
+    if !serve_args.is_empty() {
+        c.arg(format!("--serve-args={}", serve_args.join(" ")));
+    }
+    c.arg("--case")
+        .arg(format!("{}={}", row.path, root.join(row.body).display()))
+        .args(["--connections", &o.connections.to_string()])
+        .args(["--duration-secs", &seconds.to_string()])
+        .args(["--requests", "100000000"])
+        .args(["--warmup", "500"])
+        .args(["--expect-status", &row.expect.to_string()])
+        .args(["--server-cpu", &o.server_cpu.to_string()])
+        .args(["--client-cpu", &o.client_cpu.to_string()]);
+    c
+}
+
 /// Reads admission-load's closed-loop summary.
-fn parse(text: &str) -> Option<Figures> {
+pub fn parse(text: &str) -> Option<Figures> {
     let after = |prefix: &str| text.lines().find_map(|l| l.strip_prefix(prefix));
     let num = |s: &str| s.split_whitespace().next()?.parse::<f64>().ok();
     let latency = after("latency ms:")?;

@@ -19,6 +19,7 @@ mod footprint;
 mod fuzz;
 mod runner;
 mod soak;
+mod stages;
 
 use admission_kit::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
@@ -86,6 +87,23 @@ enum Cmd {
         runs: usize,
         /// Measured seconds per run.
         #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Keep-alive connections.
+        #[arg(long, default_value_t = 4)]
+        connections: usize,
+        /// The server's CPU (the client gets --client-cpu).
+        #[arg(long, default_value_t = 0)]
+        server_cpu: usize,
+        /// The client's CPU.
+        #[arg(long, default_value_t = 1)]
+        client_cpu: usize,
+    },
+    /// Where each bench path's review time goes in the running server, by stage (TLS, HTTP,
+    /// decode, rules, patch, encode, logging, metrics, kernel), from `perf record` with DWARF
+    /// call stacks during its load: one markdown table.
+    Stages {
+        /// Seconds recorded per path.
+        #[arg(long, default_value_t = 3)]
         seconds: u64,
         /// Keep-alive connections.
         #[arg(long, default_value_t = 4)]
@@ -236,6 +254,21 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Instructions { update } => instruction_counts(update),
+        Cmd::Stages {
+            seconds,
+            connections,
+            server_cpu,
+            client_cpu,
+        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
+            let o = bench::Options {
+                runs: 1,
+                seconds,
+                connections,
+                server_cpu,
+                client_cpu,
+            };
+            stages::run(&root(), &bin_dir, &o, seconds)
+        }),
         Cmd::Bench {
             runs,
             seconds,
