@@ -89,6 +89,19 @@ const KERNEL: [(&str, &[&str]); 3] = [
     ),
 ];
 
+/// Whether frame `f` holds `needle`. A crate path (`ring::`) must start a path there, so that
+/// `String::` is not ring's.
+fn names(f: &str, needle: &str) -> bool {
+    let crate_path = needle.ends_with("::") && needle.starts_with(char::is_alphabetic);
+    f.match_indices(needle).any(|(i, _)| {
+        !crate_path
+            || !f[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
 /// The stage of one sample's frames (innermost first).
 fn stage(frames: &[&str]) -> &'static str {
     let is_kernel = frames
@@ -97,18 +110,18 @@ fn stage(frames: &[&str]) -> &'static str {
     if is_kernel {
         return KERNEL
             .iter()
-            .find(|(_, needles)| frames.iter().any(|f| needles.iter().any(|n| f.contains(n))))
+            .find(|(_, needles)| frames.iter().any(|f| needles.iter().any(|n| names(f, n))))
             .map_or("kernel: other", |(name, _)| name);
     }
-    let names = |f: &str, needles: &[&str]| needles.iter().any(|n| f.contains(n));
+    let any = |f: &str, needles: &[&str]| needles.iter().any(|n| names(f, n));
     if let Some((name, _)) = USER[..2]
         .iter()
-        .find(|(_, needles)| frames.iter().any(|f| names(f, needles)))
+        .find(|(_, needles)| frames.iter().any(|f| any(f, needles)))
     {
         return name;
     }
     for f in frames {
-        if let Some((name, _)) = USER[2..].iter().find(|(_, needles)| names(f, needles)) {
+        if let Some((name, _)) = USER[2..].iter().find(|(_, needles)| any(f, needles)) {
             return name;
         }
     }
@@ -257,6 +270,10 @@ tokio-rt-worker 1
 \t  a tokio::runtime::task::raw::poll (svc)
 
 tokio-rt-worker 1 
+\t  e <alloc::string::String as core::fmt::Write>::write_str (svc)
+\t  f registry_webhook::model::validate_model (svc)
+
+tokio-rt-worker 1 
 \t  b serde_json::ser::format_escaped_str (svc)
 \t  c tracing_subscriber::fmt::format::json::Json::format_event (svc)
 \t  d hyper::proto::h1::dispatch (svc)
@@ -267,6 +284,7 @@ tokio-rt-worker 1
         assert_eq!(c.get("kernel: send (and wake the client)"), Some(&1));
         assert_eq!(c.get("runtime, allocator, other"), Some(&1));
         assert_eq!(c.get("logging"), Some(&1), "{c:?}");
-        assert_eq!(c.values().sum::<usize>(), 5);
+        assert_eq!(c.get("rules"), Some(&1), "String:: is not ring's: {c:?}");
+        assert_eq!(c.values().sum::<usize>(), 6);
     }
 }
