@@ -53,6 +53,32 @@ struct UpArgs {
     no_samples: bool,
 }
 
+/// How `bench` and `stages` load a server.
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+    /// The server's CPU (the client gets --client-cpu).
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// The client's CPU.
+    #[arg(long, default_value_t = 1)]
+    client_cpu: usize,
+}
+
+impl LoadArgs {
+    fn options(&self, runs: usize, seconds: u64) -> bench::Options {
+        bench::Options {
+            runs,
+            seconds,
+            connections: self.connections,
+            server_cpu: self.server_cpu,
+            client_cpu: self.client_cpu,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Start etcd + kube-apiserver, every webhook service and its webhooks, apply the samples,
@@ -88,15 +114,8 @@ enum Cmd {
         /// Measured seconds per run.
         #[arg(long, default_value_t = 5)]
         seconds: u64,
-        /// Keep-alive connections.
-        #[arg(long, default_value_t = 4)]
-        connections: usize,
-        /// The server's CPU (the client gets --client-cpu).
-        #[arg(long, default_value_t = 0)]
-        server_cpu: usize,
-        /// The client's CPU.
-        #[arg(long, default_value_t = 1)]
-        client_cpu: usize,
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Where each bench path's review time goes in the running server, by stage (TLS, HTTP,
     /// decode, rules, patch, encode, logging, metrics, kernel), from `perf record` with DWARF
@@ -105,15 +124,8 @@ enum Cmd {
         /// Seconds recorded per path.
         #[arg(long, default_value_t = 3)]
         seconds: u64,
-        /// Keep-alive connections.
-        #[arg(long, default_value_t = 4)]
-        connections: usize,
-        /// The server's CPU (the client gets --client-cpu).
-        #[arg(long, default_value_t = 0)]
-        server_cpu: usize,
-        /// The client's CPU.
-        #[arg(long, default_value_t = 1)]
-        client_cpu: usize,
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Instructions per review of the in-process paths under callgrind (release build),
     /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
@@ -254,35 +266,14 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Instructions { update } => instruction_counts(update),
-        Cmd::Stages {
-            seconds,
-            connections,
-            server_cpu,
-            client_cpu,
-        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
-            let o = bench::Options {
-                runs: 1,
-                seconds,
-                connections,
-                server_cpu,
-                client_cpu,
-            };
-            stages::run(&root(), &bin_dir, &o, seconds)
-        }),
+        Cmd::Stages { seconds, load } => build_profile("release", SERVED_UNDER_LOAD)
+            .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds), seconds)),
         Cmd::Bench {
             runs,
             seconds,
-            connections,
-            server_cpu,
-            client_cpu,
+            load,
         } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
-            let o = bench::Options {
-                runs,
-                seconds,
-                connections,
-                server_cpu,
-                client_cpu,
-            };
+            let o = load.options(runs, seconds);
             bench::run(&root(), &bin_dir, &o)?;
             let mut build = cargo();
             build.args(["build", "--release", "-p", "quota-state", "--examples"]);
