@@ -251,7 +251,7 @@ fn pm_3_multi_quota_tree(
             .filter(|t| !t.is_empty())
     };
     let found = if quota_client::enabled(ctx) {
-        match quota_client::lookup(ctx, vec![name.clone()], ns) {
+        match quota_client::blocking(quota_client::lookup(ctx, vec![name.clone()], ns)) {
             Ok(s) => tree_id(&s),
             Err(cause) if crate::quota::concerns_no_quota(pod, ns, ctx) => {
                 quota_client::admitted_without(&cause);

@@ -283,7 +283,9 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
     }
 }
 
-fn validate(
+/// Every check in upstream's order. It waits only for quota-state (PV-3.2 and PV-4), and only
+/// when `--quota-state-url` is set.
+async fn validate(
     req: &Request<Pod>,
     ctx: &Context,
     warnings: &mut Vec<String>,
@@ -311,9 +313,14 @@ fn validate(
         Ok(())
     })?;
     // PV-3.2 and PV-4 are one quota-state call: timed as EvaluateQuota.
-    let reserved = koord::timed("validate", "pod", op, "EvaluateQuota", || {
-        pv_3_2_and_4(req, &ns, ctx, warnings)
-    })?;
+    let reserved = koord::timed_async(
+        "validate",
+        "pod",
+        op,
+        "EvaluateQuota",
+        pv_3_2_and_4(req, &ns, ctx, warnings),
+    )
+    .await?;
     let rest = (|| {
         if ctx.gates().enabled("ValidatePodDeviceResource") {
             plugin("DeviceResource", &mut || check("PV-5", pv_5_devices(pod)))?;
@@ -327,7 +334,7 @@ fn validate(
     })();
     if rest.is_err() && reserved {
         // A later rule refused the pod: give its reservation back now rather than at expiry.
-        quota_client::release(req, &ns, ctx);
+        quota_client::release(req, &ns, ctx).await;
     }
     rest
 }
@@ -335,7 +342,7 @@ fn validate(
 /// PV-3.2 and PV-4: through quota-state in one call when `--quota-state-url` is set (fail closed
 /// unless `--quota-unavailable=allow`), else in-process. `Ok(true)` when quota-state now holds a
 /// reservation for the pod.
-fn pv_3_2_and_4(
+async fn pv_3_2_and_4(
     req: &Request<Pod>,
     ns: &str,
     ctx: &Context,
@@ -351,7 +358,7 @@ fn pv_3_2_and_4(
     if !check_parent && !check_admission {
         return Ok(false);
     }
-    match quota_client::check_pod(req, ns, ctx, check_parent, check_admission) {
+    match quota_client::check_pod(req, ns, ctx, check_parent, check_admission).await {
         Ok(PodAnswer::Allowed { reserved }) => Ok(reserved),
         Ok(PodAnswer::Denied(rule, text)) => Err((rule, text)),
         Err(cause) if crate::quota::concerns_no_quota(&req.object, ns, ctx) => {
@@ -378,6 +385,21 @@ impl Validator for PodValidator {
     }
 
     fn validate(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
+        admission_kit::handler::wait_for(self.validate_async(req, ctx)).unwrap_or_else(|| {
+            Verdict::errored(
+                quota_client::UNAVAILABLE_RULE,
+                400,
+                "quota-state calls need the multi-threaded runtime",
+            )
+        })
+    }
+
+    /// With quota-state the server awaits its answer on the review's task.
+    fn waits(&self, ctx: &Context) -> bool {
+        quota_client::enabled(ctx)
+    }
+
+    async fn validate_async(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
         if req.resource.resource != "pods"
             || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
             || !matches!(req.operation, Operation::Create | Operation::Update)
@@ -385,7 +407,7 @@ impl Validator for PodValidator {
             return Verdict::default();
         }
         let mut warnings = Vec::new();
-        let mut v = match validate(req, ctx, &mut warnings) {
+        let mut v = match validate(req, ctx, &mut warnings).await {
             Ok(()) => Verdict::default(),
             Err((rule, text)) => Verdict::errored(rule, 400, text),
         };

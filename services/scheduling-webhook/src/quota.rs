@@ -304,7 +304,12 @@ fn validate_quota(
 ) -> Result<Vec<String>, (&'static str, String)> {
     let old = req.old_object.as_ref();
     if quota_client::enabled(ctx) {
-        return match quota_client::validate_quota(ctx, req.operation, &req.object, old) {
+        return match quota_client::blocking(quota_client::validate_quota(
+            ctx,
+            req.operation,
+            &req.object,
+            old,
+        )) {
             Ok(answer) => answer.map(|()| Vec::new()),
             Err(cause) => quota_client::unavailable(ctx, "the ElasticQuota tree", &cause)
                 .map(|w| vec![w])
@@ -368,7 +373,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     if label(q, TREE_ID).is_empty() && parent != ROOT {
         // QM-3
         let found = if quota_client::enabled(ctx) {
-            match quota_client::lookup(ctx, vec![parent.clone()], "") {
+            match quota_client::blocking(quota_client::lookup(ctx, vec![parent.clone()], "")) {
                 Ok(s) => s.quota(&parent),
                 Err(cause) => match quota_client::unavailable(ctx, "the quota's parent", &cause) {
                     Ok(w) => {

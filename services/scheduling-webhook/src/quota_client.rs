@@ -159,10 +159,11 @@ fn server_name(ctx: &Context, endpoint: &Endpoint) -> String {
     }
 }
 
-/// Runs one call with the deadline. Rules are synchronous; the kit runs them on the
-/// multi-threaded runtime, so the call is driven with `block_in_place` (no thread is parked
-/// while other reviews wait).
-fn call<T, F, Fut>(ctx: &Context, f: F) -> Result<T, String>
+/// Runs one call with the deadline. The server awaits it on the review's own task (the
+/// validator [`waits`](admission_kit::Validator::waits)); synchronous callers go through
+/// [`blocking`]. Checked before anything is started: a runtime to run it on, multi-threaded so
+/// that [`blocking`] can always finish what it started.
+async fn call<T, F, Fut>(ctx: &Context, f: F) -> Result<T, String>
 where
     F: FnOnce(QuotaStateClient<Channel>, Duration) -> Fut,
     Fut: Future<Output = Result<T, tonic::Status>>,
@@ -170,19 +171,27 @@ where
     let deadline =
         Duration::from_millis(ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000));
     let url = ctx.option("quota-state-url");
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return Err("no async runtime to call quota-state from".into());
-    };
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-        return Err("quota-state calls need the multi-threaded runtime".into());
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Err(_) => return Err("no async runtime to call quota-state from".into()),
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {}
+        Ok(_) => return Err("quota-state calls need the multi-threaded runtime".into()),
     }
     let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
-    let r = tokio::task::block_in_place(|| handle.block_on(f(client, deadline)))
+    let r = f(client, deadline)
+        .await
         .map_err(|s| format!("{}: {}", s.code(), s.message()));
     if r.is_ok() {
         reachable();
     }
     r
+}
+
+/// A quota-state question from synchronous rules (the mutators, the ElasticQuota validator,
+/// the `review` command): the worker thread is lent to the wait
+/// ([`wait_for`](admission_kit::handler::wait_for)).
+pub fn blocking<T>(question: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+    admission_kit::handler::wait_for(question)
+        .unwrap_or_else(|| Err("quota-state calls need the multi-threaded runtime".into()))
 }
 
 fn with_deadline<T>(msg: T, deadline: Duration) -> tonic::Request<T> {
@@ -212,7 +221,7 @@ pub enum PodAnswer {
 }
 
 /// PV-3.2 (when `check_parent`) and PV-4 (when `check_admission`) for one pod, in one call.
-pub fn check_pod(
+pub async fn check_pod(
     req: &Request<Pod>,
     ns: &str,
     ctx: &Context,
@@ -265,7 +274,8 @@ pub fn check_pod(
         c.admit_pod(with_deadline(msg, d))
             .await
             .map(|r| r.into_inner())
-    })?;
+    })
+    .await?;
     Ok(if r.allowed {
         PodAnswer::Allowed {
             reserved: check_admission && !dry_run,
@@ -279,14 +289,16 @@ pub fn check_pod(
 
 /// Drops the reservation of a pod that a later rule refused (best effort: an unreleased
 /// reservation expires on its own).
-pub fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
+pub async fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
     let msg = ReleaseRequest {
         namespace: ns.to_owned(),
         name: pod_name(req),
     };
     if let Err(e) = call(ctx, |mut c, d| async move {
         c.release(with_deadline(msg, d)).await.map(|_| ())
-    }) {
+    })
+    .await
+    {
         tracing::warn!(error = %e, "could not release a quota reservation; it will expire");
     }
 }
@@ -314,7 +326,11 @@ impl QuotaLookup for Snapshot {
 }
 
 /// The quotas `names` and the binding of `namespace`, from quota-state.
-pub fn lookup(ctx: &Context, names: Vec<String>, namespace: &str) -> Result<Snapshot, String> {
+pub async fn lookup(
+    ctx: &Context,
+    names: Vec<String>,
+    namespace: &str,
+) -> Result<Snapshot, String> {
     let msg = LookupRequest {
         names,
         namespace: namespace.to_owned(),
@@ -323,7 +339,8 @@ pub fn lookup(ctx: &Context, names: Vec<String>, namespace: &str) -> Result<Snap
         c.lookup(with_deadline(msg, d))
             .await
             .map(|r| r.into_inner())
-    })?;
+    })
+    .await?;
     Ok(Snapshot {
         quotas: r
             .quotas
@@ -350,7 +367,7 @@ const QV_RULES: [&str; 11] = [
 
 /// QV through quota-state: `Ok(Err((rule, text)))` is a refusal, `Err` means no answer.
 #[allow(clippy::type_complexity)] // the two layers are the two kinds of "no"
-pub fn validate_quota(
+pub async fn validate_quota(
     ctx: &Context,
     operation: Operation,
     object: &ElasticQuota,
@@ -367,7 +384,8 @@ pub fn validate_quota(
         c.validate_quota(with_deadline(msg, d))
             .await
             .map(|r| r.into_inner())
-    })?;
+    })
+    .await?;
     if r.allowed {
         return Ok(Ok(()));
     }

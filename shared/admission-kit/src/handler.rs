@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use json_patch::{Patch, PatchOperation};
 use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::Resource;
@@ -193,6 +195,24 @@ pub trait Validator: Send + Sync + 'static {
     /// Runs every rule; all errors are collected.
     fn validate(&self, req: &Request<Self::Object>, ctx: &Context) -> Verdict;
 
+    /// Whether a rule waits for another service under `ctx` (a gRPC dependency). The server then
+    /// awaits [`Validator::validate_async`] on the connection's task: a synchronous rule would
+    /// have to take a runtime thread out of service (`block_in_place`) for every answer.
+    fn waits(&self, _ctx: &Context) -> bool {
+        false
+    }
+
+    /// The same rules in the same order as [`Validator::validate`], awaiting the dependency
+    /// instead of blocking on it; what the server runs when [`Validator::waits`]. The default
+    /// runs `validate`.
+    fn validate_async<'a>(
+        &'a self,
+        req: &'a Request<Self::Object>,
+        ctx: &'a Context,
+    ) -> impl Future<Output = Verdict> + Send + 'a {
+        std::future::ready(self.validate(req, ctx))
+    }
+
     /// What Go's typed decoder refuses in a decoded object that serde accepted (quantities,
     /// which k8s-openapi keeps as text): an `Err` is answered as a decode error, as upstream
     /// answers it. Checked on the object and on the old object.
@@ -364,6 +384,37 @@ pub struct Answer {
 pub trait Handler: Send + Sync {
     /// Decides one review.
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError>;
+
+    /// Whether the server should await [`Handler::review_async`] rather than call
+    /// [`Handler::review`] (see [`Validator::waits`]).
+    fn waits(&self, _ctx: &Context) -> bool {
+        false
+    }
+
+    /// Decides one review, awaiting the services its rules wait for. The default runs
+    /// [`Handler::review`].
+    fn review_async<'a>(
+        &'a self,
+        review: ReviewIn,
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<Answer, ReviewError>> {
+        Box::pin(std::future::ready(self.review(review, ctx)))
+    }
+}
+
+/// Runs rules written as a future from synchronous code (the `review` command, fixtures, a
+/// [`Validator::validate`] that shares its rules with [`Validator::validate_async`]): at once
+/// when nothing waits, else by lending this worker thread of the multi-threaded runtime to the
+/// wait (`block_in_place`). `None` when it would wait outside such a runtime.
+pub fn wait_for<F: Future>(fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    if let Some(out) = fut.as_mut().now_or_never() {
+        return Some(out);
+    }
+    let handle = tokio::runtime::Handle::try_current()
+        .ok()
+        .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)?;
+    Some(tokio::task::block_in_place(|| handle.block_on(fut)))
 }
 
 /// Decodes a body and runs `handler` on it: the one code path of the server and of `review`.
@@ -375,6 +426,17 @@ pub fn review_body(
     let review: ReviewIn =
         serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
     handler.review(review, ctx)
+}
+
+/// [`review_body`] for handlers that wait ([`Handler::waits`]): what the server awaits.
+pub async fn review_body_async(
+    handler: &dyn Handler,
+    body: &[u8],
+    ctx: &Context,
+) -> Result<Answer, ReviewError> {
+    let review: ReviewIn =
+        serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
+    handler.review_async(review, ctx).await
 }
 
 fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
@@ -520,10 +582,12 @@ impl Handler for AdmitAll {
 /// Adapts a [`Validator`] to [`Handler`].
 pub struct Validating<V>(pub V);
 
-impl<V: Validator> Handler for Validating<V> {
-    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        let d = checked(decode::<V::Object>(review)?, |o| self.0.check_decoded(o))?;
-        let verdict = self.0.validate(&d.req, ctx);
+impl<V: Validator> Validating<V> {
+    fn decoded(&self, review: ReviewIn) -> Result<Decoded<V::Object>, ReviewError> {
+        checked(decode::<V::Object>(review)?, |o| self.0.check_decoded(o))
+    }
+
+    fn answer(&self, d: &Decoded<V::Object>, verdict: Verdict) -> Answer {
         let decision = decision_of(&d.req, &verdict, false);
         let status = if verdict.errors.is_empty() {
             self.0
@@ -534,9 +598,33 @@ impl<V: Validator> Handler for Validating<V> {
         };
         // A refusal's own status wins over the field-error denial (see `Verdict::refusal`).
         let response = response_of(&d.req.uid, verdict, status);
-        Ok(Answer {
+        Answer {
             review: ReviewOut::new(&d.api_version, response),
             decision,
+        }
+    }
+}
+
+impl<V: Validator> Handler for Validating<V> {
+    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
+        let d = self.decoded(review)?;
+        let verdict = self.0.validate(&d.req, ctx);
+        Ok(self.answer(&d, verdict))
+    }
+
+    fn waits(&self, ctx: &Context) -> bool {
+        self.0.waits(ctx)
+    }
+
+    fn review_async<'a>(
+        &'a self,
+        review: ReviewIn,
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<Answer, ReviewError>> {
+        Box::pin(async move {
+            let d = self.decoded(review)?;
+            let verdict = self.0.validate_async(&d.req, ctx).await;
+            Ok(self.answer(&d, verdict))
         })
     }
 }
@@ -795,6 +883,27 @@ mod tests {
     struct Item {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grace: Option<String>,
+    }
+
+    #[test]
+    fn wait_for_answers_at_once_when_nothing_waits() {
+        // No runtime at all: a rule that does not wait never needs one.
+        assert_eq!(wait_for(async { 5 }), Some(5));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn wait_for_lends_the_worker_to_a_rule_that_waits() {
+        let waits = async {
+            tokio::task::yield_now().await;
+            7
+        };
+        assert_eq!(wait_for(waits), Some(7));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn wait_for_never_blocks_a_single_threaded_runtime() {
+        // Blocking its only thread would wait forever.
+        assert_eq!(wait_for(tokio::task::yield_now()), None);
     }
 
     fn apply(raw: &str, patch: Option<Vec<u8>>) -> Value {

@@ -158,6 +158,27 @@ pub mod koord {
         )
     }
 
+    /// [`timed`] for a plugin that waits for another service: the wait counts.
+    pub async fn timed_async<T, E>(
+        webhook_type: &str,
+        object_type: &str,
+        operation: &str,
+        plugin: &str,
+        f: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let start = Instant::now();
+        let r = f.await;
+        observe(
+            webhook_type,
+            object_type,
+            operation,
+            plugin,
+            r.is_ok(),
+            start.elapsed(),
+        );
+        r
+    }
+
     /// Runs `f` as plugin `plugin` and records it ([`observe`]), `allowed` telling whether its
     /// result let the object through (for handlers that answer with a verdict).
     pub fn timed_with<T>(

@@ -15,6 +15,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::future::Either;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -26,7 +27,9 @@ use tower::{Layer, Service, ServiceExt};
 use tracing::Instrument;
 
 use crate::app::{App, DecodeErrors};
-use crate::handler::{Context, Decision, Handler, ReviewError, review_body};
+use crate::handler::{
+    Answer, Context, Decision, Handler, ReviewError, review_body, review_body_async,
+};
 use crate::metrics::Metrics;
 use crate::review::{self, Response as ReviewResponse, ReviewOut, Status};
 use crate::tls::{CertStore, TlsError, server_config};
@@ -219,20 +222,25 @@ pub struct ReviewService {
     handler: Arc<dyn Handler>,
     ctx: Context,
     decode_errors: DecodeErrors,
+    /// The handler waits for another service ([`Handler::waits`]): reviews are awaited on the
+    /// connection's task; the others are answered within `call`, with no future to allocate.
+    waits: bool,
 }
 
 impl ReviewService {
     /// Serves `handler` with `ctx`, answering undecodable reviews as `decode_errors` says.
     pub fn new(handler: Arc<dyn Handler>, ctx: Context, decode_errors: DecodeErrors) -> Self {
+        let waits = handler.waits(&ctx);
         Self {
             handler,
             ctx,
             decode_errors,
+            waits,
         }
     }
 
-    fn answer(&self, body: &[u8]) -> Response<Body> {
-        match review_body(self.handler.as_ref(), body, &self.ctx) {
+    fn answer(&self, body: &[u8], answered: Result<Answer, ReviewError>) -> Response<Body> {
+        match answered {
             Ok(a) => {
                 let mut r = json(StatusCode::OK, a.review.to_bytes());
                 r.extensions_mut().insert(a.decision);
@@ -260,14 +268,27 @@ impl ReviewService {
 impl Service<Request<Bytes>> for ReviewService {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+    type Future = Either<
+        std::future::Ready<Result<Response<Body>, Infallible>>,
+        BoxFuture<Result<Response<Body>, Infallible>>,
+    >;
 
     fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
-        std::future::ready(Ok(self.answer(req.body())))
+        if !self.waits {
+            let body = req.body();
+            let answered = review_body(self.handler.as_ref(), body, &self.ctx);
+            return Either::Left(std::future::ready(Ok(self.answer(body, answered))));
+        }
+        let this = self.clone();
+        Either::Right(Box::pin(async move {
+            let body = req.into_body();
+            let answered = review_body_async(this.handler.as_ref(), &body, &this.ctx).await;
+            Ok(this.answer(&body, answered))
+        }))
     }
 }
 

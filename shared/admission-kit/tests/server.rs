@@ -1176,3 +1176,81 @@ async fn at_the_connection_cap_the_oldest_idle_connection_makes_room() {
         .unwrap();
     assert!(!newer_closed.is_finished(), "only the oldest makes room");
 }
+
+/// A validator whose rule waits for another review: the first (`n` = 1) waits until a second
+/// (`n` = 2) arrives. Its synchronous form answers at once with another warning.
+struct Rendezvous(Arc<tokio::sync::Notify>);
+impl Validator for Rendezvous {
+    type Object = Thing;
+    fn validate(&self, _: &Request<Thing>, _: &Context) -> Verdict {
+        Verdict {
+            warnings: vec!["blocking".into()],
+            ..Verdict::default()
+        }
+    }
+    fn waits(&self, _: &Context) -> bool {
+        true
+    }
+    async fn validate_async(&self, req: &Request<Thing>, _: &Context) -> Verdict {
+        if req.object.spec.n == 1 {
+            self.0.notified().await;
+        } else {
+            self.0.notify_one();
+        }
+        Verdict {
+            warnings: vec!["awaited".into()],
+            ..Verdict::default()
+        }
+    }
+}
+
+/// A handler that waits is awaited on its review's task: on a single-threaded runtime the first
+/// review's wait lets the second one in (a blocked thread never would), and the answers are the
+/// awaited rules'.
+#[tokio::test]
+async fn waiting_rules_are_awaited_without_holding_the_thread() {
+    install_crypto_provider();
+    let ss = SelfSigned::generate(&["localhost".into()]).unwrap();
+    let certs = CertStore::new();
+    certs.set(ss.certified_key().unwrap());
+    let target = Target::resource("example.com", "v1", "things", "Thing").operations(&[]);
+    let app = App::new("test-webhook", "test").validate(
+        "/wait",
+        target,
+        FailurePolicy::Fail,
+        Rendezvous(Arc::default()),
+    );
+    let r = start_app(&app, certs, ca_der(&ss.ca_pem), opts()).await;
+    let (mut first, _) = h1(&r).await;
+    let (mut second, _) = h1(&r).await;
+    let waiting = tokio::spawn(async move {
+        send(
+            &mut first,
+            post(
+                "/wait",
+                "application/json",
+                review("admission.k8s.io/v1", 1),
+            ),
+        )
+        .await
+    });
+    let opened = send(
+        &mut second,
+        post(
+            "/wait",
+            "application/json",
+            review("admission.k8s.io/v1", 2),
+        ),
+    )
+    .await;
+    // A guard against a hang, not a speed check.
+    let waited = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting review was never answered")
+        .unwrap();
+    for (code, out) in [opened, waited] {
+        assert_eq!(code, StatusCode::OK);
+        assert_eq!(out["response"]["allowed"], true);
+        assert_eq!(out["response"]["warnings"], json!(["awaited"]));
+    }
+}
