@@ -12,12 +12,14 @@ use tonic::Request;
 use crate::auth::Policy;
 use crate::ledger::{Ledger, QuotaSpec, ReservationLimits};
 use crate::proto::quota_state_server::QuotaState;
-use crate::proto::{AdmitPodRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest};
+use crate::proto::{
+    AdmitPodRequest, AdmitPodsRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
+};
 use crate::types::ElasticQuota;
 
 /// Runs `data`: chunks of `[kind][length: 2 bytes LE][payload]`, each decoded as one gRPC
-/// request (AdmitPod, Release, Lookup, ValidateQuota), an ElasticQuota event (JSON) or a pod
-/// event (an AdmitPod message read as the observed pod).
+/// request (AdmitPod, Release, Lookup, ValidateQuota, AdmitPods), an ElasticQuota event (JSON)
+/// or a pod event (an AdmitPod message read as the observed pod).
 pub fn run(data: &[u8]) {
     let ledger = Arc::new(
         Ledger::new(Duration::from_secs(30)).with_limits(ReservationLimits {
@@ -35,7 +37,7 @@ pub fn run(data: &[u8]) {
         let len = usize::from(u16::from_le_bytes([rest[1], rest[2]])).min(rest.len() - 3);
         let payload = &rest[3..3 + len];
         rest = &rest[3 + len..];
-        match kind % 7 {
+        match kind % 8 {
             0 => {
                 if let Ok(m) = AdmitPodRequest::decode(payload) {
                     let _ = futures::executor::block_on(svc.admit_pod(Request::new(m)));
@@ -71,10 +73,15 @@ pub fn run(data: &[u8]) {
                     ledger.observe_pod_usage(&m.namespace, &m.name, &m.quota_label, requests);
                 }
             }
-            _ => {
+            6 => {
                 if let Ok(m) = ReleaseRequest::decode(payload) {
                     ledger.delete_pod(&m.namespace, &m.name);
                     ledger.delete_quota(&m.name, &m.namespace);
+                }
+            }
+            _ => {
+                if let Ok(m) = AdmitPodsRequest::decode(payload) {
+                    let _ = futures::executor::block_on(svc.admit_pods(Request::new(m)));
                 }
             }
         }

@@ -95,6 +95,20 @@ pub fn admit_pod(r: &AdmitPodRequest) -> Result<(), String> {
     Ok(())
 }
 
+/// Pods per AdmitPods call.
+pub const MAX_BATCH: usize = 64;
+
+/// AdmitPods: at most [`MAX_BATCH`] pods (each is checked as [`admit_pod`] on its own).
+pub fn admit_pods(pods: &[AdmitPodRequest]) -> Result<(), String> {
+    if pods.len() > MAX_BATCH {
+        return Err(format!(
+            "{} pods in one AdmitPods call, at most {MAX_BATCH} are accepted",
+            pods.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Release: a namespace and a pod name.
 pub fn release(r: &ReleaseRequest) -> Result<(), String> {
     check(is_label(&r.namespace), "namespace", &r.namespace)?;

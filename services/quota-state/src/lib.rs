@@ -38,8 +38,9 @@ use auth::Policy;
 use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome};
 use proto::quota_state_server::QuotaState;
 use proto::{
-    AdmitPodRequest, AdmitPodResponse, LookupRequest, LookupResponse, ReleaseRequest,
-    ReleaseResponse, ValidateQuotaRequest, ValidateQuotaResponse,
+    AdmitPodAnswer, AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, AdmitPodsResponse,
+    LookupRequest, LookupResponse, ReleaseRequest, ReleaseResponse, ValidateQuotaRequest,
+    ValidateQuotaResponse,
 };
 use tonic::{Request, Response, Status};
 use tree::TreeGates;
@@ -246,6 +247,56 @@ impl Service {
     fn invalid(&self, method: &'static str, message: String) -> Status {
         self.refuse(method, &Status::invalid_argument(message))
     }
+
+    /// QN, PV-3.2 and PV-4 for one pod (AdmitPod, and each pod of AdmitPods); `Err` is the
+    /// INVALID_ARGUMENT text.
+    fn admit_one(&self, r: &AdmitPodRequest, caller: &str) -> Result<AdmitPodResponse, String> {
+        input::admit_pod(r)?;
+        let requests: Amounts = r
+            .requests
+            .iter()
+            .map(|(k, a)| Ok((k.clone(), amount_of_wire(k, a)?)))
+            .collect::<Result<_, String>>()?;
+        let check = PodCheck {
+            namespace: &r.namespace,
+            name: &r.name,
+            label: &r.quota_label,
+            old_label: r.old_quota_label.as_deref(),
+            requests: &requests,
+            dry_run: r.dry_run,
+            disable_default_quota: r.disable_default_quota,
+            check_parent: r.check_parent,
+            check_admission: r.check_admission,
+            caller,
+        };
+        let started = Instant::now();
+        let outcome = self.ledger.check_pod(&check, started);
+        self.metrics
+            .admit_latency
+            .observe(started.elapsed().as_secs_f64());
+        Ok(match outcome {
+            PodOutcome::Allowed { quota } => {
+                self.metrics.admitted.inc();
+                AdmitPodResponse {
+                    allowed: true,
+                    quota,
+                    ..AdmitPodResponse::default()
+                }
+            }
+            PodOutcome::Denied { rule, message } => {
+                self.metrics
+                    .admissions
+                    .with_label_values(&["denied", rule])
+                    .inc();
+                AdmitPodResponse {
+                    allowed: false,
+                    message,
+                    rule: rule.to_owned(),
+                    quota: String::new(),
+                }
+            }
+        })
+    }
 }
 
 fn op_of(code: i32) -> Result<Operation, Status> {
@@ -286,54 +337,38 @@ impl QuotaState for Service {
     ) -> Result<Response<AdmitPodResponse>, Status> {
         const M: &str = "AdmitPod";
         let caller = self.begin(M, &req)?;
-        let r = req.into_inner();
-        input::admit_pod(&r).map_err(|e| self.invalid(M, e))?;
-        let requests: Amounts = r
-            .requests
-            .iter()
-            .map(|(k, a)| Ok((k.clone(), amount_of_wire(k, a)?)))
-            .collect::<Result<_, String>>()
+        let answer = self
+            .admit_one(&req.into_inner(), &caller)
             .map_err(|e| self.invalid(M, e))?;
-        let check = PodCheck {
-            namespace: &r.namespace,
-            name: &r.name,
-            label: &r.quota_label,
-            old_label: r.old_quota_label.as_deref(),
-            requests: &requests,
-            dry_run: r.dry_run,
-            disable_default_quota: r.disable_default_quota,
-            check_parent: r.check_parent,
-            check_admission: r.check_admission,
-            caller: &caller,
-        };
-        let started = Instant::now();
-        let outcome = self.ledger.check_pod(&check, started);
-        self.metrics
-            .admit_latency
-            .observe(started.elapsed().as_secs_f64());
-        let answer = match outcome {
-            PodOutcome::Allowed { quota } => {
-                self.metrics.admitted.inc();
-                AdmitPodResponse {
-                    allowed: true,
-                    quota,
-                    ..AdmitPodResponse::default()
-                }
-            }
-            PodOutcome::Denied { rule, message } => {
-                self.metrics
-                    .admissions
-                    .with_label_values(&["denied", rule])
-                    .inc();
-                AdmitPodResponse {
-                    allowed: false,
-                    message,
-                    rule: rule.to_owned(),
-                    quota: String::new(),
-                }
-            }
-        };
         self.ok(M, answer)
+    }
+
+    async fn admit_pods(
+        &self,
+        req: Request<AdmitPodsRequest>,
+    ) -> Result<Response<AdmitPodsResponse>, Status> {
+        const M: &str = "AdmitPods";
+        let caller = self.begin(M, &req)?;
+        let pods = req.into_inner().pods;
+        input::admit_pods(&pods).map_err(|e| self.invalid(M, e))?;
+        let answers = pods
+            .iter()
+            .map(|p| match self.admit_one(p, &caller) {
+                Ok(r) => AdmitPodAnswer {
+                    response: Some(r),
+                    invalid: String::new(),
+                },
+                Err(invalid) => {
+                    // Counted as the refused AdmitPod it would have been alone.
+                    self.invalid("AdmitPod", invalid.clone());
+                    AdmitPodAnswer {
+                        response: None,
+                        invalid,
+                    }
+                }
+            })
+            .collect();
+        self.ok(M, AdmitPodsResponse { answers })
     }
 
     async fn release(

@@ -3,7 +3,9 @@
 //! sequences of well-formed calls with extreme amounts, names and sizes. Nothing may panic.
 
 use prost::Message;
-use quota_state::proto::{AdmitPodRequest, Amount, LookupRequest, ReleaseRequest};
+use quota_state::proto::{
+    AdmitPodRequest, AdmitPodsRequest, Amount, LookupRequest, ReleaseRequest,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -60,7 +62,7 @@ fn arbitrary_inputs_never_panic() {
         let mut data = Vec::new();
         chunk(&mut data, 4, quota);
         for _ in 0..rng.random_range(1..40) {
-            let kind = rng.random_range(0..7u8);
+            let kind = rng.random_range(0..8u8);
             let payload = match kind {
                 1 | 6 => ReleaseRequest {
                     namespace: name(&mut rng),
@@ -74,27 +76,36 @@ fn arbitrary_inputs_never_panic() {
                     namespace: name(&mut rng),
                 }
                 .encode_to_vec(),
-                _ => AdmitPodRequest {
-                    namespace: name(&mut rng),
-                    name: name(&mut rng),
-                    quota_label: name(&mut rng),
-                    check_admission: rng.random(),
-                    check_parent: rng.random(),
-                    dry_run: rng.random_bool(0.2),
-                    requests: (0..rng.random_range(0..4))
-                        .map(|i| {
-                            (
-                                ["cpu", "memory", "nvidia.com/gpu", ""][i].to_owned(),
-                                amount(&mut rng),
-                            )
-                        })
+                7 => AdmitPodsRequest {
+                    pods: (0..rng.random_range(0..70))
+                        .map(|_| admit_pod(&mut rng))
                         .collect(),
-                    ..AdmitPodRequest::default()
                 }
                 .encode_to_vec(),
+                _ => admit_pod(&mut rng).encode_to_vec(),
             };
             chunk(&mut data, kind, &payload);
         }
         quota_state::fuzzing::run(&data);
+    }
+}
+
+fn admit_pod(rng: &mut StdRng) -> AdmitPodRequest {
+    AdmitPodRequest {
+        namespace: name(rng),
+        name: name(rng),
+        quota_label: name(rng),
+        check_admission: rng.random(),
+        check_parent: rng.random(),
+        dry_run: rng.random_bool(0.2),
+        requests: (0..rng.random_range(0..4))
+            .map(|i| {
+                (
+                    ["cpu", "memory", "nvidia.com/gpu", ""][i].to_owned(),
+                    amount(rng),
+                )
+            })
+            .collect(),
+        ..AdmitPodRequest::default()
     }
 }

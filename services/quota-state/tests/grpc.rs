@@ -12,7 +12,8 @@ use quota_state::metrics::Metrics;
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::quota_state_server::QuotaStateServer;
 use quota_state::proto::{
-    AdmitPodRequest, LookupRequest, Operation, ReleaseRequest, ValidateQuotaRequest,
+    AdmitPodRequest, AdmitPodsRequest, LookupRequest, Operation, ReleaseRequest,
+    ValidateQuotaRequest,
 };
 
 fn cpu(n: i64) -> Amounts {
@@ -298,6 +299,11 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
     let every_call = |mut c: QuotaStateClient<tonic::transport::Channel>| async move {
         vec![
             c.admit_pod(admit("team", "a", "q", 1000)).await.map(|_| ()),
+            c.admit_pods(AdmitPodsRequest {
+                pods: vec![admit("team", "b", "q", 1000)],
+            })
+            .await
+            .map(|_| ()),
             c.release(ReleaseRequest {
                 namespace: "team".into(),
                 name: "a".into(),
@@ -496,4 +502,76 @@ async fn item_3_sub_milli_requests_count_exactly_over_grpc() {
         .into_inner();
     assert!(r.allowed, "{}", r.message);
     assert_eq!(ledger.used("q")["cpu"].nano, 2_000_000);
+}
+
+/// A batch is decided pod by pod exactly as AdmitPod decides each alone, in order: what the
+/// batch reserves counts against the pods after it, a bad pod is refused on its own, and a batch
+/// over the limit is refused whole.
+#[tokio::test]
+async fn admit_pods_answers_each_pod_as_admit_pod_would() {
+    let pods = || {
+        vec![
+            admit("team", "a", "q", 4000),
+            admit("team", "b", "q", 4000),
+            admit("team", "c", "q", 4000),
+            admit("team", "Not_A_Name", "q", 1000),
+            admit("team", "d", "q", 2000),
+        ]
+    };
+    let batched = Arc::new(Ledger::new(Duration::from_secs(30)));
+    let alone = Arc::new(Ledger::new(Duration::from_secs(30)));
+    for l in [&batched, &alone] {
+        l.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10)));
+    }
+    let batch_served = serve(batched.clone(), &["scheduling-webhook"]).await;
+    let alone_served = serve(alone.clone(), &["scheduling-webhook"]).await;
+    let answers = batch_served
+        .client("scheduling-webhook")
+        .admit_pods(AdmitPodsRequest { pods: pods() })
+        .await
+        .unwrap()
+        .into_inner()
+        .answers;
+    let mut one = alone_served.client("scheduling-webhook");
+    assert_eq!(answers.len(), 5);
+    for (got, pod) in answers.iter().zip(pods()) {
+        match one.admit_pod(pod).await {
+            Ok(r) => {
+                assert_eq!(got.response.as_ref(), Some(&r.into_inner()));
+                assert_eq!(got.invalid, "");
+            }
+            Err(s) => {
+                assert_eq!(s.code(), tonic::Code::InvalidArgument);
+                assert_eq!(got.response, None);
+                assert_eq!(got.invalid, s.message());
+            }
+        }
+    }
+    let allowed: Vec<bool> = answers
+        .iter()
+        .map(|a| a.response.as_ref().is_some_and(|r| r.allowed))
+        .collect();
+    assert_eq!(allowed, [true, true, false, false, true]);
+    assert_eq!(batched.reservations(), 3);
+    assert_eq!(alone.reservations(), 3);
+
+    let too_many = (0..65)
+        .map(|i| admit("team", &format!("p{i}"), "q", 1))
+        .collect();
+    let refused = batch_served
+        .client("scheduling-webhook")
+        .admit_pods(AdmitPodsRequest { pods: too_many })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().contains("65 pods"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(
+        batched.reservations(),
+        3,
+        "nothing of a refused batch is reserved"
+    );
 }

@@ -17,9 +17,13 @@ use admission_kit::resources::try_pod_request;
 use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{AdmitPodRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest};
+use quota_state::proto::{
+    AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, LookupRequest, ReleaseRequest,
+    ValidateQuotaRequest,
+};
 use quota_state::tree::{QuotaLookup, QuotaRef, pod_quota_label};
 use quota_state::{operation_code, wire_amount};
+use tokio::sync::{mpsc, oneshot};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::types::ElasticQuota;
@@ -168,22 +172,167 @@ where
     F: FnOnce(QuotaStateClient<Channel>, Duration) -> Fut,
     Fut: Future<Output = Result<T, tonic::Status>>,
 {
-    let deadline =
-        Duration::from_millis(ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000));
-    let url = ctx.option("quota-state-url");
+    let deadline = deadline(ctx)?;
+    let client = QuotaStateClient::new(channel(ctx, ctx.option("quota-state-url"), deadline)?);
+    let r = f(client, deadline).await.map_err(|s| status_text(&s));
+    if r.is_ok() {
+        reachable();
+    }
+    r
+}
+
+/// The deadline of one call, once it is known that a call can run here.
+fn deadline(ctx: &Context) -> Result<Duration, String> {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Err(_) => return Err("no async runtime to call quota-state from".into()),
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {}
         Ok(_) => return Err("quota-state calls need the multi-threaded runtime".into()),
     }
-    let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
-    let r = f(client, deadline)
+    Ok(Duration::from_millis(
+        ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000),
+    ))
+}
+
+fn status_text(s: &tonic::Status) -> String {
+    format!("{}: {}", s.code(), s.message())
+}
+
+/// Pods per AdmitPods call (quota-state's limit).
+const MAX_BATCH: usize = 64;
+
+/// One pod's AdmitPod question on its way to the batcher, and where its answer goes.
+struct Asked {
+    msg: AdmitPodRequest,
+    answer: oneshot::Sender<Result<AdmitPodResponse, String>>,
+}
+
+static BATCHER: Mutex<Option<(String, mpsc::Sender<Asked>)>> = Mutex::new(None);
+
+/// AdmitPod through the process's batcher: the pods whose reviews arrive while a call is out
+/// go together in the next AdmitPods call, so that concurrent reviews share one call's
+/// overhead (framing, a write and a wake-up on each side) instead of paying it each. Nothing
+/// waits to fill a batch: a lone review is sent at once.
+async fn admit(ctx: &Context, msg: AdmitPodRequest) -> Result<AdmitPodResponse, String> {
+    let deadline = deadline(ctx)?;
+    let batches = batcher(ctx, deadline)?;
+    let (answer, answered) = oneshot::channel();
+    batches
+        .send(Asked { msg, answer })
         .await
-        .map_err(|s| format!("{}: {}", s.code(), s.message()));
+        .map_err(|_| "quota-state's batcher has stopped".to_owned())?;
+    let r = match tokio::time::timeout(deadline, answered).await {
+        Err(_) => Err(format!(
+            "{}: no answer within {} ms",
+            tonic::Code::DeadlineExceeded,
+            deadline.as_millis()
+        )),
+        Ok(Err(_)) => Err("quota-state's batcher dropped the question".to_owned()),
+        Ok(Ok(r)) => r,
+    };
     if r.is_ok() {
         reachable();
     }
     r
+}
+
+/// The running batcher for the URL, started on first use (and again if its runtime went).
+fn batcher(ctx: &Context, deadline: Duration) -> Result<mpsc::Sender<Asked>, String> {
+    let url = ctx.option("quota-state-url");
+    let mut g = BATCHER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((u, tx)) = g.as_ref()
+        && u == url
+        && !tx.is_closed()
+    {
+        return Ok(tx.clone());
+    }
+    let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
+    // Bounded: senders wait when it is full, and reviews in flight are bounded by the server.
+    let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
+    tokio::spawn(run_batches(client, rx, deadline));
+    *g = Some((url.to_owned(), tx.clone()));
+    Ok(tx)
+}
+
+/// Sends what has queued as one AdmitPods call, one call at a time, and hands out the answers.
+/// A quota-state without AdmitPods (an older one during a rolling upgrade) gets AdmitPod calls
+/// from then on.
+async fn run_batches(
+    client: QuotaStateClient<Channel>,
+    mut asked: mpsc::Receiver<Asked>,
+    deadline: Duration,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    // Until AdmitPods has answered once, a copy is kept to ask again one by one.
+    let (mut batches_known, mut singles) = (false, false);
+    while asked.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // Reviews already running on this runtime reach their quota question before the call
+        // leaves: one turn of the scheduler, no timer.
+        tokio::task::yield_now().await;
+        while batch.len() < MAX_BATCH
+            && let Ok(a) = asked.try_recv()
+        {
+            batch.push(a);
+        }
+        let (msgs, answers): (Vec<_>, Vec<_>) = batch.drain(..).map(|a| (a.msg, a.answer)).unzip();
+        if singles {
+            one_by_one(&client, msgs, answers, deadline);
+            continue;
+        }
+        let copy = (!batches_known).then(|| msgs.clone());
+        let mut c = client.clone();
+        let r = c
+            .admit_pods(with_deadline(AdmitPodsRequest { pods: msgs }, deadline))
+            .await;
+        match r {
+            Ok(r) => {
+                batches_known = true;
+                let r = r.into_inner().answers;
+                if r.len() != answers.len() {
+                    let e = format!("quota-state answered {} of {} pods", r.len(), answers.len());
+                    for a in answers {
+                        let _ = a.send(Err(e.clone()));
+                    }
+                    continue;
+                }
+                for (got, a) in r.into_iter().zip(answers) {
+                    let _ = a.send(match got.response {
+                        Some(r) if got.invalid.is_empty() => Ok(r),
+                        _ => Err(format!("{}: {}", tonic::Code::InvalidArgument, got.invalid)),
+                    });
+                }
+            }
+            Err(s) if s.code() == tonic::Code::Unimplemented && copy.is_some() => {
+                singles = true;
+                one_by_one(&client, copy.unwrap_or_default(), answers, deadline);
+            }
+            Err(s) => {
+                let e = status_text(&s);
+                for a in answers {
+                    let _ = a.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// AdmitPod for each, concurrently (a quota-state without AdmitPods).
+fn one_by_one(
+    client: &QuotaStateClient<Channel>,
+    msgs: Vec<AdmitPodRequest>,
+    answers: Vec<oneshot::Sender<Result<AdmitPodResponse, String>>>,
+    deadline: Duration,
+) {
+    for (msg, answer) in msgs.into_iter().zip(answers) {
+        let mut c = client.clone();
+        tokio::spawn(async move {
+            let r = c
+                .admit_pod(with_deadline(msg, deadline))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| status_text(&s));
+            let _ = answer.send(r);
+        });
+    }
 }
 
 /// A quota-state question from synchronous rules (the mutators, the ElasticQuota validator,
@@ -270,12 +419,7 @@ pub async fn check_pod(
         check_admission,
     };
     let dry_run = msg.dry_run;
-    let r = call(ctx, |mut c, d| async move {
-        c.admit_pod(with_deadline(msg, d))
-            .await
-            .map(|r| r.into_inner())
-    })
-    .await?;
+    let r = admit(ctx, msg).await?;
     Ok(if r.allowed {
         PodAnswer::Allowed {
             reserved: check_admission && !dry_run,
