@@ -815,3 +815,146 @@ fn item_3_qv_s_compares_and_prints_quantities_as_go() {
         Some("invalid character '}' looking for beginning of object key string")
     );
 }
+
+/// quota-state as it was before AdmitPods: the method unknown.
+struct BeforeBatches(quota_state::Service);
+
+#[tonic::async_trait]
+impl quota_state::proto::quota_state_server::QuotaState for BeforeBatches {
+    async fn admit_pod(
+        &self,
+        r: tonic::Request<quota_state::proto::AdmitPodRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::AdmitPodResponse>, tonic::Status> {
+        self.0.admit_pod(r).await
+    }
+    async fn admit_pods(
+        &self,
+        _: tonic::Request<quota_state::proto::AdmitPodsRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::AdmitPodsResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("unknown method AdmitPods"))
+    }
+    async fn release(
+        &self,
+        r: tonic::Request<quota_state::proto::ReleaseRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::ReleaseResponse>, tonic::Status> {
+        self.0.release(r).await
+    }
+    async fn lookup(
+        &self,
+        r: tonic::Request<quota_state::proto::LookupRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::LookupResponse>, tonic::Status> {
+        self.0.lookup(r).await
+    }
+    async fn validate_quota(
+        &self,
+        r: tonic::Request<quota_state::proto::ValidateQuotaRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::ValidateQuotaResponse>, tonic::Status> {
+        self.0.validate_quota(r).await
+    }
+}
+
+/// Twelve pods of one CPU validated at once against a quota of ten, through a plaintext
+/// quota-state on loopback, current and older: exactly ten admitted, the others refused by
+/// PV-4. The current one gets them in fewer calls than pods; the older one one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quota() {
+    use quota_state::ledger::{Amount, Ledger, QuotaSpec};
+    use quota_state::proto::quota_state_server::QuotaStateServer;
+    for older in [false, true] {
+        let ledger = Arc::new(Ledger::new(std::time::Duration::from_secs(30)));
+        let ten = [(
+            "cpu".to_owned(),
+            Amount {
+                nano: 10_000_000_000,
+                format: admission_kit::go::QuantityFormat::DecimalSI,
+            },
+        )]
+        .into();
+        ledger.upsert_quota(QuotaSpec::simple("q", "team", None, ten));
+        let metrics = quota_state::metrics::Metrics::new().unwrap();
+        let svc = quota_state::Service::new(
+            ledger.clone(),
+            quota_state::auth::Policy::Anyone,
+            metrics.clone(),
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let server = tonic::transport::Server::builder();
+        tokio::spawn(if older {
+            server
+                .clone()
+                .add_service(QuotaStateServer::new(BeforeBatches(svc)))
+                .serve(addr)
+        } else {
+            server
+                .clone()
+                .add_service(QuotaStateServer::new(svc))
+                .serve(addr)
+        });
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            tokio::task::yield_now().await;
+        }
+        let app = crate::app();
+        let mut options = app.default_options();
+        options.insert("quota-state-url", format!("http://{addr}"));
+        let c = Context::new(Arc::new(StaticState::default()))
+            .with_gates(Arc::new(app.gates.clone()))
+            .with_options(options);
+        assert!(crate::pod_validate::PodValidator.waits(&c));
+        let requests: Vec<Request<Pod>> = (0..12)
+            .map(|i| {
+                let p = json!({"metadata": {"name": format!("p{i}"), "namespace": "team",
+                    "labels": {"quota.scheduling.koordinator.sh/name": "q"}},
+                    "spec": containers(json!({"cpu": "1"}))});
+                let mut r = req::<Pod>("pods", Operation::Create, p, None);
+                r.namespace = Some("team".into());
+                r
+            })
+            .collect();
+        let verdicts = futures::future::join_all(
+            requests
+                .iter()
+                .map(|r| crate::pod_validate::PodValidator.validate_async(r, &c)),
+        )
+        .await;
+        let refused: Vec<String> = verdicts
+            .iter()
+            .filter_map(|v| v.refusal.as_ref())
+            .map(|(rule, s)| format!("{rule} {}", s.message))
+            .collect();
+        assert_eq!(
+            verdicts.len() - refused.len(),
+            10,
+            "older: {older}, {refused:?}"
+        );
+        assert!(
+            refused
+                .iter()
+                .all(|r| r.starts_with("PV-4 ") && r.contains("exceeded quota")),
+            "{refused:?}"
+        );
+        assert_eq!(ledger.reservations(), 10);
+        let text = String::from_utf8(metrics.render()).unwrap();
+        let calls = |method: &str| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with("quota_state_calls_total{")
+                        && l.contains(&format!("method=\"{method}\""))
+                        && l.contains("code=\"Ok\"")
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or(0)
+        };
+        if older {
+            assert_eq!(calls("AdmitPod"), 12, "{text}");
+        } else {
+            assert_eq!(calls("AdmitPod"), 0, "{text}");
+            assert!((1..12).contains(&calls("AdmitPods")), "{text}");
+        }
+    }
+}
