@@ -216,18 +216,23 @@ async fn admit(ctx: &Context, msg: AdmitPodRequest) -> Result<AdmitPodResponse, 
     let deadline = deadline(ctx)?;
     let batches = batcher(ctx, deadline)?;
     let (answer, answered) = oneshot::channel();
-    batches
-        .send(Asked { msg, answer })
-        .await
-        .map_err(|_| "quota-state's batcher has stopped".to_owned())?;
-    let r = match tokio::time::timeout(deadline, answered).await {
+    // The deadline covers the queue too: a full queue (quota-state slow) waits no longer.
+    let asked = async {
+        batches
+            .send(Asked { msg, answer })
+            .await
+            .map_err(|_| "quota-state's batcher has stopped".to_owned())?;
+        answered
+            .await
+            .map_err(|_| "quota-state's batcher dropped the question".to_owned())?
+    };
+    let r = match tokio::time::timeout(deadline, asked).await {
         Err(_) => Err(format!(
             "{}: no answer within {} ms",
             tonic::Code::DeadlineExceeded,
             deadline.as_millis()
         )),
-        Ok(Err(_)) => Err("quota-state's batcher dropped the question".to_owned()),
-        Ok(Ok(r)) => r,
+        Ok(r) => r,
     };
     if r.is_ok() {
         reachable();
@@ -273,7 +278,16 @@ async fn run_batches(
         {
             batch.push(a);
         }
-        let (msgs, answers): (Vec<_>, Vec<_>) = batch.drain(..).map(|a| (a.msg, a.answer)).unzip();
+        // A review that stopped waiting (past its deadline, or its connection gone) is not
+        // asked for: no reservation for a pod nobody will admit.
+        let (msgs, answers): (Vec<_>, Vec<_>) = batch
+            .drain(..)
+            .filter(|a| !a.answer.is_closed())
+            .map(|a| (a.msg, a.answer))
+            .unzip();
+        if msgs.is_empty() {
+            continue;
+        }
         if singles {
             one_by_one(&client, msgs, answers, deadline);
             continue;
