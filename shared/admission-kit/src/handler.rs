@@ -423,9 +423,11 @@ pub fn review_body(
     body: &[u8],
     ctx: &Context,
 ) -> Result<Answer, ReviewError> {
-    let review: ReviewIn =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
-    handler.review(review, ctx)
+    handler.review(envelope(body)?, ctx)
+}
+
+fn envelope(body: &[u8]) -> Result<ReviewIn, ReviewError> {
+    serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))
 }
 
 /// [`review_body`] for handlers that wait ([`Handler::waits`]): what the server awaits.
@@ -434,9 +436,7 @@ pub async fn review_body_async(
     body: &[u8],
     ctx: &Context,
 ) -> Result<Answer, ReviewError> {
-    let review: ReviewIn =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Body(e.to_string()))?;
-    handler.review_async(review, ctx).await
+    handler.review_async(envelope(body)?, ctx).await
 }
 
 fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
