@@ -233,6 +233,14 @@ impl Names {
         self.set.insert(a.clone());
         a
     }
+
+    /// `amounts` with their resource names shared.
+    fn requests(&mut self, amounts: Amounts) -> Requests {
+        amounts
+            .into_iter()
+            .map(|(k, v)| (self.get(&k), v))
+            .collect()
+    }
 }
 
 /// A pod's requests, compact: one pod holds a few resources, and an ordered map would take a
@@ -873,14 +881,9 @@ fn admit_locked(
     }
     let due = a.now + ttl;
     s.deadlines.push_back((due, key.clone()));
-    let amounts: Requests = requested
-        .into_iter()
-        .map(|(k, v)| (s.names.get(&k), v))
-        .collect::<Vec<_>>()
-        .into_boxed_slice();
     let r = Reservation {
         quota: s.names.get(quota),
-        amounts,
+        amounts: s.names.requests(requested),
         due,
         owner: s.names.get(a.caller),
     };
@@ -1119,13 +1122,7 @@ impl Ledger {
         let key = (namespace.to_owned(), name.to_owned());
         s.uncharge_key(&key);
         let (requests, uncountable) = match requests {
-            Ok(r) => (
-                r.into_iter()
-                    .map(|(k, v)| (s.names.get(&k), v))
-                    .collect::<Vec<_>>()
-                    .into_boxed_slice(),
-                false,
-            ),
+            Ok(r) => (s.names.requests(r), false),
             Err(e) => {
                 tracing::warn!(namespace, name, error = %e, "pod's requests cannot be counted; its quotas refuse admissions while it lives");
                 (Requests::default(), true)

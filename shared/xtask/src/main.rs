@@ -267,7 +267,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Instructions { update } => instruction_counts(update),
         Cmd::Stages { seconds, load } => build_profile("release", SERVED_UNDER_LOAD)
-            .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds), seconds)),
+            .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds))),
         Cmd::Bench {
             runs,
             seconds,

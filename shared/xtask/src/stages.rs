@@ -164,8 +164,9 @@ fn child_of(parent: u32) -> Option<u32> {
     })
 }
 
-/// Profiles each path for `seconds` and prints the table.
-pub fn run(root: &Path, bin_dir: &Path, o: &Options, seconds: u64) -> Result<()> {
+/// Profiles each path for `o.seconds` and prints the table.
+pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
+    let seconds = o.seconds;
     let dir = std::env::temp_dir().join(format!("xtask-stages-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut columns = Vec::new();
