@@ -267,8 +267,7 @@ async fn run_batches(
     deadline: Duration,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    // Until AdmitPods has answered once, a copy is kept to ask again one by one.
-    let (mut batches_known, mut singles) = (false, false);
+    let mut peer = Peer::Untried;
     while asked.recv_many(&mut batch, MAX_BATCH).await > 0 {
         // Reviews already running on this runtime reach their quota question before the call
         // leaves: one turn of the scheduler, no timer.
@@ -288,24 +287,23 @@ async fn run_batches(
         if msgs.is_empty() {
             continue;
         }
-        if singles {
+        if peer == Peer::Singles {
             one_by_one(&client, msgs, answers, deadline);
             continue;
         }
-        let copy = (!batches_known).then(|| msgs.clone());
+        // Until AdmitPods has answered once, a copy is kept to ask again one by one.
+        let copy = (peer == Peer::Untried).then(|| msgs.clone());
         let mut c = client.clone();
         let r = c
             .admit_pods(with_deadline(AdmitPodsRequest { pods: msgs }, deadline))
             .await;
         match r {
             Ok(r) => {
-                batches_known = true;
+                peer = Peer::Batches;
                 let r = r.into_inner().answers;
                 if r.len() != answers.len() {
                     let e = format!("quota-state answered {} of {} pods", r.len(), answers.len());
-                    for a in answers {
-                        let _ = a.send(Err(e.clone()));
-                    }
+                    fail_all(answers, &e);
                     continue;
                 }
                 for (got, a) in r.into_iter().zip(answers) {
@@ -316,16 +314,28 @@ async fn run_batches(
                 }
             }
             Err(s) if s.code() == tonic::Code::Unimplemented && copy.is_some() => {
-                singles = true;
+                peer = Peer::Singles;
                 one_by_one(&client, copy.unwrap_or_default(), answers, deadline);
             }
-            Err(s) => {
-                let e = status_text(&s);
-                for a in answers {
-                    let _ = a.send(Err(e.clone()));
-                }
-            }
+            Err(s) => fail_all(answers, &status_text(&s)),
         }
+    }
+}
+
+/// What the batcher knows of quota-state's methods.
+#[derive(PartialEq)]
+enum Peer {
+    /// No AdmitPods call has been answered yet.
+    Untried,
+    /// AdmitPods answers.
+    Batches,
+    /// AdmitPods is unknown there: AdmitPod per pod.
+    Singles,
+}
+
+fn fail_all(answers: Vec<oneshot::Sender<Result<AdmitPodResponse, String>>>, e: &str) {
+    for a in answers {
+        let _ = a.send(Err(e.to_owned()));
     }
 }
 
