@@ -385,6 +385,26 @@ pub trait Handler: Send + Sync {
     /// Decides one review.
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError>;
 
+    /// Decides the review in `body`, an AdmissionReview's JSON: what [`review_body`] runs. The
+    /// default decodes the envelope, objects raw, and runs [`Handler::review`].
+    fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
+        self.review(envelope(body)?, ctx)
+    }
+
+    /// [`Handler::review_bytes`] awaiting the services the rules wait for: what
+    /// [`review_body_async`] runs. The default decodes the envelope and runs
+    /// [`Handler::review_async`].
+    fn review_bytes_async<'a>(
+        &'a self,
+        body: &'a [u8],
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<Answer, ReviewError>> {
+        match envelope(body) {
+            Ok(review) => self.review_async(review, ctx),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
     /// Whether the server should await [`Handler::review_async`] rather than call
     /// [`Handler::review`] (see [`Validator::waits`]).
     fn waits(&self, _ctx: &Context) -> bool {
@@ -423,7 +443,7 @@ pub fn review_body(
     body: &[u8],
     ctx: &Context,
 ) -> Result<Answer, ReviewError> {
-    handler.review(envelope(body)?, ctx)
+    handler.review_bytes(body, ctx)
 }
 
 fn envelope(body: &[u8]) -> Result<ReviewIn, ReviewError> {
@@ -436,7 +456,7 @@ pub async fn review_body_async(
     body: &[u8],
     ctx: &Context,
 ) -> Result<Answer, ReviewError> {
-    handler.review_async(envelope(body)?, ctx).await
+    handler.review_bytes_async(body, ctx).await
 }
 
 fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
@@ -455,41 +475,30 @@ fn checked<T>(
     Ok(d)
 }
 
-fn is_null(raw: &Option<Box<RawValue>>) -> bool {
-    raw.as_deref().is_none_or(|r| r.get().trim() == "null")
-}
-
 /// The parts of a decoded request shared by validators and mutators.
 struct Decoded<T> {
     api_version: String,
     req: Request<T>,
-    /// The raw JSON of the object under review (mutators diff against it).
-    raw_object: Box<RawValue>,
 }
 
-fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<Decoded<T>, ReviewError> {
+/// The review's request with the object under review chosen (on DELETE the old object, which
+/// is then no longer the old one), its objects still as the envelope decoded them.
+fn chosen<O>(review: ReviewIn<O>) -> Result<Decoded<O>, ReviewError> {
     let api_version = review.api_version.unwrap_or_default();
-    let r: RawRequest = review.request.ok_or(ReviewError::NoRequest)?;
+    let r: RawRequest<O> = review.request.ok_or(ReviewError::NoRequest)?;
     let op = r.operation;
-    let (raw_object, old) = if op == Operation::Delete {
-        if is_null(&r.old_object) {
-            return Err(ReviewError::NoObject("oldObject", op.as_str()));
-        }
-        (r.old_object, None)
+    // A JSON `null` object decodes as `None`, whatever `O` is.
+    let (object, old_object) = if op == Operation::Delete {
+        let old = r
+            .old_object
+            .ok_or(ReviewError::NoObject("oldObject", op.as_str()))?;
+        (old, None)
     } else {
-        if is_null(&r.object) {
-            return Err(ReviewError::NoObject("object", op.as_str()));
-        }
-        let old = if is_null(&r.old_object) {
-            None
-        } else {
-            r.old_object
-        };
-        (r.object, old)
+        let object = r
+            .object
+            .ok_or(ReviewError::NoObject("object", op.as_str()))?;
+        (object, r.old_object)
     };
-    let raw_object = raw_object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
-    let object = decode_raw("object", &raw_object)?;
-    let old_object = old.map(|o| decode_raw("oldObject", &o)).transpose()?;
     Ok(Decoded {
         api_version,
         req: Request {
@@ -505,8 +514,62 @@ fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<Decoded<T>, ReviewErr
             object,
             old_object,
         },
-        raw_object,
     })
+}
+
+/// Decodes a review whose objects are raw: the request with its objects typed, and the raw
+/// JSON of the object under review (mutators diff against it).
+fn decode<T: DeserializeOwned>(
+    review: ReviewIn,
+) -> Result<(Decoded<T>, Box<RawValue>), ReviewError> {
+    let Decoded { api_version, req } = chosen(review)?;
+    let object = decode_raw("object", &req.object)?;
+    let old_object = req
+        .old_object
+        .as_deref()
+        .map(|o| decode_raw("oldObject", o))
+        .transpose()?;
+    let Request {
+        uid,
+        kind,
+        resource,
+        sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info,
+        dry_run,
+        object: raw_object,
+        old_object: _,
+    } = req;
+    let req = Request {
+        uid,
+        kind,
+        resource,
+        sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info,
+        dry_run,
+        object,
+        old_object,
+    };
+    Ok((Decoded { api_version, req }, raw_object))
+}
+
+/// Decodes a review with its objects typed in the one pass over `body`, which a validator (it
+/// never needs the raw object) can do: capturing the object raw and then decoding it scanned
+/// it twice, a third of a validation's instructions. `None` when this pass fails for any
+/// reason: the caller then decodes as [`decode`] does, so that a body this pass refuses gets
+/// exactly the answer and error text it always got. A body this pass accepts is accepted by
+/// [`decode`] with the same result: the same deserializer reads the same object bytes, and
+/// this pass is the stricter (on DELETE it types `object` too; it nests two levels deeper
+/// against the recursion limit; it needs the whole body valid UTF-8, where the raw capture
+/// checks only the objects).
+fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8]) -> Option<Decoded<T>> {
+    let text = std::str::from_utf8(body).ok()?;
+    chosen(serde_json::from_str::<ReviewIn<T>>(text).ok()?).ok()
 }
 
 fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decision {
@@ -584,7 +647,16 @@ pub struct Validating<V>(pub V);
 
 impl<V: Validator> Validating<V> {
     fn decoded(&self, review: ReviewIn) -> Result<Decoded<V::Object>, ReviewError> {
-        checked(decode::<V::Object>(review)?, |o| self.0.check_decoded(o))
+        checked(decode::<V::Object>(review)?.0, |o| self.0.check_decoded(o))
+    }
+
+    /// [`Validating::decoded`] from the body, in one pass when it can.
+    fn decoded_body(&self, body: &[u8]) -> Result<Decoded<V::Object>, ReviewError> {
+        let d = match decode_in_one_pass(body) {
+            Some(d) => d,
+            None => decode::<V::Object>(envelope(body)?)?.0,
+        };
+        checked(d, |o| self.0.check_decoded(o))
     }
 
     fn answer(&self, d: &Decoded<V::Object>, verdict: Verdict) -> Answer {
@@ -612,6 +684,24 @@ impl<V: Validator> Handler for Validating<V> {
         Ok(self.answer(&d, verdict))
     }
 
+    fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
+        let d = self.decoded_body(body)?;
+        let verdict = self.0.validate(&d.req, ctx);
+        Ok(self.answer(&d, verdict))
+    }
+
+    fn review_bytes_async<'a>(
+        &'a self,
+        body: &'a [u8],
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, Result<Answer, ReviewError>> {
+        Box::pin(async move {
+            let d = self.decoded_body(body)?;
+            let verdict = self.0.validate_async(&d.req, ctx).await;
+            Ok(self.answer(&d, verdict))
+        })
+    }
+
     fn waits(&self, ctx: &Context) -> bool {
         self.0.waits(ctx)
     }
@@ -634,7 +724,8 @@ pub struct Mutating<M>(pub M);
 
 impl<M: Mutator> Handler for Mutating<M> {
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        let d = checked(decode::<M::Object>(review)?, |o| self.0.check_decoded(o))?;
+        let (d, raw_object) = decode::<M::Object>(review)?;
+        let d = checked(d, |o| self.0.check_decoded(o))?;
         let mut edited = d.req.object.clone();
         let verdict = self.0.mutate(&d.req, &mut edited, ctx);
         if !verdict.allowed() {
@@ -650,7 +741,7 @@ impl<M: Mutator> Handler for Mutating<M> {
         let patch = if edited == d.req.object {
             None
         } else {
-            typed_patch(&d.raw_object, &d.req.object, &edited)?
+            typed_patch(&raw_object, &d.req.object, &edited)?
         };
         let decision = decision_of(&d.req, &verdict, patch.is_some());
         let mut response = response_of(&d.req.uid, verdict, None);
@@ -878,11 +969,182 @@ mod tests {
         image: Option<String>,
         #[serde(default)]
         items: Vec<Item>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
     }
     #[derive(Debug, Clone, Default, Serialize, Deserialize)]
     struct Item {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grace: Option<String>,
+    }
+
+    /// Denies a negative `spec.replicas`; its decode check refuses 99 replicas.
+    struct NonNegative;
+
+    impl Validator for NonNegative {
+        type Object = Obj;
+
+        fn validate(&self, req: &Request<Obj>, _: &Context) -> Verdict {
+            let mut errors = ErrorList::default();
+            let replicas = req.object.spec.replicas;
+            if replicas < 0 {
+                let path = crate::field::Path::new("spec").child("replicas");
+                errors.push(FieldError::invalid("T-1", path, replicas, "must be >= 0"));
+            }
+            if let Some(old) = &req.old_object
+                && old.spec.replicas > replicas
+            {
+                let path = crate::field::Path::new("spec").child("replicas");
+                errors.push(FieldError::forbidden("T-2", path, "may not shrink"));
+            }
+            errors.into()
+        }
+
+        fn check_decoded(&self, o: &Obj) -> Result<(), String> {
+            if o.spec.replicas == 99 {
+                return Err("99 replicas".to_owned());
+            }
+            Ok(())
+        }
+    }
+
+    /// The review's answer or error, as comparable text.
+    fn outcome(answered: Result<Answer, ReviewError>) -> String {
+        match answered {
+            Ok(a) => format!(
+                "{} {:?}",
+                String::from_utf8_lossy(&a.review.to_bytes()),
+                a.decision
+            ),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    fn review_of(request: &str) -> Vec<u8> {
+        format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{request}}}"#
+        )
+        .into_bytes()
+    }
+
+    /// A validator decodes the envelope and its object in one pass; whatever the body, the
+    /// answer (or the error, word for word) is the one the raw decode followed by the typed one
+    /// gives, including the bodies that one pass refuses and the raw decode accepts.
+    #[test]
+    fn one_pass_decode_answers_as_the_raw_decode() {
+        let v = Validating(NonNegative);
+        let ctx = Context::default();
+        let obj = |n: i32| format!(r#"{{"spec":{{"replicas":{n},"image":"x","items":[{{}}]}}}}"#);
+        let req = |op: &str, fields: &str| {
+            format!(
+                r#"{{"uid":"u-1","kind":{{"kind":"Obj"}},"name":"n","operation":"{op}"{fields}}}"#
+            )
+        };
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        // Each body, and whether the one pass takes it.
+        let mut bodies: Vec<(Vec<u8>, bool)> = vec![
+            (
+                review_of(&req("CREATE", &format!(r#","object":{}"#, obj(3)))),
+                true,
+            ),
+            (
+                review_of(&req("CREATE", &format!(r#","object":{}"#, obj(-1)))),
+                true,
+            ),
+            (
+                review_of(&req("CREATE", &format!(r#","object":{}"#, obj(99)))),
+                true,
+            ),
+            (
+                review_of(&req(
+                    "UPDATE",
+                    &format!(r#","object":{},"oldObject":{}"#, obj(2), obj(5)),
+                )),
+                true,
+            ),
+            (
+                review_of(&req(
+                    "UPDATE",
+                    &format!(r#","object":{},"oldObject":null"#, obj(2)),
+                )),
+                true,
+            ),
+            (
+                review_of(&req("DELETE", &format!(r#","oldObject":{}"#, obj(-4)))),
+                true,
+            ),
+            // DELETE reviews the old object: the raw decode never types `object`.
+            (
+                review_of(&req(
+                    "DELETE",
+                    &format!(r#","object":[1,2],"oldObject":{}"#, obj(1)),
+                )),
+                false,
+            ),
+            (review_of(&req("DELETE", r#","object":{}"#)), true),
+            (review_of(&req("CREATE", r#","object":null"#)), true),
+            (review_of(&req("CREATE", "")), true),
+            (
+                review_of(&req("CREATE", r#","object":{"spec":{"replicas":"x"}}"#)),
+                false,
+            ),
+            // Skipped JSON is not held to the recursion limit; typed JSON is, and the one pass
+            // types it two levels deeper than the raw decode.
+            (
+                review_of(&req(
+                    "CREATE",
+                    &format!(r#","object":{{"spec":{{}},"deep":{}}}"#, deep(200)),
+                )),
+                true,
+            ),
+            (
+                review_of(&req(
+                    "CREATE",
+                    &format!(r#","object":{{"spec":{{"extra":{}}}}}"#, deep(124)),
+                )),
+                false,
+            ),
+            (
+                review_of(&req(
+                    "CREATE",
+                    &format!(r#","object":{},"object":{}"#, obj(1), obj(1)),
+                )),
+                false,
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1beta1"}"#.to_vec(),
+                true,
+            ),
+            (b"not json".to_vec(), false),
+            (
+                review_of(&req("CREATE", &format!(r#","object":{}"#, obj(1))))
+                    .into_iter()
+                    .chain(*b" x")
+                    .collect(),
+                false,
+            ),
+        ];
+        // Invalid UTF-8 outside the objects, which the raw decode never checks.
+        let mut latin1 = review_of(&req("CREATE", &format!(r#","object":{},"x":"caf"#, obj(1))));
+        latin1.extend_from_slice(b"\xe9\"}}");
+        bodies.push((latin1, false));
+        // And inside the object, which both refuse.
+        let mut inside = review_of(&req("CREATE", r#","object":{"spec":{"image":"caf"#));
+        inside.extend_from_slice(b"\xe9\"}}}}");
+        bodies.push((inside, false));
+        for (body, one_pass) in &bodies {
+            let text = String::from_utf8_lossy(body);
+            assert_eq!(
+                decode_in_one_pass::<Obj>(body).is_some(),
+                *one_pass && chosen(serde_json::from_slice::<ReviewIn>(body).unwrap()).is_ok(),
+                "{text}"
+            );
+            let raw = envelope(body).and_then(|r| v.review(r, &ctx));
+            assert_eq!(outcome(review_body(&v, body, &ctx)), outcome(raw), "{text}");
+            let awaited = wait_for(review_body_async(&v, body, &ctx)).unwrap();
+            let raw = envelope(body).and_then(|r| v.review(r, &ctx));
+            assert_eq!(outcome(awaited), outcome(raw), "{text}");
+        }
     }
 
     #[test]

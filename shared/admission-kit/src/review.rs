@@ -4,7 +4,8 @@
 //! JSON array of numbers (3-4 times larger than the base64 string the API server documents; we
 //! send base64), its request type insists on a typed `Resource` object, and it cannot answer a
 //! body it failed to decode with the apiVersion that body claimed. Objects stay raw JSON here and
-//! are decoded into the handler's typed object once, by the handler.
+//! are decoded into the handler's typed object once, by the handler (a validator decodes the
+//! envelope with its typed object in one pass: [`ReviewIn`] is generic over the object's form).
 
 use std::collections::BTreeMap;
 
@@ -71,10 +72,12 @@ impl Operation {
     }
 }
 
-/// The request half of an AdmissionReview, objects still raw.
+/// The request half of an AdmissionReview, objects still raw (`O`, by default; a validator's
+/// review decodes them as its typed object in the same pass).
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RawRequest {
+// Without the bound serde would ask `O: Default` for the defaulted `Option<O>` fields.
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+pub struct RawRequest<O = Box<RawValue>> {
     /// Identifies this review; echoed in the response.
     pub uid: String,
     /// The kind of the object as it is stored.
@@ -105,10 +108,10 @@ pub struct RawRequest {
     pub user_info: UserInfo,
     /// The new object (CREATE, UPDATE, CONNECT).
     #[serde(default)]
-    pub object: Option<Box<RawValue>>,
+    pub object: Option<O>,
     /// The existing object (UPDATE, DELETE).
     #[serde(default)]
-    pub old_object: Option<Box<RawValue>>,
+    pub old_object: Option<O>,
     /// Whether this is a dry run: the webhook must have no side effects.
     #[serde(default)]
     pub dry_run: Option<bool>,
@@ -117,10 +120,11 @@ pub struct RawRequest {
     pub options: Option<Box<RawValue>>,
 }
 
-/// An incoming AdmissionReview.
+/// An incoming AdmissionReview, its objects as `O` (raw JSON by default).
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewIn {
+// Without the bound serde would ask `O: Default` for the defaulted `Option<O>` fields.
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+pub struct ReviewIn<O = Box<RawValue>> {
     /// `admission.k8s.io/v1` or `admission.k8s.io/v1beta1`.
     #[serde(default)]
     pub api_version: Option<String>,
@@ -129,7 +133,7 @@ pub struct ReviewIn {
     pub kind: Option<String>,
     /// The request; a review without one is refused.
     #[serde(default)]
-    pub request: Option<RawRequest>,
+    pub request: Option<RawRequest<O>>,
 }
 
 /// The status of a denial, a subset of `metav1.Status`.

@@ -46,6 +46,8 @@ const USER: [(&str, &[&str]); 9] = [
             "Deserialize",
             "deserialize",
             "handler::decode",
+            "decoded_body",
+            "handler::envelope",
             "review_body",
             "null_as_default",
             "parse_quantity",
