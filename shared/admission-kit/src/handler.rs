@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use crate::field::{ErrorList, FieldError};
 use crate::gates::FeatureGates;
 use crate::review::{Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status};
+use crate::skeleton::{self, tokens};
 use crate::state::{ClusterState, EmptyState, LookupError, TypeKey};
 
 /// What rules may read besides the request: cluster state and feature gates.
@@ -780,10 +781,15 @@ pub fn typed_patch<T: Serialize>(
     if edit.0.is_empty() {
         return Ok(None);
     }
+    // Usually the typed edit applies to the raw object as it stands, which a skeleton of the
+    // object answers without parsing all of it.
+    if skeleton::applies(raw, &edit) {
+        return encode_patch(&edit);
+    }
     let mut doc: Value = serde_json::from_str(raw.get())
         .map_err(|e| ReviewError::Object("object", e.to_string()))?;
-    // Usually the typed edit applies to the raw object as it stands; json_patch::patch is atomic,
-    // so on failure `doc` is untouched and the lenient replay + re-diff below takes over.
+    // json_patch::patch is atomic, so on failure `doc` is untouched and the lenient replay +
+    // re-diff below takes over.
     let patch = if json_patch::patch(&mut doc, &edit.0).is_ok() {
         edit
     } else {
@@ -794,7 +800,11 @@ pub fn typed_patch<T: Serialize>(
     if patch.0.is_empty() {
         return Ok(None);
     }
-    serde_json::to_vec(&patch)
+    encode_patch(&patch)
+}
+
+fn encode_patch(patch: &Patch) -> Result<Option<Vec<u8>>, ReviewError> {
+    serde_json::to_vec(patch)
         .map(Some)
         .map_err(|e| ReviewError::Object("patch", e.to_string()))
 }
@@ -857,14 +867,6 @@ fn replay(doc: &mut Value, patch: &Patch) {
             _ => {}
         }
     }
-}
-
-fn tokens(pointer: &str) -> Vec<String> {
-    pointer
-        .split('/')
-        .skip(1)
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect()
 }
 
 fn set(doc: &mut Value, path: &[String], value: Value, insert: bool) {

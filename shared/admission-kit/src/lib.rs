@@ -31,6 +31,7 @@ pub mod resources;
 pub mod review;
 pub mod selector;
 pub mod server;
+mod skeleton;
 pub mod state;
 pub mod telemetry;
 pub mod tls;
