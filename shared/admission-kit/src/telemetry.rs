@@ -25,8 +25,9 @@ where
 /// Writes an event as tracing-subscriber's JSON format writes it with `flatten_event` and no
 /// spans (`timestamp`, `level`, the fields in their order, `target`), byte for byte, straight
 /// into the line's buffer. Ours rather than that format because it goes through serde_json's
-/// writer, whose every small write the fmt layer's adaptor checks for UTF-8 again: about 28,000
-/// instructions for a decision line, a tenth of a validation, against a few thousand here.
+/// writer, whose every small write the fmt layer's adaptor checks for UTF-8 again: a decision
+/// line with its span took 28,250 instructions that way, 15,970 this way (the
+/// `decision_lines` example under callgrind).
 struct JsonLine;
 
 impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for JsonLine
