@@ -17,9 +17,10 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
+use crate::diff;
 use crate::field::{ErrorList, FieldError};
 use crate::gates::FeatureGates;
 use crate::review::{Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status};
@@ -771,13 +772,8 @@ pub fn typed_patch<T: Serialize>(
     before: &T,
     after: &T,
 ) -> Result<Option<Vec<u8>>, ReviewError> {
-    let enc =
-        |t: &T| serde_json::to_value(t).map_err(|e| ReviewError::Object("object", e.to_string()));
-    let before = enc(before)?;
-    let mut after = enc(after)?;
-    drop_emptied_maps(&before, &mut after);
-    let mut edit = json_patch::diff(&before, &after);
-    edit.0.retain(|op| !adds_nothing(&before, op));
+    let edit = diff::typed_diff(before, after)
+        .map_err(|e| ReviewError::Object("object", e.to_string()))?;
     if edit.0.is_empty() {
         return Ok(None);
     }
@@ -807,51 +803,6 @@ fn encode_patch(patch: &Patch) -> Result<Option<Vec<u8>>, ReviewError> {
     serde_json::to_vec(patch)
         .map(Some)
         .map_err(|e| ReviewError::Object("patch", e.to_string()))
-}
-
-/// `null`, `{}`, `[]`, or an object of only such values: what a Go decoder reads as absent.
-pub(crate) fn go_empty(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.values().all(go_empty),
-        _ => false,
-    }
-}
-
-/// Whether `op` adds an empty value (`resources: {}`) under a key `doc` lacks: it changes the
-/// text but nothing a decoder reads, so it is left out of the patch (issue 14 item 5). Typed
-/// objects create such values when a rule reaches into an absent parent and writes nothing.
-pub(crate) fn adds_nothing(doc: &Value, op: &PatchOperation) -> bool {
-    let PatchOperation::Add(a) = op else {
-        return false;
-    };
-    let path = a.path.as_str();
-    let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
-    go_empty(&a.value)
-        && doc.pointer(path).is_none()
-        && doc.pointer(parent).is_some_and(Value::is_object)
-}
-
-/// Go's `omitempty` on `metadata.labels` and `metadata.annotations`: when a mutation removed
-/// the last entry, upstream's re-encoded object has no map at all, so its patch removes the map
-/// (issue 14 item 5). A map that was already empty is left alone (no patch noise, FIX F-1).
-fn drop_emptied_maps(before: &Value, after: &mut Value) {
-    let Some(meta) = after.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for key in ["labels", "annotations"] {
-        let was_filled = before["metadata"][key]
-            .as_object()
-            .is_some_and(|m| !m.is_empty());
-        let now_empty = meta
-            .get(key)
-            .and_then(Value::as_object)
-            .is_some_and(Map::is_empty);
-        if was_filled && now_empty {
-            meta.remove(key);
-        }
-    }
 }
 
 /// Applies diff operations, creating missing parents instead of failing.

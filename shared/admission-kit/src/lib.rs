@@ -15,6 +15,7 @@
 pub mod app;
 pub mod cli;
 pub mod conns;
+mod diff;
 pub mod field;
 pub mod fixtures;
 pub mod fuzzing;

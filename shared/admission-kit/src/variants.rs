@@ -239,7 +239,7 @@ fn patch_problem(object: &Value, patch_b64: &str) -> Option<String> {
         }
         // Adding an empty value (`resources: {}`) where there was none changes the text but
         // nothing Go decodes: as much a no-op as an operation that leaves the object equal.
-        if doc == before || crate::handler::adds_nothing(&before, op) {
+        if doc == before || crate::diff::adds_nothing(&before, op) {
             return Some(format!(
                 "an operation that changes nothing: {}",
                 serde_json::to_string(op).unwrap_or_default()
