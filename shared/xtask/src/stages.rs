@@ -37,7 +37,14 @@ const USER: [(&str, &[&str]); 9] = [
     ),
     (
         "patch (diff of the edit)",
-        &["json_patch", "to_value", "typed_patch", "serde_json::value"],
+        &[
+            "json_patch",
+            "to_value",
+            "typed_patch",
+            "serde_json::value",
+            "admission_kit::diff::",
+            "admission_kit::skeleton::",
+        ],
     ),
     (
         "decode (JSON to typed)",
