@@ -12,7 +12,7 @@
 //! `--stock` writes the same lines with tracing-subscriber's own JSON format instead of the
 //! kit's line writer (what the kit used before), for comparison.
 
-use admission_kit::telemetry::{LogFormat, LogTarget, Telemetry};
+use admission_kit::telemetry::{LogFormat, LogTarget, Telemetry, UnprintedSpanFields};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .flatten_event(true)
                     .with_current_span(false)
                     .with_span_list(false)
-                    .fmt_fields(NoSpanFields)
+                    .fmt_fields(UnprintedSpanFields)
                     .with_writer(writer),
             )
             .try_init()?;
@@ -77,17 +77,4 @@ fn run(lines: u64) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-/// The kit's lines print no span, so their span fields are not formatted either.
-struct NoSpanFields;
-
-impl<'w> tracing_subscriber::fmt::FormatFields<'w> for NoSpanFields {
-    fn format_fields<R: tracing_subscriber::field::RecordFields>(
-        &self,
-        _: tracing_subscriber::fmt::format::Writer<'w>,
-        _: R,
-    ) -> std::fmt::Result {
-        Ok(())
-    }
 }

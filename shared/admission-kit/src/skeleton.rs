@@ -17,14 +17,18 @@
 
 use std::fmt;
 
-use json_patch::{Patch, PatchOperation};
+use json_patch::Patch;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Whether `patch` applies to `raw` as it stands (see the module docs for what `false` means).
 pub(crate) fn applies(raw: &RawValue, patch: &Patch) -> bool {
-    let paths: Vec<Vec<String>> = patch.0.iter().map(|op| tokens(op_path(op))).collect();
+    let paths: Vec<Vec<String>> = patch
+        .0
+        .iter()
+        .map(|op| tokens(op.path().as_str()))
+        .collect();
     // A container is built when it is a strict ancestor of some operation's target.
     let wanted: Vec<&[String]> = paths
         .iter()
@@ -35,17 +39,6 @@ pub(crate) fn applies(raw: &RawValue, patch: &Patch) -> bool {
         return false;
     };
     de.end().is_ok() && json_patch::patch(&mut doc, &patch.0).is_ok()
-}
-
-fn op_path(op: &PatchOperation) -> &str {
-    match op {
-        PatchOperation::Add(o) => o.path.as_str(),
-        PatchOperation::Remove(o) => o.path.as_str(),
-        PatchOperation::Replace(o) => o.path.as_str(),
-        PatchOperation::Move(o) => o.path.as_str(),
-        PatchOperation::Copy(o) => o.path.as_str(),
-        PatchOperation::Test(o) => o.path.as_str(),
-    }
 }
 
 /// RFC 6901 reference tokens of a JSON pointer.

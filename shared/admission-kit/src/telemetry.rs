@@ -165,8 +165,8 @@ impl<W: std::fmt::Write> std::fmt::Write for Escaped<W> {
 /// `with_span_list` off): the fmt layer still formats every span's fields when the span opens
 /// and again at each `record` (for JSON by re-reading what it wrote), once per review for
 /// nothing (3 % of a review's time under load). Event fields are written by the JSON event
-/// format itself, not by this.
-struct UnprintedSpanFields;
+/// format itself, not by this. Public for the `decision_lines` example's comparison.
+pub struct UnprintedSpanFields;
 
 impl<'w> tracing_subscriber::fmt::FormatFields<'w> for UnprintedSpanFields {
     fn format_fields<R: tracing_subscriber::field::RecordFields>(
