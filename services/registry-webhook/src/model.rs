@@ -26,18 +26,19 @@ fn mv_01_02_grace_period_range(spec: &ModelSpec, errs: &mut ErrorList) {
         let Some(g) = &b.scale_to_zero_grace_period else {
             continue;
         };
-        let path = backends().index(i).child("scaleToZeroGracePeriod");
+        // Paths are built only for an error: most reviews have none, and each segment allocates.
+        let path = || backends().index(i).child("scaleToZeroGracePeriod");
         if g.nanos() > MAX_GRACE_NANOS {
             errs.push(FieldError::invalid(
                 "MV-01",
-                path,
+                path(),
                 g.canonical(),
                 "scaleToZeroGracePeriod cannot exceed 1800 seconds",
             ));
         } else if g.nanos() < 0 {
             errs.push(FieldError::invalid(
                 "MV-02",
-                path,
+                path(),
                 g.canonical(),
                 "scaleToZeroGracePeriod cannot be negative",
             ));
@@ -87,18 +88,18 @@ fn mv_05_06_image(spec: &ModelSpec, errs: &mut ErrorList) {
             if img.is_empty() {
                 continue;
             }
-            let path = backends().index(i).child("workers").index(j).child("image");
+            let path = || backends().index(i).child("workers").index(j).child("image");
             if img.chars().all(char::is_whitespace) {
                 errs.push(FieldError::invalid(
                     "MV-05",
-                    path,
+                    path(),
                     img.as_str(),
                     "invalid container image reference: image cannot be empty or whitespace only",
                 ));
             } else if img.contains(' ') {
                 errs.push(FieldError::invalid(
                     "MV-06",
-                    path,
+                    path(),
                     img.as_str(),
                     "invalid container image reference: image cannot contain spaces",
                 ));
@@ -275,21 +276,21 @@ fn mv_17_not_both(errs: &mut ErrorList) {
 /// MV-18..MV-21: worker count and worker types per backend type.
 fn mv_18_21_worker_types(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
-        let workers = backends().index(i).child("workers");
+        let workers = || backends().index(i).child("workers");
         let t = b.type_.as_str();
         match t {
             "vLLM" | "SGLang" | "MindIE" => {
                 if b.workers.len() != 1 {
                     errs.push(FieldError::invalid(
                         "MV-18",
-                        workers,
+                        workers(),
                         b.workers.len(),
                         format!("If backend type is '{t}', there must be exactly one worker"),
                     ));
                 } else if b.workers[0].type_ != "server" {
                     errs.push(FieldError::invalid(
                         "MV-19",
-                        workers.index(0).child("type"),
+                        workers().index(0).child("type"),
                         b.workers[0].type_.as_str(),
                         format!("If backend type is '{t}', the worker type must be 'server'"),
                     ));
@@ -300,7 +301,7 @@ fn mv_18_21_worker_types(spec: &ModelSpec, errs: &mut ErrorList) {
                     if !matches!(w.type_.as_str(), "prefill" | "decode") {
                         errs.push(FieldError::invalid(
                             "MV-20",
-                            workers.index(j).child("type"),
+                            workers().index(j).child("type"),
                             w.type_.as_str(),
                             "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
                         ));
@@ -315,7 +316,7 @@ fn mv_18_21_worker_types(spec: &ModelSpec, errs: &mut ErrorList) {
                     ) {
                         errs.push(FieldError::invalid(
                             "MV-21",
-                            workers.index(j).child("type"),
+                            workers().index(j).child("type"),
                             w.type_.as_str(),
                             "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', \
                              'decode', 'controller', or 'coordinator' (not 'server')",
@@ -335,15 +336,17 @@ fn mv_22_23_lora_names(model: &ModelObj, errs: &mut ErrorList) {
     for (i, b) in model.spec.backends.iter().enumerate() {
         let mut seen = HashSet::new();
         for (j, l) in b.lora_adapters.iter().flatten().enumerate() {
-            let path = backends()
-                .index(i)
-                .child("loraAdapters")
-                .index(j)
-                .child("name");
+            let path = || {
+                backends()
+                    .index(i)
+                    .child("loraAdapters")
+                    .index(j)
+                    .child("name")
+            };
             if l.name == model_name {
                 errs.push(FieldError::invalid(
                     "MV-22",
-                    path.clone(),
+                    path(),
                     l.name.as_str(),
                     "lora name cannot be the same as model name",
                 ));
@@ -351,7 +354,7 @@ fn mv_22_23_lora_names(model: &ModelObj, errs: &mut ErrorList) {
             if !seen.insert(l.name.as_str()) {
                 errs.push(FieldError::invalid(
                     "MV-23",
-                    path,
+                    path(),
                     l.name.as_str(),
                     "lora name must be unique within the backend",
                 ));
