@@ -519,11 +519,12 @@ fn chosen<O>(review: ReviewIn<O>) -> Result<Decoded<O>, ReviewError> {
     })
 }
 
+/// A decoded review and the raw JSON of its object under review.
+type WithRaw<T> = (Decoded<T>, Box<RawValue>);
+
 /// Decodes a review whose objects are raw: the request with its objects typed, and the raw
 /// JSON of the object under review (mutators diff against it).
-fn decode<T: DeserializeOwned>(
-    review: ReviewIn,
-) -> Result<(Decoded<T>, Box<RawValue>), ReviewError> {
+fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<WithRaw<T>, ReviewError> {
     let Decoded { api_version, req } = chosen(review)?;
     let object = decode_raw("object", &req.object)?;
     let old_object = req
@@ -572,6 +573,49 @@ fn decode<T: DeserializeOwned>(
 fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8]) -> Option<Decoded<T>> {
     let text = std::str::from_utf8(body).ok()?;
     chosen(serde_json::from_str::<ReviewIn<T>>(text).ok()?).ok()
+}
+
+/// Decodes a mutator's review with its old object typed in the pass over `body` (capturing it
+/// raw first and then decoding it scanned it twice, a node status update's largest object) and
+/// the object under review kept raw as well as typed (the patch is checked against the raw
+/// text). `None` when this pass fails or the review is a DELETE (whose object under review is
+/// the old one): the caller then decodes as [`decode`] does. Errors and results are the same
+/// as [`decode`]'s, as for [`decode_in_one_pass`]: this pass is the stricter on what it reads,
+/// and the object is decoded from its raw text as [`decode`] decodes it, before the old
+/// object's result is used.
+fn decode_old_in_one_pass<T: DeserializeOwned>(
+    body: &[u8],
+) -> Option<Result<WithRaw<T>, ReviewError>> {
+    // `from_str` after one UTF-8 check of the body reads strings faster than `from_slice`.
+    let text = std::str::from_utf8(body).ok()?;
+    let review: ReviewIn<Box<RawValue>, T> = serde_json::from_str(text).ok()?;
+    let api_version = review.api_version.unwrap_or_default();
+    let r = review.request?;
+    if r.operation == Operation::Delete {
+        return None;
+    }
+    let op = r.operation;
+    let Some(raw_object) = r.object else {
+        return Some(Err(ReviewError::NoObject("object", op.as_str())));
+    };
+    let object = match decode_raw("object", &raw_object) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let req = Request {
+        uid: r.uid,
+        kind: r.kind,
+        resource: r.resource,
+        sub_resource: r.sub_resource,
+        name: r.name.unwrap_or_default(),
+        namespace: r.namespace,
+        operation: op,
+        user_info: r.user_info,
+        dry_run: r.dry_run.unwrap_or(false),
+        object,
+        old_object: r.old_object,
+    };
+    Some(Ok((Decoded { api_version, req }, raw_object)))
 }
 
 fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decision {
@@ -724,9 +768,12 @@ impl<V: Validator> Handler for Validating<V> {
 /// Adapts a [`Mutator`] to [`Handler`].
 pub struct Mutating<M>(pub M);
 
-impl<M: Mutator> Handler for Mutating<M> {
-    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        let (d, raw_object) = decode::<M::Object>(review)?;
+impl<M: Mutator> Mutating<M> {
+    fn answer(
+        &self,
+        (d, raw_object): WithRaw<M::Object>,
+        ctx: &Context,
+    ) -> Result<Answer, ReviewError> {
         let d = checked(d, |o| self.0.check_decoded(o))?;
         let mut edited = d.req.object.clone();
         let verdict = self.0.mutate(&d.req, &mut edited, ctx);
@@ -755,6 +802,20 @@ impl<M: Mutator> Handler for Mutating<M> {
             review: ReviewOut::new(&d.api_version, response),
             decision,
         })
+    }
+}
+
+impl<M: Mutator> Handler for Mutating<M> {
+    fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
+        self.answer(decode::<M::Object>(review)?, ctx)
+    }
+
+    fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
+        let decoded = match decode_old_in_one_pass::<M::Object>(body) {
+            Some(decoded) => decoded?,
+            None => decode::<M::Object>(envelope(body)?)?,
+        };
+        self.answer(decoded, ctx)
     }
 }
 
@@ -909,12 +970,12 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
     struct Obj {
         #[serde(default)]
         spec: Spec,
     }
-    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
     struct Spec {
         #[serde(default)]
         replicas: i32,
@@ -925,7 +986,7 @@ mod tests {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extra: Option<Value>,
     }
-    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
     struct Item {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grace: Option<String>,
@@ -983,10 +1044,9 @@ mod tests {
     /// A validator decodes the envelope and its object in one pass; whatever the body, the
     /// answer (or the error, word for word) is the one the raw decode followed by the typed one
     /// gives, including the bodies that one pass refuses and the raw decode accepts.
-    #[test]
-    fn one_pass_decode_answers_as_the_raw_decode() {
-        let v = Validating(NonNegative);
-        let ctx = Context::default();
+    /// Review bodies for the one-pass decodes, each with whether a validator's one pass takes
+    /// it: ordinary ones, and ones a one pass may refuse where the raw decode does not.
+    fn one_pass_bodies() -> Vec<(Vec<u8>, bool)> {
         let obj = |n: i32| format!(r#"{{"spec":{{"replicas":{n},"image":"x","items":[{{}}]}}}}"#);
         let req = |op: &str, fields: &str| {
             format!(
@@ -1085,6 +1145,28 @@ mod tests {
         let mut inside = review_of(&req("CREATE", r#","object":{"spec":{"image":"caf"#));
         inside.extend_from_slice(b"\xe9\"}}}}");
         bodies.push((inside, false));
+        // The old object alone too deep for a one pass, or failing its typed decode, or
+        // refused by the decode check, beside a good object.
+        for (old, one_pass) in [
+            (format!(r#"{{"spec":{{"extra":{}}}}}"#, deep(124)), false),
+            (r#"{"spec":{"replicas":"x"}}"#.to_owned(), false),
+            (obj(99), true),
+        ] {
+            let fields = format!(r#","object":{},"oldObject":{old}"#, obj(1));
+            bodies.push((review_of(&req("UPDATE", &fields)), one_pass));
+        }
+        // Both objects failing: the object's error comes first.
+        let fields =
+            r#","object":{"spec":{"replicas":true}},"oldObject":{"spec":{"replicas":"x"}}"#;
+        bodies.push((review_of(&req("UPDATE", fields)), false));
+        bodies
+    }
+
+    #[test]
+    fn one_pass_decode_answers_as_the_raw_decode() {
+        let v = Validating(NonNegative);
+        let ctx = Context::default();
+        let bodies = one_pass_bodies();
         for (body, one_pass) in &bodies {
             let text = String::from_utf8_lossy(body);
             assert_eq!(
@@ -1098,6 +1180,72 @@ mod tests {
             let raw = envelope(body).and_then(|r| v.review(r, &ctx));
             assert_eq!(outcome(awaited), outcome(raw), "{text}");
         }
+    }
+
+    /// Raises `spec.replicas` to the old object's and fills in `spec.image`; denies a
+    /// negative count; refuses 99 replicas on decode.
+    struct Raise;
+
+    impl Mutator for Raise {
+        type Object = Obj;
+
+        fn mutate(&self, req: &Request<Obj>, obj: &mut Obj, _: &Context) -> Verdict {
+            let mut errors = ErrorList::default();
+            if obj.spec.replicas < 0 {
+                let path = crate::field::Path::new("spec").child("replicas");
+                errors.push(FieldError::invalid(
+                    "T-3",
+                    path,
+                    obj.spec.replicas,
+                    "negative",
+                ));
+            }
+            if let Some(old) = &req.old_object {
+                obj.spec.replicas = obj.spec.replicas.max(old.spec.replicas);
+            }
+            obj.spec.image.get_or_insert_with(|| "default".to_owned());
+            errors.into()
+        }
+
+        fn check_decoded(&self, o: &Obj) -> Result<(), String> {
+            NonNegative.check_decoded(o)
+        }
+    }
+
+    /// A mutator types the old object in the pass over the body and keeps the object raw;
+    /// whatever the body, the answer (or the error, word for word) is the raw decode's.
+    #[test]
+    fn mutator_one_pass_decode_answers_as_the_raw_decode() {
+        let m = Mutating(Raise);
+        let ctx = Context::default();
+        let mut taken = 0;
+        for (body, _) in one_pass_bodies() {
+            let text = String::from_utf8_lossy(&body);
+            taken += usize::from(matches!(
+                decode_old_in_one_pass::<Obj>(&body),
+                Some(Ok((d, _))) if d.req.old_object.is_some()
+            ));
+            let raw = envelope(&body).and_then(|r| m.review(r, &ctx));
+            assert_eq!(
+                outcome(review_body(&m, &body, &ctx)),
+                outcome(raw),
+                "{text}"
+            );
+        }
+        // The UPDATEs with a good old object (its decode check runs after the pass).
+        assert_eq!(taken, 2);
+        let patched = |body: &[u8]| {
+            review_body(&m, body, &ctx)
+                .unwrap()
+                .review
+                .response
+                .patch
+                .is_some()
+        };
+        let update = review_of(
+            r#"{"uid":"u","operation":"UPDATE","object":{"spec":{"replicas":1,"image":"i"}},"oldObject":{"spec":{"replicas":4}}}"#,
+        );
+        assert!(patched(&update));
     }
 
     #[test]

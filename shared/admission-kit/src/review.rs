@@ -73,11 +73,15 @@ impl Operation {
 }
 
 /// The request half of an AdmissionReview, objects still raw (`O`, by default; a validator's
-/// review decodes them as its typed object in the same pass).
+/// review decodes them as its typed object in the same pass), the old object as `P` (`O` unless
+/// said: a mutator keeps the object raw and types the old one as it reads it).
 #[derive(Debug, Deserialize)]
 // Without the bound serde would ask `O: Default` for the defaulted `Option<O>` fields.
-#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
-pub struct RawRequest<O = Box<RawValue>> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "O: Deserialize<'de>, P: Deserialize<'de>")
+)]
+pub struct RawRequest<O = Box<RawValue>, P = O> {
     /// Identifies this review; echoed in the response.
     pub uid: String,
     /// The kind of the object as it is stored.
@@ -111,7 +115,7 @@ pub struct RawRequest<O = Box<RawValue>> {
     pub object: Option<O>,
     /// The existing object (UPDATE, DELETE).
     #[serde(default)]
-    pub old_object: Option<O>,
+    pub old_object: Option<P>,
     /// Whether this is a dry run: the webhook must have no side effects.
     #[serde(default)]
     pub dry_run: Option<bool>,
@@ -120,11 +124,14 @@ pub struct RawRequest<O = Box<RawValue>> {
     pub options: Option<Box<RawValue>>,
 }
 
-/// An incoming AdmissionReview, its objects as `O` (raw JSON by default).
+/// An incoming AdmissionReview, its objects as `O` (raw JSON by default), the old one as `P`.
 #[derive(Debug, Deserialize)]
 // Without the bound serde would ask `O: Default` for the defaulted `Option<O>` fields.
-#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
-pub struct ReviewIn<O = Box<RawValue>> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "O: Deserialize<'de>, P: Deserialize<'de>")
+)]
+pub struct ReviewIn<O = Box<RawValue>, P = O> {
     /// `admission.k8s.io/v1` or `admission.k8s.io/v1beta1`.
     #[serde(default)]
     pub api_version: Option<String>,
@@ -133,7 +140,7 @@ pub struct ReviewIn<O = Box<RawValue>> {
     pub kind: Option<String>,
     /// The request; a review without one is refused.
     #[serde(default)]
-    pub request: Option<RawRequest<O>>,
+    pub request: Option<RawRequest<O, P>>,
 }
 
 /// The status of a denial, a subset of `metav1.Status`.
