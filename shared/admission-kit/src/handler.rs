@@ -488,34 +488,39 @@ struct Decoded<T> {
 fn chosen<O>(review: ReviewIn<O>) -> Result<Decoded<O>, ReviewError> {
     let api_version = review.api_version.unwrap_or_default();
     let r: RawRequest<O> = review.request.ok_or(ReviewError::NoRequest)?;
+    let req = request_of(r, |op, object, old_object| {
+        // A JSON `null` object decodes as `None`, whatever `O` is.
+        if op == Operation::Delete {
+            let old = old_object.ok_or(ReviewError::NoObject("oldObject", op.as_str()))?;
+            Ok((old, None))
+        } else {
+            let object = object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
+            Ok((object, old_object))
+        }
+    })?;
+    Ok(Decoded { api_version, req })
+}
+
+/// The request of `r` with the object under review and the old object that `objects` makes of
+/// the operation and `r`'s two objects.
+fn request_of<O, P, T>(
+    r: RawRequest<O, P>,
+    objects: impl FnOnce(Operation, Option<O>, Option<P>) -> Result<(T, Option<T>), ReviewError>,
+) -> Result<Request<T>, ReviewError> {
     let op = r.operation;
-    // A JSON `null` object decodes as `None`, whatever `O` is.
-    let (object, old_object) = if op == Operation::Delete {
-        let old = r
-            .old_object
-            .ok_or(ReviewError::NoObject("oldObject", op.as_str()))?;
-        (old, None)
-    } else {
-        let object = r
-            .object
-            .ok_or(ReviewError::NoObject("object", op.as_str()))?;
-        (object, r.old_object)
-    };
-    Ok(Decoded {
-        api_version,
-        req: Request {
-            uid: r.uid,
-            kind: r.kind,
-            resource: r.resource,
-            sub_resource: r.sub_resource,
-            name: r.name.unwrap_or_default(),
-            namespace: r.namespace,
-            operation: op,
-            user_info: r.user_info,
-            dry_run: r.dry_run.unwrap_or(false),
-            object,
-            old_object,
-        },
+    let (object, old_object) = objects(op, r.object, r.old_object)?;
+    Ok(Request {
+        uid: r.uid,
+        kind: r.kind,
+        resource: r.resource,
+        sub_resource: r.sub_resource,
+        name: r.name.unwrap_or_default(),
+        namespace: r.namespace,
+        operation: op,
+        user_info: r.user_info,
+        dry_run: r.dry_run.unwrap_or(false),
+        object,
+        old_object,
     })
 }
 
@@ -594,28 +599,17 @@ fn decode_old_in_one_pass<T: DeserializeOwned>(
     if r.operation == Operation::Delete {
         return None;
     }
-    let op = r.operation;
-    let Some(raw_object) = r.object else {
-        return Some(Err(ReviewError::NoObject("object", op.as_str())));
-    };
-    let object = match decode_raw("object", &raw_object) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
-    let req = Request {
-        uid: r.uid,
-        kind: r.kind,
-        resource: r.resource,
-        sub_resource: r.sub_resource,
-        name: r.name.unwrap_or_default(),
-        namespace: r.namespace,
-        operation: op,
-        user_info: r.user_info,
-        dry_run: r.dry_run.unwrap_or(false),
-        object,
-        old_object: r.old_object,
-    };
-    Some(Ok((Decoded { api_version, req }, raw_object)))
+    let mut raw = None;
+    let req = request_of(r, |op, object, old_object| {
+        let object = object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
+        let typed = decode_raw("object", &object)?;
+        raw = Some(object);
+        Ok((typed, old_object))
+    });
+    Some(req.and_then(|req| {
+        let raw = raw.ok_or(ReviewError::NoObject("object", req.operation.as_str()))?;
+        Ok((Decoded { api_version, req }, raw))
+    }))
 }
 
 fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decision {
