@@ -116,7 +116,7 @@ impl<'t> Doc<'t> {
     /// Where `part`, a slice of this text, starts in it.
     fn offset(&self, part: &str) -> Option<usize> {
         let at = (part.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize)?;
-        (at + part.len() <= self.text.len()).then_some(at)
+        (at.checked_add(part.len())? <= self.text.len()).then_some(at)
     }
 
     /// One past the close of the container opening at `open`.
