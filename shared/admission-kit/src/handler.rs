@@ -595,21 +595,17 @@ fn decode_old_in_one_pass<T: DeserializeOwned>(
     let text = std::str::from_utf8(body).ok()?;
     let review: ReviewIn<Box<RawValue>, T> = serde_json::from_str(text).ok()?;
     let api_version = review.api_version.unwrap_or_default();
-    let r = review.request?;
+    let mut r = review.request?;
     if r.operation == Operation::Delete {
         return None;
     }
-    let mut raw = None;
-    let req = request_of(r, |op, object, old_object| {
-        let object = object.ok_or(ReviewError::NoObject("object", op.as_str()))?;
-        let typed = decode_raw("object", &object)?;
-        raw = Some(object);
-        Ok((typed, old_object))
+    let Some(raw) = r.object.take() else {
+        return Some(Err(ReviewError::NoObject("object", r.operation.as_str())));
+    };
+    let req = request_of(r, |_, _, old_object| {
+        Ok((decode_raw("object", &raw)?, old_object))
     });
-    Some(req.and_then(|req| {
-        let raw = raw.ok_or(ReviewError::NoObject("object", req.operation.as_str()))?;
-        Ok((Decoded { api_version, req }, raw))
-    }))
+    Some(req.map(|req| (Decoded { api_version, req }, raw)))
 }
 
 fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decision {
@@ -1035,9 +1031,6 @@ mod tests {
         .into_bytes()
     }
 
-    /// A validator decodes the envelope and its object in one pass; whatever the body, the
-    /// answer (or the error, word for word) is the one the raw decode followed by the typed one
-    /// gives, including the bodies that one pass refuses and the raw decode accepts.
     /// Review bodies for the one-pass decodes, each with whether a validator's one pass takes
     /// it: ordinary ones, and ones a one pass may refuse where the raw decode does not.
     fn one_pass_bodies() -> Vec<(Vec<u8>, bool)> {
@@ -1156,6 +1149,9 @@ mod tests {
         bodies
     }
 
+    /// A validator decodes the envelope and its object in one pass; whatever the body, the
+    /// answer (or the error, word for word) is the one the raw decode followed by the typed one
+    /// gives, including the bodies that one pass refuses and the raw decode accepts.
     #[test]
     fn one_pass_decode_answers_as_the_raw_decode() {
         let v = Validating(NonNegative);
