@@ -43,13 +43,6 @@ impl Drop for Served {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
 fn status_kib(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     s.lines()
@@ -67,7 +60,7 @@ async fn start(dir: &Path) -> Served {
     rustls::crypto::ring::default_provider()
         .install_default()
         .ok();
-    let (port, metrics) = (free_port(), free_port());
+    let (port, metrics) = (testenv::free_port().unwrap(), testenv::free_port().unwrap());
     let ca = dir.join("ca.pem");
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
     // HOSTILE_SERVER_BINARY measures another build (the release or image profile) the same way.

@@ -877,27 +877,22 @@ async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quot
             quota_state::auth::Policy::Anyone,
             metrics.clone(),
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        // Held from bind to serve: no other socket can take the port in between.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
         let server = tonic::transport::Server::builder();
         tokio::spawn(if older {
             server
                 .clone()
                 .add_service(QuotaStateServer::new(BeforeBatches(svc)))
-                .serve(addr)
+                .serve_with_incoming(incoming)
         } else {
             server
                 .clone()
                 .add_service(QuotaStateServer::new(svc))
-                .serve(addr)
+                .serve_with_incoming(incoming)
         });
-        while tokio::net::TcpStream::connect(addr).await.is_err() {
-            tokio::task::yield_now().await;
-        }
         let app = crate::app();
         let mut options = app.default_options();
         options.insert("quota-state-url", format!("http://{addr}"));

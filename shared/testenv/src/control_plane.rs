@@ -15,7 +15,6 @@
 
 use std::fs;
 use std::io::Read as _;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,6 +25,7 @@ use rcgen::{
     KeyPair, KeyUsagePurpose,
 };
 
+use crate::free_port;
 use crate::tools::Binaries;
 
 /// Why the control plane could not start.
@@ -48,12 +48,6 @@ pub enum StartError {
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
     let what = what.into();
     move |e| StartError::Io(what, e)
-}
-
-/// A free loopback port (bound, then released).
-pub fn free_port() -> Result<u16, StartError> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(io("bind 127.0.0.1:0"))?;
-    l.local_addr().map(|a| a.port()).map_err(io("local_addr"))
 }
 
 fn root_dir() -> PathBuf {

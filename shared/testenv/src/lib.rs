@@ -3,13 +3,15 @@
 
 pub mod control_plane;
 pub mod lb;
+pub mod ports;
 pub mod system;
 pub mod tools;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-pub use control_plane::{ControlPlane, StartError, free_port};
+pub use control_plane::{ControlPlane, StartError};
+pub use ports::free_port;
 pub use tools::{BUILD_COMMAND, Binaries, ToolsError};
 
 /// What tests need of the process-wide control plane.
