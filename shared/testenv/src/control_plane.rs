@@ -271,7 +271,8 @@ impl ControlPlane {
         write("admission-kubeconfig", &webhook_kubeconfig)?;
         let admission_config = write("admission-config.yaml", &admission_config)?;
 
-        let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+        let port = || free_port().map_err(io("a free loopback port"));
+        let (client_port, peer_port, api_port) = (port()?, port()?, port()?);
         let client_url = format!("http://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         cp.etcd = Some(spawn(

@@ -14,8 +14,6 @@ use std::net::TcpListener;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::StartError;
-
 /// Lowest port handed out: above the well-known and most registered service ports.
 const LOW: u32 = 10_000;
 /// The kernel's default when `ip_local_port_range` cannot be read.
@@ -24,7 +22,8 @@ const DEFAULT_EPHEMERAL_LOW: u32 = 32_768;
 const MIN_SPAN: u32 = 1_000;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
-static START: OnceLock<u32> = OnceLock::new();
+/// This process's (start offset, span), worked out once.
+static RANGE: OnceLock<(u32, u32)> = OnceLock::new();
 
 /// The first port of the kernel's ephemeral range.
 fn ephemeral_low() -> u32 {
@@ -34,17 +33,22 @@ fn ephemeral_low() -> u32 {
         .unwrap_or(DEFAULT_EPHEMERAL_LOW)
 }
 
-/// This process's starting offset: two test processes picking at once start far apart.
-fn start(span: u32) -> u32 {
-    *START.get_or_init(|| {
+/// How many ports lie below the ephemeral range from `LOW`, and this process's starting offset
+/// among them: two test processes picking at once start far apart.
+fn range() -> (u32, u32) {
+    *RANGE.get_or_init(|| {
+        let span = ephemeral_low()
+            .min(u32::from(u16::MAX) + 1)
+            .saturating_sub(LOW);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        std::process::id()
+        let start = std::process::id()
             .wrapping_mul(2_654_435_761)
             .wrapping_add(nanos)
-            % span
+            % span.max(1);
+        (start, span)
     })
 }
 
@@ -62,19 +66,16 @@ fn pick(cursor: &AtomicU32, start: u32, span: u32) -> Option<u16> {
 
 /// A loopback port nothing listens on, below the ephemeral range (see the module docs); the
 /// kernel's `:0` choice only when that range leaves too little room below it.
-pub fn free_port() -> Result<u16, StartError> {
-    let high = ephemeral_low().min(u32::from(u16::MAX) + 1);
-    let span = high.saturating_sub(LOW);
+pub fn free_port() -> std::io::Result<u16> {
+    let (start, span) = range();
     if span >= MIN_SPAN
-        && let Some(port) = pick(&NEXT, start(span), span)
+        && let Some(port) = pick(&NEXT, start, span)
     {
         return Ok(port);
     }
-    let l = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| StartError::Io("bind 127.0.0.1:0".into(), e))?;
-    l.local_addr()
+    TcpListener::bind("127.0.0.1:0")?
+        .local_addr()
         .map(|a| a.port())
-        .map_err(|e| StartError::Io("local_addr".into(), e))
 }
 
 #[cfg(test)]
