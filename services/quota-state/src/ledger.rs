@@ -321,7 +321,7 @@ pub struct ReservationLimits {
 
 impl Default for ReservationLimits {
     /// 5,000 per namespace (a large job's pods created in one burst, each reserved for the
-    /// moments until its pod is seen) and 50,000 in all (about 9 MB: 179 bytes each in
+    /// moments until its pod is seen) and 50,000 in all (about 15 MB: 295 bytes each in
     /// `examples/ledger_scale`).
     fn default() -> Self {
         Self {
@@ -365,13 +365,14 @@ struct State {
     /// by rehashing every entry at once, under the lock (18 ms at 57,000 reservations in
     /// `examples/admit_load`, stalling every admission behind it); a B-tree grows a node at a
     /// time.
-    reservations: BTreeMap<PodKey, Reservation>,
+    /// Each key is shared with its entry in `deadlines`.
+    reservations: BTreeMap<Arc<PodKey>, Reservation>,
     /// What the outstanding reservations hold per quota, and how many they are.
     reserved: BTreeMap<String, (Amounts, u32)>,
     /// Outstanding reservations per namespace (absent when none).
     reserved_in: BTreeMap<String, usize>,
     /// The outstanding reservations by deadline (and [`Reservation::seq`]).
-    deadlines: BTreeMap<(Instant, u64), PodKey>,
+    deadlines: BTreeMap<(Instant, u64), Arc<PodKey>>,
     /// The next [`Reservation::seq`].
     next_seq: u64,
     /// Reservations dropped at their deadline, since start (metrics).
@@ -416,7 +417,7 @@ impl State {
         add_along(&mut self.subtree, &chain, amounts, sign);
     }
 
-    fn put_reservation(&mut self, key: PodKey, r: Reservation) {
+    fn put_reservation(&mut self, key: Arc<PodKey>, r: Reservation) {
         self.charge(&r.quota, requests_iter(&r.amounts), 1);
         let (sum, n) = match self.reserved.get_mut(&*r.quota) {
             Some(e) => e,
@@ -822,7 +823,7 @@ fn admit_locked(
         return Admission::Denied(format!("pod {namespace}/{name}: {e}"));
     }
     // A pod asking again (reinvocation, retry) replaces its own earlier reservation.
-    let key = (namespace.to_owned(), name.to_owned());
+    let key = Arc::new((namespace.to_owned(), name.to_owned()));
     let previous = s.take_reservation(&key);
     let restore = |s: &mut State, previous: Option<Reservation>| {
         if let Some(r) = previous {
