@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use admission_kit::metrics::koord;
 use quota_state::tree::QuotaLookup;
 
-use crate::quota::{keys, local_topology, pod_namespace};
+use crate::quota::{keys, pod_namespace, state_quotas};
 use crate::quota_client;
 use crate::resources::Amount;
 use crate::types::{ElasticQuotaProfile, ResourceList};
@@ -264,7 +264,7 @@ fn pm_3_multi_quota_tree(
             }
         }
     } else {
-        tree_id(&local_topology(ctx).map_err(|e| e.to_string())?)
+        tree_id(&state_quotas(ctx).map_err(|e| e.to_string())?.topology)
     };
     let Some(tree) = found else {
         return Ok(false);
