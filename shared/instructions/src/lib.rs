@@ -15,6 +15,8 @@ pub struct Measured {
     pub path: &'static str,
     /// Review body, relative to the workspace root.
     pub body: &'static str,
+    /// The cluster state the service reads (`serve --state`), as the bench serves the path.
+    pub state: Option<&'static str>,
 }
 
 /// Every guarded path.
@@ -24,36 +26,42 @@ pub const PATHS: [Measured; 6] = [
         service: "registry-webhook",
         path: "/validate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review.json",
+        state: Some("services/registry-webhook/examples/state.yaml"),
     },
     Measured {
         name: "registry mutate Model (4.5 KB)",
         service: "registry-webhook",
         path: "/mutate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review-mutate.json",
+        state: Some("services/registry-webhook/examples/state.yaml"),
     },
     Measured {
         name: "node-config mutate node status (22 KB)",
         service: "node-config-webhook",
         path: "/mutate-node-status",
         body: "services/node-config-webhook/benches/node-status-review.json",
+        state: Some("services/node-config-webhook/examples/state.yaml"),
     },
     Measured {
         name: "training validate PyTorchJob (4.9 KB)",
         service: "training-webhook",
         path: "/validate-kubeflow-org-v1-pytorchjob",
         body: "services/training-webhook/benches/pytorchjob-review.json",
+        state: None,
     },
     Measured {
         name: "scheduling validate Pod (1.7 KB)",
         service: "scheduling-webhook",
         path: "/validate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
     },
     Measured {
         name: "scheduling mutate Pod (1.7 KB)",
         service: "scheduling-webhook",
         path: "/mutate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
     },
 ];
 

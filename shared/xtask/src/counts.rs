@@ -58,6 +58,7 @@ pub fn measure(root: &Path, bin_dir: &Path) -> Result<Vec<Row>> {
                 .args([p.service, p.path])
                 .arg(root.join(p.body))
                 .arg(n.to_string())
+                .args(p.state.map(|f| root.join(f)))
                 .status()
                 .context("valgrind (apt install valgrind)")?;
             if !status.success() {
