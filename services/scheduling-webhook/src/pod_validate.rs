@@ -9,7 +9,7 @@ use crate::quota::{
     admission_runs, keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission,
 };
 use crate::quota_client::{self, PodAnswer};
-use crate::resources::{Amount, amounts, pod_request};
+use crate::resources::{Amount, PodRequest, amounts};
 use crate::{aggregate, raw_priority_class, raw_qos};
 
 fn label<'a>(p: &'a Pod, k: &str) -> &'a str {
@@ -40,7 +40,7 @@ fn pv_1_reserve_pod(pod: &Pod) -> ErrorList {
 }
 
 /// PV-2: QoS, priority class and resources agree.
-fn pv_2_colocation(req: &Request<Pod>, ctx: &Context) -> ErrorList {
+fn pv_2_colocation(req: &Request<Pod>, request: &PodRequest<'_>, ctx: &Context) -> ErrorList {
     let mut errs = ErrorList::new();
     let pod = &req.object;
     let (qos, pc) = (raw_qos(pod), raw_priority_class(pod));
@@ -76,7 +76,7 @@ fn pv_2_colocation(req: &Request<Pod>, ctx: &Context) -> ErrorList {
             ));
         }
     }
-    let request = pod.spec.as_ref().map(pod_request).unwrap_or_default();
+    let request = request.lenient();
     let nonzero = |k: &str| request.get(k).is_some_and(|a| !a.is_zero());
     if (nonzero("kubernetes.io/batch-cpu") || nonzero("kubernetes.io/batch-memory"))
         && qos != Some("BE")
@@ -292,6 +292,7 @@ async fn validate(
 ) -> Result<(), (&'static str, String)> {
     let pod = &req.object;
     let ns = pod_namespace(pod, req.namespace.as_deref());
+    let request = PodRequest::new(pod.spec.as_ref());
     // Each check timed under upstream's plugin name (`koord_manager_webhook_*`).
     let op = req.operation.as_str();
     let plugin = |name, f: &mut dyn FnMut() -> Result<(), (&'static str, String)>| {
@@ -301,7 +302,7 @@ async fn validate(
         check("PV-1", pv_1_reserve_pod(pod))
     })?;
     plugin("ClusterColocationProfile", &mut || {
-        check("PV-2", pv_2_colocation(req, ctx))
+        check("PV-2", pv_2_colocation(req, &request, ctx))
     })?;
     plugin("QuotaMetaChecker", &mut || {
         if req.operation == Operation::Update
@@ -318,7 +319,7 @@ async fn validate(
         "pod",
         op,
         "EvaluateQuota",
-        pv_3_2_and_4(req, &ns, ctx, warnings),
+        pv_3_2_and_4(req, &request, &ns, ctx, warnings),
     )
     .await?;
     let rest = (|| {
@@ -344,6 +345,7 @@ async fn validate(
 /// reservation for the pod.
 async fn pv_3_2_and_4(
     req: &Request<Pod>,
+    request: &PodRequest<'_>,
     ns: &str,
     ctx: &Context,
     warnings: &mut Vec<String>,
@@ -352,13 +354,14 @@ async fn pv_3_2_and_4(
     let check_admission = admission_runs(req, ctx);
     if !quota_client::enabled(ctx) {
         pv_3_2_not_on_parent(&req.object, ns, ctx).map_err(|e| ("PV-3", e))?;
-        pv_4_quota_admission(req, ns, ctx).map_err(|e| ("PV-4", e))?;
+        pv_4_quota_admission(req, request, ns, ctx).map_err(|e| ("PV-4", e))?;
         return Ok(false);
     }
     if !check_parent && !check_admission {
         return Ok(false);
     }
-    match quota_client::check_pod(req, ns, ctx, check_parent, check_admission).await {
+    let check = quota_client::check_pod(req, request, ns, ctx, check_parent, check_admission);
+    match check.await {
         Ok(PodAnswer::Allowed { reserved }) => Ok(reserved),
         Ok(PodAnswer::Denied(rule, text)) => Err((rule, text)),
         Err(cause) if crate::quota::concerns_no_quota(&req.object, ns, ctx) => {

@@ -19,7 +19,7 @@ use quota_state::tree::{
 
 use crate::quota_client;
 use crate::resources::{
-    Amount, Amounts, amounts, canonical_json, list_text, try_amounts, try_pod_request,
+    Amount, Amounts, PodRequest, amounts, canonical_json, list_text, try_amounts,
 };
 use crate::types::{ElasticQuota, ResourceList};
 
@@ -185,7 +185,12 @@ pub fn admission_runs(req: &Request<Pod>, ctx: &Context) -> bool {
 
 /// PV-4 in-process: the pod fits its quota's limit given the usage recorded in the quota's
 /// `child-request` annotation (upstream's reading; quota-state keeps the usage itself).
-pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Result<(), String> {
+pub fn pv_4_quota_admission(
+    req: &Request<Pod>,
+    request: &PodRequest<'_>,
+    ns: &str,
+    ctx: &Context,
+) -> Result<(), String> {
     if !admission_runs(req, ctx) {
         return Ok(());
     }
@@ -234,18 +239,17 @@ pub fn pv_4_quota_admission(req: &Request<Pod>, ns: &str, ctx: &Context) -> Resu
         Amounts::new()
     } else {
         // Exact amounts: one that cannot be counted refuses the pod, naming it (never clamped).
-        let r = pod
-            .spec
-            .as_ref()
-            .map(try_pod_request)
-            .transpose()
-            .map_err(|e| {
+        let r = match request.exact() {
+            None => return Ok(()),
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
                 let name = pod.metadata.name.as_deref().unwrap_or(&req.name);
-                format!("pod {ns}/{name}: {e}")
-            })?
-            .unwrap_or_default();
-        r.into_iter()
-            .filter(|(k, v)| !v.is_zero() && max.get(k).is_some_and(|m| !Amount::of(m).is_zero()))
+                return Err(format!("pod {ns}/{name}: {e}"));
+            }
+        };
+        r.iter()
+            .filter(|(k, v)| !v.is_zero() && max.get(*k).is_some_and(|m| !Amount::of(m).is_zero()))
+            .map(|(k, v)| (k.clone(), *v))
             .collect()
     };
     if request.is_empty() {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use admission_kit::mtls::MtlsFiles;
-use admission_kit::resources::try_pod_request;
+use admission_kit::resources::PodRequest;
 use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_state::proto::quota_state_client::QuotaStateClient;
@@ -396,6 +396,7 @@ pub enum PodAnswer {
 /// PV-3.2 (when `check_parent`) and PV-4 (when `check_admission`) for one pod, in one call.
 pub async fn check_pod(
     req: &Request<Pod>,
+    request: &PodRequest<'_>,
     ns: &str,
     ctx: &Context,
     check_parent: bool,
@@ -408,10 +409,11 @@ pub async fn check_pod(
     );
     // Exact amounts (never clamped): one that cannot be counted refuses the pod here, naming it,
     // when PV-4 would count it; PV-3.2 alone does not read amounts.
-    let requests = match pod.spec.as_ref().filter(|_| !finished).map(try_pod_request) {
-        None => Default::default(),
+    let none = Default::default();
+    let requests = match request.exact().filter(|_| !finished) {
+        None => &none,
         Some(Ok(r)) => r,
-        Some(Err(_)) if !check_admission => Default::default(),
+        Some(Err(_)) if !check_admission => &none,
         Some(Err(e)) => {
             return Ok(PodAnswer::Denied(
                 "PV-4",
