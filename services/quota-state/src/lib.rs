@@ -11,6 +11,7 @@
 //! moment). Feeding: [`feed`]; the ledger and its consistency argument: [`ledger`].
 
 pub mod auth;
+pub mod coalesce;
 pub mod feed;
 pub mod fuzzing;
 pub mod input;

@@ -100,7 +100,7 @@ fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, Stri
         .timeout(deadline);
     let c = match endpoint.uri().scheme_str() {
         Some("https") => tls_channel(ctx, endpoint)?,
-        Some("http") => endpoint.connect_lazy(),
+        Some("http") => quota_state::auth::plaintext_channel(endpoint),
         _ => {
             return Err(format!(
                 "--quota-state-url {url}: use https:// (or http:// for a plaintext quota-state)"
