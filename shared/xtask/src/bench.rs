@@ -1,10 +1,11 @@
 //! `cargo xtask bench`: the load benchmark suite, one markdown table. Each row is a release
 //! service spawned by `admission-load` with its bench payload, the server pinned to one CPU and
-//! the client to the other, four keep-alive TLS connections, after a warm-up outside the
-//! measured window; runs are interleaved (row 1..n, then again) so that a slow spell of this
-//! shared machine spreads over every row, and each figure is the median of the runs. The last
-//! row is the client's own ceiling: the same client against a path the server refuses at once
-//! (404), which must stay well above every real row for the figures to be the server's.
+//! the client to the other, four keep-alive TLS connections (64 for the busy pair of Pod rows),
+//! after a warm-up outside the measured window; runs are interleaved (row 1..n, then again) so
+//! that a slow spell of this shared machine spreads over every row, and each figure is the
+//! median of the runs. The last row is the client's own ceiling: the same client against a path
+//! the server refuses at once (404), which must stay well above every real row for the figures
+//! to be the server's. After the table, each quota-state row against its in-process row.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,10 +25,17 @@ pub struct Row {
     /// Asks quota-state every quota question (a quota-state runs beside the server, on its
     /// CPU).
     pub quota_state: bool,
+    /// Keep-alive connections, when not the suite's: the pair of Pod rows at a busy API
+    /// server's concurrency, where quota-state's calls carry many pods each.
+    pub connections: Option<usize>,
 }
 
+/// The connections of the busy pair of Pod rows: reviews in flight at once from an API server
+/// serving many writers (a call to quota-state then carries about 30 pods).
+const BUSY: usize = 64;
+
 /// The suite.
-pub const ROWS: [Row; 8] = [
+pub const ROWS: [Row; 10] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -36,6 +44,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/registry-webhook/benches/model-review.json",
         expect: 200,
         quota_state: false,
+        connections: None,
     },
     Row {
         name: "registry mutate Model (4.5 KB)",
@@ -45,6 +54,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/registry-webhook/benches/model-review-mutate.json",
         expect: 200,
         quota_state: false,
+        connections: None,
     },
     Row {
         name: "node-config mutate node status (22 KB)",
@@ -54,6 +64,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/node-config-webhook/benches/node-status-review.json",
         expect: 200,
         quota_state: false,
+        connections: None,
     },
     Row {
         name: "training validate PyTorchJob (4.9 KB)",
@@ -63,6 +74,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/training-webhook/benches/pytorchjob-review.json",
         expect: 200,
         quota_state: false,
+        connections: None,
     },
     Row {
         name: "scheduling validate Pod, quota in-process (1.7 KB)",
@@ -72,6 +84,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/scheduling-webhook/benches/pod-review.json",
         expect: 200,
         quota_state: false,
+        connections: None,
     },
     Row {
         name: "scheduling validate Pod, quota through quota-state (1.7 KB)",
@@ -81,6 +94,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
         expect: 200,
         quota_state: true,
+        connections: None,
     },
     Row {
         name: "scheduling mutate Pod (1.7 KB)",
@@ -90,6 +104,27 @@ pub const ROWS: [Row; 8] = [
         body: "services/scheduling-webhook/benches/pod-review.json",
         expect: 200,
         quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "scheduling validate Pod, quota in-process, 64 connections (1.7 KB)",
+        service: "scheduling-webhook",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
+        path: "/validate-pod",
+        body: "services/scheduling-webhook/benches/pod-review.json",
+        expect: 200,
+        quota_state: false,
+        connections: Some(BUSY),
+    },
+    Row {
+        name: "scheduling validate Pod, quota through quota-state, 64 connections (1.7 KB)",
+        service: "scheduling-webhook",
+        state: Some("services/scheduling-webhook/examples/state.yaml"),
+        path: "/validate-pod",
+        body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
+        expect: 200,
+        quota_state: true,
+        connections: Some(BUSY),
     },
     Row {
         name: "client ceiling: 404 from registry-webhook",
@@ -99,6 +134,7 @@ pub const ROWS: [Row; 8] = [
         body: "services/registry-webhook/benches/model-review.json",
         expect: 404,
         quota_state: false,
+        connections: None,
     },
 ];
 
@@ -179,9 +215,29 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         );
     }
     println!(
-        "\n{} runs of {} s each, interleaved, medians; {} connections; server on CPU {}, client on CPU {}; image binary: `cargo build --profile image -p <service>` (– when not built).",
+        "\n{} runs of {} s each, interleaved, medians; {} connections unless the row says; server on CPU {}, client on CPU {}; image binary: `cargo build --profile image -p <service>` (– when not built).",
         o.runs, o.seconds, o.connections, o.server_cpu, o.client_cpu
     );
+    let per_sec: Vec<f64> = all
+        .iter()
+        .map(|f| median(f.iter().map(|f| f.per_sec).collect()))
+        .collect();
+    for (row, through) in ROWS.iter().zip(&per_sec).filter(|(r, _)| r.quota_state) {
+        // The in-process row of the same review at the same connections.
+        let alone = ROWS.iter().zip(&per_sec).find(|(r, _)| {
+            !r.quota_state
+                && r.service == row.service
+                && r.path == row.path
+                && r.connections == row.connections
+        });
+        if let Some((_, alone)) = alone.filter(|(_, a)| **a > 0.0) {
+            println!(
+                "\nThrough quota-state at {} connections: {:.2}x the in-process row.",
+                row.connections.unwrap_or(o.connections),
+                through / alone
+            );
+        }
+    }
     Ok(())
 }
 
@@ -330,7 +386,10 @@ pub fn load_command(
     }
     c.arg("--case")
         .arg(format!("{}={}", row.path, root.join(row.body).display()))
-        .args(["--connections", &o.connections.to_string()])
+        .args([
+            "--connections",
+            &row.connections.unwrap_or(o.connections).to_string(),
+        ])
         .args(["--duration-secs", &seconds.to_string()])
         .args(["--requests", "100000000"])
         .args(["--warmup", "500"])

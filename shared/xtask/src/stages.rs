@@ -186,7 +186,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
     let mut columns = Vec::new();
     for row in bench::ROWS
         .iter()
-        .filter(|r| !r.quota_state && r.expect == 200)
+        .filter(|r| !r.quota_state && r.expect == 200 && r.connections.is_none())
     {
         eprintln!("==> {}", row.name);
         // Warm-up and settling before the recording, a second of load after it.
