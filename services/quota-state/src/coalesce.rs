@@ -111,8 +111,9 @@ mod tests {
     #[derive(Clone, Default)]
     struct Recorder {
         writes: Arc<Mutex<Vec<Vec<u8>>>>,
-        stall: Arc<Mutex<bool>>,
         stalls: bool,
+        /// Whether the last attempt was answered `Pending`.
+        stalled: bool,
     }
 
     impl AsyncRead for Recorder {
@@ -127,14 +128,13 @@ mod tests {
 
     impl AsyncWrite for Recorder {
         fn poll_write(
-            self: Pin<&mut Self>,
+            mut self: Pin<&mut Self>,
             cx: &mut Context<'_>,
             buf: &[u8],
         ) -> Poll<io::Result<usize>> {
             if self.stalls {
-                let mut stall = self.stall.lock().unwrap_or_else(|p| p.into_inner());
-                *stall = !*stall;
-                if *stall {
+                self.stalled = !self.stalled;
+                if self.stalled {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }

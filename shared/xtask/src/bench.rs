@@ -34,6 +34,26 @@ pub struct Row {
 /// serving many writers (a call to quota-state then carries about 30 pods).
 const BUSY: usize = 64;
 
+/// The Pod validation with the quota evaluated in-process.
+const POD_VALIDATE: Row = Row {
+    name: "scheduling validate Pod, quota in-process (1.7 KB)",
+    service: "scheduling-webhook",
+    state: Some("services/scheduling-webhook/examples/state.yaml"),
+    path: "/validate-pod",
+    body: "services/scheduling-webhook/benches/pod-review.json",
+    expect: 200,
+    quota_state: false,
+    connections: None,
+};
+
+/// The same review with its quota question asked of quota-state.
+const POD_VALIDATE_QUOTA_STATE: Row = Row {
+    name: "scheduling validate Pod, quota through quota-state (1.7 KB)",
+    body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
+    quota_state: true,
+    ..POD_VALIDATE
+};
+
 /// The suite.
 pub const ROWS: [Row; 10] = [
     Row {
@@ -76,26 +96,8 @@ pub const ROWS: [Row; 10] = [
         quota_state: false,
         connections: None,
     },
-    Row {
-        name: "scheduling validate Pod, quota in-process (1.7 KB)",
-        service: "scheduling-webhook",
-        state: Some("services/scheduling-webhook/examples/state.yaml"),
-        path: "/validate-pod",
-        body: "services/scheduling-webhook/benches/pod-review.json",
-        expect: 200,
-        quota_state: false,
-        connections: None,
-    },
-    Row {
-        name: "scheduling validate Pod, quota through quota-state (1.7 KB)",
-        service: "scheduling-webhook",
-        state: Some("services/scheduling-webhook/examples/state.yaml"),
-        path: "/validate-pod",
-        body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
-        expect: 200,
-        quota_state: true,
-        connections: None,
-    },
+    POD_VALIDATE,
+    POD_VALIDATE_QUOTA_STATE,
     Row {
         name: "scheduling mutate Pod (1.7 KB)",
         service: "scheduling-webhook",
@@ -108,23 +110,13 @@ pub const ROWS: [Row; 10] = [
     },
     Row {
         name: "scheduling validate Pod, quota in-process, 64 connections (1.7 KB)",
-        service: "scheduling-webhook",
-        state: Some("services/scheduling-webhook/examples/state.yaml"),
-        path: "/validate-pod",
-        body: "services/scheduling-webhook/benches/pod-review.json",
-        expect: 200,
-        quota_state: false,
         connections: Some(BUSY),
+        ..POD_VALIDATE
     },
     Row {
         name: "scheduling validate Pod, quota through quota-state, 64 connections (1.7 KB)",
-        service: "scheduling-webhook",
-        state: Some("services/scheduling-webhook/examples/state.yaml"),
-        path: "/validate-pod",
-        body: "services/scheduling-webhook/benches/pod-review-quota-state.json",
-        expect: 200,
-        quota_state: true,
         connections: Some(BUSY),
+        ..POD_VALIDATE_QUOTA_STATE
     },
     Row {
         name: "client ceiling: 404 from registry-webhook",
