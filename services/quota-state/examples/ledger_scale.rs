@@ -90,6 +90,7 @@ fn admit_until(ledger: &Ledger, leaves: usize, stop: &AtomicBool) -> Vec<f64> {
             check_parent: true,
             check_admission: true,
             caller: "scale",
+            review: "",
         };
         std::hint::black_box(ledger.check_pod(&check, started));
         out.push(started.elapsed().as_secs_f64() * 1e6);
@@ -210,6 +211,7 @@ fn main() -> anyhow::Result<()> {
                 check_parent: true,
                 check_admission: true,
                 caller: "scale",
+                review: "",
             },
             Instant::now(),
         );

@@ -1,5 +1,5 @@
-//! Feeds the ledger from the API server: watches of ElasticQuotas and Pods (kube-runtime
-//! watchers, retried with backoff after errors). After each (re)list, objects the list no longer
+//! Feeds the ledger from the API server: watches of ElasticQuotas, Pods and Namespaces (names
+//! only; kube-runtime watchers, retried with backoff after errors). After each (re)list, objects the list no longer
 //! holds are dropped, so a watch gap never leaves stale usage behind.
 
 use std::collections::HashSet;
@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use admission_kit::resources::try_pod_request;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
@@ -70,7 +70,39 @@ async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<Atomi
     }
 }
 
-async fn feed_pods(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
+/// The namespaces that exist, names only (a metadata watch): a review for a pod of any other
+/// namespace can only be forged, and reserves nothing.
+async fn feed_namespaces(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    let mut listing: Vec<String> = Vec::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(Event::Init) => listing.clear(),
+            Ok(Event::InitApply(n)) => listing.extend(n.metadata.name),
+            Ok(Event::InitDone) => {
+                ledger.set_namespaces(listing.iter().map(String::as_str));
+                listing = Vec::new();
+                ready.store(true, Ordering::Release);
+            }
+            Ok(Event::Apply(n)) => {
+                ledger.observe_namespace(n.metadata.name.as_deref().unwrap_or_default(), true)
+            }
+            Ok(Event::Delete(n)) => {
+                ledger.observe_namespace(n.metadata.name.as_deref().unwrap_or_default(), false)
+            }
+            Err(e) => tracing::warn!(error = %e, "Namespace watch error; retrying"),
+        }
+    }
+}
+
+async fn feed_pods(
+    client: kube::Client,
+    ledger: Arc<Ledger>,
+    ready: Arc<AtomicBool>,
+    namespaces: Arc<AtomicBool>,
+) {
     let api: Api<Pod> = Api::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
@@ -99,6 +131,11 @@ async fn feed_pods(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicB
                         ledger.delete_pod(&ns, &name);
                     }
                 }
+                // Serving waits for the namespaces too (until they are known every pod would
+                // reserve); the pod events meanwhile wait in the stream.
+                while !namespaces.load(Ordering::Acquire) {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
                 ready.store(true, Ordering::Release);
             }
             Err(e) => tracing::warn!(error = %e, "Pod watch error; retrying"),
@@ -106,13 +143,16 @@ async fn feed_pods(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicB
     }
 }
 
-/// Starts both feeds; the returned flags turn true after each one's first full list.
+/// Starts the feeds; the returned flags turn true after the first full list of quotas, and of
+/// pods and namespaces.
 pub fn start(client: kube::Client, ledger: Arc<Ledger>) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
-    let (q, p) = (
+    let (q, p, n) = (
+        Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
     tokio::spawn(feed_quotas(client.clone(), ledger.clone(), q.clone()));
-    tokio::spawn(feed_pods(client, ledger, p.clone()));
+    tokio::spawn(feed_namespaces(client.clone(), ledger.clone(), n.clone()));
+    tokio::spawn(feed_pods(client, ledger, p.clone(), n));
     (q, p)
 }

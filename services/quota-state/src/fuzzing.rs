@@ -25,6 +25,8 @@ pub fn run(data: &[u8]) {
         Ledger::new(Duration::from_secs(30)).with_limits(ReservationLimits {
             per_namespace: 8,
             total: 16,
+            quota_share_permille: ReservationLimits::SERVICE_SHARE_PERMILLE,
+            namespace_share_permille: ReservationLimits::SERVICE_SHARE_PERMILLE,
         }),
     );
     let Ok(metrics) = crate::metrics::Metrics::new() else {

@@ -297,6 +297,13 @@ fn pod_key(namespace: &str, name: &str) -> Box<str> {
     format!("{namespace}/{name}").into_boxed_str()
 }
 
+/// A reservation's key: the pod's namespace and name, and the uid of the admission review that
+/// made it. A pod name may hold several reservations, one per review (an honest retry after a
+/// later webhook refused the pod, or a forged review naming a pending pod): each review replaces
+/// or releases only its own, so no review can drop another's, and the pod's appearance in the
+/// watch ends them all (its own requests count from then on).
+type ResKey = (String, String, String);
+
 /// A reservation: a pod admitted but not yet seen in the watch.
 #[derive(Debug, Clone)]
 struct Reservation {
@@ -309,25 +316,72 @@ struct Reservation {
     owner: Arc<str>,
 }
 
-/// Bounds on outstanding reservations, so that no caller can hold a tenant's quota (or the
-/// ledger's memory) with invented pods.
+/// Bounds on outstanding reservations (pods admitted whose Pod the watch has not shown yet), so
+/// that no caller can hold a tenant's quota (or the ledger's memory) with invented pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReservationLimits {
     /// Outstanding reservations per namespace.
     pub per_namespace: usize,
     /// Outstanding reservations in all.
     pub total: usize,
+    /// What the outstanding reservations in a quota's subtree may hold of each limited
+    /// resource, in thousandths of the quota's limit (1000: no bound). Checked for the quota
+    /// and every ancestor.
+    pub quota_share_permille: u32,
+    /// What one namespace's outstanding reservations on a quota may hold, in thousandths of
+    /// that quota's limit (1000: no bound): a namespace cannot take the share its siblings
+    /// under a shared quota need.
+    pub namespace_share_permille: u32,
 }
 
 impl Default for ReservationLimits {
     /// 5,000 per namespace (a large job's pods created in one burst, each reserved for the
     /// moments until its pod is seen) and 50,000 in all (about 15 MB: 295 bytes each in
-    /// `examples/ledger_scale`).
+    /// `examples/ledger_scale`); no bound by amount (the service sets its flags' shares, see
+    /// [`ReservationLimits::SERVICE_SHARE_PERMILLE`]).
     fn default() -> Self {
         Self {
             per_namespace: 5_000,
             total: 50_000,
+            quota_share_permille: 1000,
+            namespace_share_permille: 1000,
         }
+    }
+}
+
+impl ReservationLimits {
+    /// The service's default share (half): a client that can forge reviews holds at most half
+    /// of a quota with pods that never come (one pod larger than that only while nothing else
+    /// is outstanding), while an honest burst of pods in flight at once gets half the quota
+    /// before its first pods are seen and the rest a moment later (refused with "retry").
+    pub const SERVICE_SHARE_PERMILLE: u32 = 500;
+}
+
+/// Upper bounds (seconds) of [`Backed`]'s buckets: from a quiet API server's milliseconds to
+/// the reservation window's default.
+pub const BACKED_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// How long reservations waited for their pod's watch event: what the reservation window
+/// (`--reservation-ttl-secs`) must cover, measured where it runs.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Backed {
+    /// Observations at or below each of [`BACKED_BUCKETS`] (not cumulative).
+    pub buckets: [u64; BACKED_BUCKETS.len()],
+    /// All observations, and their sum in seconds.
+    pub count: u64,
+    /// Sum of the observations, in seconds.
+    pub sum: f64,
+}
+
+impl Backed {
+    fn observe(&mut self, secs: f64) {
+        if let Some(i) = BACKED_BUCKETS.iter().position(|b| secs <= *b) {
+            self.buckets[i] += 1;
+        }
+        self.count += 1;
+        self.sum += secs;
     }
 }
 
@@ -367,13 +421,26 @@ struct State {
     /// maps: a hash map grows by rehashing every entry at once, under the lock (18 ms at 57,000
     /// reservations in `examples/admit_load`, every admission waiting behind it); a B-tree grows
     /// a node at a time.
-    reservations: BTreeMap<Arc<PodKey>, Reservation>,
+    reservations: BTreeMap<Arc<ResKey>, Reservation>,
     /// What the outstanding reservations hold per quota, and how many they are.
     reserved: BTreeMap<String, (Amounts, u32)>,
+    /// What the outstanding reservations hold per quota subtree (as `subtree`, reservations
+    /// only): bounded by [`ReservationLimits::quota_share_permille`], and left out of the usage
+    /// written back.
+    unbacked: HashMap<String, Amounts>,
+    /// What each namespace's outstanding reservations hold per charged quota.
+    reserved_by: BTreeMap<(String, String), Amounts>,
     /// Outstanding reservations per namespace (absent when none).
     reserved_in: BTreeMap<String, usize>,
     /// The outstanding reservations by deadline (and [`Reservation::seq`]).
-    deadlines: BTreeMap<(Instant, u64), Arc<PodKey>>,
+    deadlines: BTreeMap<(Instant, u64), Arc<ResKey>>,
+    /// The namespaces that exist (Namespace watch), once a feed provides them: a pod of any
+    /// other namespace reserves nothing (the API server refuses pods there before any webhook,
+    /// so only a forged review names one). `None`: not known (tests, offline tools).
+    namespaces: Option<std::collections::HashSet<Box<str>>>,
+    /// Reservations that their pod backed, since start, and the seconds from reservation to
+    /// the pod's watch event (metrics: the window reservations need).
+    backed: Backed,
     /// The next [`Reservation::seq`].
     next_seq: u64,
     /// Reservations dropped at their deadline, since start (metrics).
@@ -418,14 +485,22 @@ impl State {
         add_along(&mut self.subtree, &chain, amounts, sign);
     }
 
-    fn put_reservation(&mut self, key: Arc<PodKey>, r: Reservation) {
+    fn put_reservation(&mut self, key: Arc<ResKey>, r: Reservation) {
         self.charge(&r.quota, requests_iter(&r.amounts), 1);
+        let chain = self.chain(&r.quota);
+        add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), 1);
         let (sum, n) = match self.reserved.get_mut(&*r.quota) {
             Some(e) => e,
             None => self.reserved.entry(r.quota.to_string()).or_default(),
         };
         add(sum, requests_iter(&r.amounts), 1);
         *n += 1;
+        let by = (key.0.clone(), r.quota.to_string());
+        add(
+            self.reserved_by.entry(by).or_default(),
+            requests_iter(&r.amounts),
+            1,
+        );
         // Looked up before inserting: the entry API would copy the namespace every time.
         if let Some(n) = self.reserved_in.get_mut(&key.0) {
             *n += 1;
@@ -436,10 +511,19 @@ impl State {
         self.reservations.insert(key, r);
     }
 
-    fn take_reservation(&mut self, key: &PodKey) -> Option<Reservation> {
+    fn take_reservation(&mut self, key: &ResKey) -> Option<Reservation> {
         let r = self.reservations.remove(key)?;
         self.deadlines.remove(&(r.due, r.seq));
         self.charge(&r.quota, requests_iter(&r.amounts), -1);
+        let chain = self.chain(&r.quota);
+        add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), -1);
+        let by = (key.0.clone(), r.quota.to_string());
+        if let Some(sum) = self.reserved_by.get_mut(&by) {
+            add(sum, requests_iter(&r.amounts), -1);
+            if sum.values().all(Amount::is_zero) {
+                self.reserved_by.remove(&by);
+            }
+        }
         if let Some((sum, n)) = self.reserved.get_mut(&*r.quota) {
             add(sum, requests_iter(&r.amounts), -1);
             *n -= 1;
@@ -525,8 +609,30 @@ impl State {
         self.pods.insert(pod_key(&e.group.namespace, name), e);
     }
 
-    fn uncharge_key(&mut self, key: &PodKey) {
-        self.take_reservation(key);
+    /// The keys of every reservation of pod `namespace/name`, whichever review made it.
+    fn reservations_of(&self, namespace: &str, name: &str) -> Vec<Arc<ResKey>> {
+        let from = (namespace.to_owned(), name.to_owned(), String::new());
+        self.reservations
+            .range::<ResKey, _>(&from..)
+            .take_while(|(k, _)| k.0 == namespace && k.1 == name)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// The pod's watch event arrived (or its deletion): its reservations end, and for the
+    /// metrics, how long the first of them waited.
+    fn uncharge_key(&mut self, key: &PodKey, now: Instant, ttl: Duration) {
+        let mut waited = None;
+        for k in self.reservations_of(&key.0, &key.1) {
+            if let Some(r) = self.take_reservation(&k) {
+                let made = r.due.checked_sub(ttl).unwrap_or(r.due);
+                let w = now.saturating_duration_since(made).as_secs_f64();
+                waited = Some(waited.map_or(w, |x: f64| x.max(w)));
+            }
+        }
+        if let Some(w) = waited {
+            self.backed.observe(w);
+        }
         self.remove_pod(&key.0, &key.1);
     }
 
@@ -594,6 +700,8 @@ impl State {
                 let (from, to) = (chain_in(base, q), new.chain(q));
                 add_along(&mut self.subtree, &from, amounts_iter(sum), -1);
                 add_along(&mut self.subtree, &to, amounts_iter(sum), 1);
+                add_along(&mut self.unbacked, &from, amounts_iter(sum), -1);
+                add_along(&mut self.unbacked, &to, amounts_iter(sum), 1);
             }
             // A quota gone from the tree holds nothing any more.
             if !new.specs.contains_key(q)
@@ -659,6 +767,8 @@ pub struct Stats {
     pub rebuild_locked_max: f64,
     /// Each quota's subtree usage and its limit, per resource, in units.
     pub usage: Vec<QuotaUsage>,
+    /// How long reservations waited for their pods.
+    pub backed: Backed,
 }
 
 /// One quota's use of one resource.
@@ -708,6 +818,9 @@ pub struct PodCheck<'a> {
     pub check_admission: bool,
     /// Who asks (the caller's authenticated identity): a reservation belongs to it.
     pub caller: &'a str,
+    /// The admission review's uid ("" from callers that do not send it): a reservation belongs
+    /// to the review that made it, which alone may replace or release it.
+    pub review: &'a str,
 }
 
 /// The outcome of [`Ledger::check_pod`].
@@ -775,6 +888,8 @@ struct Admit<'a> {
     requests: &'a Amounts,
     dry_run: bool,
     caller: &'a str,
+    /// The admission review's uid: a reservation belongs to the review that made it.
+    review: &'a str,
     now: Instant,
 }
 
@@ -783,6 +898,63 @@ fn negative(requests: &Amounts) -> Option<String> {
     requests
         .iter()
         .find_map(|(k, v)| (v.nano < 0).then(|| countable(k, v).err()).flatten())
+}
+
+/// Whether reserving `requested` on `quota` would take the outstanding reservations past their
+/// share (see [`ReservationLimits`]) of the quota or an ancestor, or namespace `namespace`'s
+/// past its share of `quota`: the refusal's text, naming the quota, resource and amounts. A pod
+/// that alone asks more than the share passes while nothing else is outstanding there, so
+/// that every pod that fits its quota can be created.
+fn unbacked_over_share(
+    s: &State,
+    view: &View,
+    quota: &str,
+    requested: &Amounts,
+    limits: ReservationLimits,
+    namespace: &str,
+) -> Option<String> {
+    let over = |held: Option<&Amounts>, limit: &Amounts, permille: u32| -> Option<String> {
+        if permille >= 1000 {
+            return None;
+        }
+        let held = held?;
+        requested.iter().find_map(|(k, r)| {
+            let l = limit.get(k)?;
+            let h = held.get(k).map_or(0, |h| h.nano);
+            let cap = l.nano / 1000 * i128::from(permille);
+            (h > 0 && h.checked_add(r.nano).is_none_or(|t| t > cap)).then(|| {
+                let amount = |nano| {
+                    Amount {
+                        nano,
+                        format: r.format,
+                    }
+                    .canonical()
+                };
+                format!(
+                    "{k}={} is held already by pods admitted but not yet created, and {k}={} \
+                     more would pass {}‰ of its limit {k}={}; retry in a few seconds",
+                    amount(h),
+                    r.canonical(),
+                    permille,
+                    l.canonical()
+                )
+            })
+        })
+    };
+    for q in view.chain(quota).iter() {
+        let Some(qs) = view.spec(q) else { continue };
+        if let Some(t) = over(s.unbacked.get(q), &qs.limit, limits.quota_share_permille) {
+            return Some(format!("quota {}/{}: {t}", qs.info.namespace, qs.info.name));
+        }
+    }
+    let qs = view.spec(quota)?;
+    let by = s.reserved_by.get(&(namespace.to_owned(), quota.to_owned()));
+    over(by, &qs.limit, limits.namespace_share_permille).map(|t| {
+        format!(
+            "namespace {namespace} on quota {}/{}: {t}",
+            qs.info.namespace, qs.info.name
+        )
+    })
 }
 
 /// PV-4 under the lock: see [`Ledger::admit`].
@@ -825,8 +997,18 @@ fn admit_locked(
     if let Some(e) = requested.iter().find_map(|(k, v)| countable(k, v).err()) {
         return Admission::Denied(format!("pod {namespace}/{name}: {e}"));
     }
-    // A pod asking again (reinvocation, retry) replaces its own earlier reservation.
-    let key = Arc::new((namespace.to_owned(), name.to_owned()));
+    // The same review asking again (the API server retrying a call) replaces its own earlier
+    // reservation; another review's reservation for the same pod name stays and counts.
+    let key = Arc::new((namespace.to_owned(), name.to_owned(), a.review.to_owned()));
+    if s.reservations
+        .get(&key)
+        .is_some_and(|r| &*r.owner != a.caller)
+    {
+        return Admission::Denied(format!(
+            "pod {namespace}/{name}: review {} holds a reservation made by another caller",
+            a.review
+        ));
+    }
     let previous = s.take_reservation(&key);
     let restore = |s: &mut State, previous: Option<Reservation>| {
         if let Some(r) = previous {
@@ -875,9 +1057,17 @@ fn admit_locked(
             ));
         }
     }
-    if a.dry_run || s.pods.contains_key(&*pod_key(namespace, name)) {
+    let unknown_namespace = s
+        .namespaces
+        .as_ref()
+        .is_some_and(|n| !n.contains(namespace));
+    if a.dry_run || unknown_namespace || s.pods.contains_key(&*pod_key(namespace, name)) {
         restore(s, previous);
         return Admission::Allowed;
+    }
+    if let Some(text) = unbacked_over_share(s, &view, quota, &requested, limits, namespace) {
+        restore(s, previous);
+        return Admission::Denied(format!("pod {namespace}/{name}: {text}"));
     }
     if previous.is_none() {
         let in_ns = s.reserved_in.get(namespace).copied().unwrap_or(0);
@@ -896,7 +1086,9 @@ fn admit_locked(
     let r = Reservation {
         quota: s.names.get(quota),
         amounts: s.names.requests(requested),
-        due: a.now + ttl,
+        // A review's reservation lives one window from its first admission: asking again
+        // never extends it (a review re-sent for ever would otherwise hold quota for ever).
+        due: previous.as_ref().map_or(a.now + ttl, |p| p.due),
         seq: s.next_seq,
         owner: s.names.get(a.caller),
     };
@@ -1133,7 +1325,7 @@ impl Ledger {
             );
         let mut s = self.lock();
         let key = (namespace.to_owned(), name.to_owned());
-        s.uncharge_key(&key);
+        s.uncharge_key(&key, Instant::now(), self.ttl);
         let (requests, uncountable) = match requests {
             Ok(r) => (s.names.requests(r), false),
             Err(e) => {
@@ -1162,13 +1354,32 @@ impl Ledger {
     pub fn delete_pod(&self, namespace: &str, name: &str) {
         let mut s = self.lock();
         let key = (namespace.to_owned(), name.to_owned());
-        s.uncharge_key(&key);
+        s.uncharge_key(&key, Instant::now(), self.ttl);
     }
 
-    /// Drops a reservation that was never used, if `caller` made it. Whether one was dropped.
-    pub fn release(&self, namespace: &str, name: &str, caller: &str) -> bool {
+    /// The namespaces that exist, from a full list (the Namespace watch's): from then on a pod
+    /// of any other namespace reserves nothing.
+    pub fn set_namespaces<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        self.lock().namespaces = Some(names.into_iter().map(Box::from).collect());
+    }
+
+    /// A namespace appeared (`true`) or is gone (`false`), once [`Ledger::set_namespaces`] ran.
+    pub fn observe_namespace(&self, name: &str, exists: bool) {
+        if let Some(n) = self.lock().namespaces.as_mut() {
+            if exists {
+                n.insert(Box::from(name));
+            } else {
+                n.remove(name);
+            }
+        }
+    }
+
+    /// Drops the reservation that review `review` made for a pod it could not create, if
+    /// `caller` made it. Whether one was dropped. Another review's reservation for the same pod
+    /// name is left alone.
+    pub fn release(&self, namespace: &str, name: &str, review: &str, caller: &str) -> bool {
         let mut s = self.lock();
-        let key = (namespace.to_owned(), name.to_owned());
+        let key = (namespace.to_owned(), name.to_owned(), review.to_owned());
         if s.reservations
             .get(&key)
             .is_some_and(|r| &*r.owner == caller)
@@ -1203,6 +1414,7 @@ impl Ledger {
                 requests,
                 dry_run,
                 caller: "",
+                review: "",
                 now,
             },
         )
@@ -1250,6 +1462,7 @@ impl Ledger {
             requests: c.requests,
             dry_run: c.dry_run,
             caller: c.caller,
+            review: c.review,
             now,
         };
         match admit_locked(&mut s, self.ttl, self.limits, &a) {
@@ -1338,7 +1551,9 @@ impl Ledger {
     }
 
     /// Up to `max` quotas whose `child-request` annotation differs from their subtree's usage
-    /// (admitted pods and outstanding reservations, after expiring those past their TTL), in
+    /// by the pods the watch has shown (outstanding reservations left out: a reservation no pod
+    /// backs yet may come from a forged review, and the annotation is what upstream's own PV-4
+    /// reads as usage), in
     /// (namespace, name) order starting after `after` and wrapping round, so that when more
     /// than `max` change, each still gets its turn. Left out: the quotas admission never checks
     /// (root, system, default), names held by several quotas (PV-4 refuses them) and quotas with
@@ -1351,16 +1566,23 @@ impl Ledger {
         max: usize,
     ) -> Vec<UsageWrite> {
         // Copied under the lock, compared and formatted off it.
-        let (view, subtree, uncountable, shown) = {
+        let (view, mut subtree, uncountable, shown) = {
             let mut s = self.read();
             s.expire(now);
+            let mut subtree = s.subtree.clone();
+            for (q, held) in &s.unbacked {
+                if let Some(u) = subtree.get_mut(q) {
+                    add(u, amounts_iter(held), -1);
+                }
+            }
             (
                 s.view.clone().unwrap_or_default(),
-                s.subtree.clone(),
+                subtree,
                 s.uncountable.clone(),
                 s.shown.clone(),
             )
         };
+        subtree.retain(|_, u| !u.values().all(Amount::is_zero));
         let mut due: Vec<UsageWrite> = view
             .specs
             .iter()
@@ -1421,6 +1643,7 @@ impl Ledger {
                     rebuild_locked_seconds: s.rebuild_locked_seconds,
                     rebuild_locked_max: s.rebuild_locked_max,
                     usage: Vec::new(),
+                    backed: s.backed.clone(),
                 },
             )
         };
@@ -1519,11 +1742,16 @@ mod tests {
             l.admit("ns", "a", "c", &cpu(3), false, now),
             Admission::Allowed
         );
+        assert!(
+            l.usage_writes(now, None, 10).is_empty(),
+            "a reservation no pod backs yet is never written as usage"
+        );
+        l.observe_pod("ns", "a", "c", cpu(3));
         let due = l.usage_writes(now, None, 10);
         assert_eq!(
             keys(&due),
             [("c", r#"{"cpu":"3"}"#), ("p", r#"{"cpu":"3"}"#)],
-            "the reservation counts, up the chain"
+            "the pod counts, up the chain"
         );
         // Two changed, one write per round: the next round starts after the last one written.
         assert_eq!(
@@ -1545,7 +1773,14 @@ mod tests {
             l.observe_shown(&w.namespace, &w.name, &w.value);
         }
         assert!(l.usage_writes(now, None, 10).is_empty(), "shown already");
-        // The pod never appears: once its reservation expires, the usage shown goes back to none.
+        // Another pod is admitted and never appears: nothing changes; once the first is gone,
+        // the usage shown goes back to none.
+        assert_eq!(
+            l.admit("ns", "b", "c", &cpu(1), false, now),
+            Admission::Allowed
+        );
+        assert!(l.usage_writes(now, None, 10).is_empty());
+        l.delete_pod("ns", "a");
         let later = now + Duration::from_millis(20);
         assert_eq!(
             keys(&l.usage_writes(later, None, 10)),
@@ -1636,6 +1871,7 @@ mod tests {
             check_parent: true,
             check_admission: true,
             caller: "webhook",
+            review: "",
         };
         assert_eq!(
             l.check_pod(&check, Instant::now()),
@@ -1728,7 +1964,7 @@ mod tests {
             l.admit("ns", "a", "q", &cpu(1), false, t0),
             Admission::Allowed
         );
-        // Asking again replaces it, with a later deadline.
+        // The same review asking again replaces it, keeping its deadline.
         let t1 = t0 + Duration::from_secs(2);
         assert_eq!(
             l.admit("ns", "a", "q", &cpu(1), false, t1),
@@ -1745,14 +1981,184 @@ mod tests {
             l.admit("ns", "b", "q", &cpu(1), false, t1),
             Admission::Allowed
         );
-        assert!(l.release("ns", "b", ""));
+        assert!(l.release("ns", "b", "", ""));
         assert_eq!(counts(&l), (1, 1));
-        // a's deadline is t1 + 5 s, not t0 + 5 s.
-        l.lock().expire(t0 + Duration::from_secs(6));
+        // a's deadline is still t0 + 5 s: asking again never extends a reservation.
+        l.lock().expire(t0 + Duration::from_secs(4));
         assert_eq!(counts(&l), (1, 1));
-        l.lock().expire(t1 + Duration::from_secs(5));
+        l.lock().expire(t0 + Duration::from_secs(5));
         assert_eq!(counts(&l), (0, 0));
         assert_eq!(l.stats().expired, 1);
+    }
+
+    /// One pod's PV-4 question from review `review` of the caller `webhook`.
+    fn asked<'a>(
+        namespace: &'a str,
+        name: &'a str,
+        label: &'a str,
+        requests: &'a Amounts,
+        review: &'a str,
+    ) -> PodCheck<'a> {
+        PodCheck {
+            namespace,
+            name,
+            label,
+            old_label: None,
+            requests,
+            dry_run: false,
+            disable_default_quota: false,
+            check_parent: false,
+            check_admission: true,
+            caller: "webhook",
+            review,
+        }
+    }
+
+    fn allowed(o: PodOutcome) -> bool {
+        matches!(o, PodOutcome::Allowed { .. })
+    }
+
+    fn denial(o: PodOutcome) -> String {
+        match o {
+            PodOutcome::Denied { message, .. } => message,
+            other => panic!("admitted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_review_replaces_or_releases_only_its_own_reservation() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 10));
+        let now = Instant::now();
+        let (five, one) = (cpu(5), cpu(1));
+        assert!(allowed(
+            l.check_pod(&asked("ns", "p", "q", &five, "real"), now)
+        ));
+        // A forged review names the pending pod with a tiny request: it gets a reservation of
+        // its own, and the real one stays.
+        assert!(allowed(
+            l.check_pod(&asked("ns", "p", "q", &one, "forged"), now)
+        ));
+        assert_eq!(l.used("q")["cpu"].milli(), 6000);
+        // A later rule refuses the forged review: its release drops its own reservation only.
+        assert!(l.release("ns", "p", "forged", "webhook"));
+        assert!(!l.release("ns", "p", "forged", "webhook"));
+        assert_eq!(l.used("q")["cpu"].milli(), 5000);
+        assert!(
+            !l.release("ns", "p", "real", "someone-else"),
+            "not the owner"
+        );
+        assert_eq!(l.used("q")["cpu"].milli(), 5000);
+        // The pod appears: its own requests count, and every reservation of its name ends.
+        assert!(allowed(
+            l.check_pod(&asked("ns", "p", "q", &one, "forged-2"), now)
+        ));
+        l.observe_pod("ns", "p", "q", cpu(5));
+        assert_eq!((l.used("q")["cpu"].milli(), l.reservations()), (5000, 0));
+        assert_eq!(l.stats().backed.count, 1);
+    }
+
+    #[test]
+    fn outstanding_reservations_hold_at_most_their_share() {
+        let limits = ReservationLimits {
+            quota_share_permille: 500,
+            namespace_share_permille: 1000,
+            ..ReservationLimits::default()
+        };
+        let l = Ledger::new(Duration::from_secs(30)).with_limits(limits);
+        l.upsert_quota(quota("parent", None, 20));
+        l.upsert_quota(quota("q", Some("parent"), 10));
+        let now = Instant::now();
+        let (three, two, one) = (cpu(3), cpu(2), cpu(1));
+        assert!(allowed(
+            l.check_pod(&asked("ns", "a", "q", &three, "1"), now)
+        ));
+        assert!(allowed(l.check_pod(&asked("ns", "b", "q", &two, "2"), now)));
+        let text = denial(l.check_pod(&asked("ns", "c", "q", &one, "3"), now));
+        assert_eq!(
+            text,
+            "pod ns/c: quota ns/q: cpu=5 is held already by pods admitted but not yet created, \
+             and cpu=1 more would pass 500‰ of its limit cpu=10; retry in a few seconds"
+        );
+        // Once a pod is seen, its share is free again.
+        l.observe_pod("ns", "a", "q", cpu(3));
+        assert!(allowed(l.check_pod(&asked("ns", "c", "q", &one, "3"), now)));
+        // The ancestors' shares count too: 3 of parent's 10 are outstanding.
+        l.upsert_quota(quota("q2", Some("parent"), 20));
+        let eight = cpu(8);
+        let text = denial(l.check_pod(&asked("ns", "d", "q2", &eight, "4"), now));
+        assert!(
+            text.contains("quota ns/parent: cpu=3 is held already"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_pod_above_the_share_passes_while_nothing_else_is_outstanding() {
+        let limits = ReservationLimits {
+            quota_share_permille: 500,
+            namespace_share_permille: 500,
+            ..ReservationLimits::default()
+        };
+        let l = Ledger::new(Duration::from_secs(30)).with_limits(limits);
+        l.upsert_quota(quota("q", None, 10));
+        let now = Instant::now();
+        let (eight, one) = (cpu(8), cpu(1));
+        assert!(allowed(
+            l.check_pod(&asked("ns", "big", "q", &eight, "1"), now)
+        ));
+        let text = denial(l.check_pod(&asked("ns", "small", "q", &one, "2"), now));
+        assert!(text.contains("retry in a few seconds"), "{text}");
+    }
+
+    #[test]
+    fn one_namespace_holds_at_most_its_share_of_a_quota() {
+        let limits = ReservationLimits {
+            quota_share_permille: 1000,
+            namespace_share_permille: 300,
+            ..ReservationLimits::default()
+        };
+        let l = Ledger::new(Duration::from_secs(30)).with_limits(limits);
+        l.upsert_quota(quota("shared", None, 10));
+        let now = Instant::now();
+        let (three, one) = (cpu(3), cpu(1));
+        assert!(allowed(
+            l.check_pod(&asked("a", "x", "shared", &three, "1"), now)
+        ));
+        let text = denial(l.check_pod(&asked("a", "y", "shared", &one, "2"), now));
+        assert!(
+            text.starts_with("pod a/y: namespace a on quota ns/shared: cpu=3 is held already"),
+            "{text}"
+        );
+        assert!(allowed(
+            l.check_pod(&asked("b", "y", "shared", &three, "3"), now)
+        ));
+    }
+
+    #[test]
+    fn pods_of_namespaces_that_do_not_exist_reserve_nothing() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 10));
+        l.set_namespaces(["ns", "team-b"]);
+        let now = Instant::now();
+        let nine = cpu(9);
+        assert!(allowed(
+            l.check_pod(&asked("ghost", "p", "q", &nine, "1"), now)
+        ));
+        assert_eq!(l.reservations(), 0);
+        assert!(l.used("q").values().all(Amount::is_zero));
+        // Once the namespace exists, its pods reserve as any other.
+        l.observe_namespace("ghost", true);
+        assert!(allowed(
+            l.check_pod(&asked("ghost", "p", "q", &nine, "1"), now)
+        ));
+        assert_eq!(l.reservations(), 1);
+        l.observe_namespace("ghost", false);
+        let one = cpu(1);
+        assert!(allowed(
+            l.check_pod(&asked("ghost", "r", "q", &one, "2"), now)
+        ));
+        assert_eq!(l.reservations(), 1);
     }
 
     #[test]
@@ -1944,6 +2350,7 @@ mod tests {
                                     check_parent: false,
                                     check_admission: true,
                                     caller: "t",
+                                    review: "",
                                 },
                                 Instant::now(),
                             );

@@ -269,6 +269,7 @@ impl Service {
             check_parent: r.check_parent,
             check_admission: r.check_admission,
             caller,
+            review: &r.review_uid,
         };
         let started = Instant::now();
         let outcome = self.ledger.check_pod(&check, started);
@@ -380,7 +381,10 @@ impl QuotaState for Service {
         let caller = self.begin(M, &req)?;
         let r = req.into_inner();
         input::release(&r).map_err(|e| self.invalid(M, e))?;
-        if !self.ledger.release(&r.namespace, &r.name, &caller) {
+        if !self
+            .ledger
+            .release(&r.namespace, &r.name, &r.review_uid, &caller)
+        {
             tracing::debug!(namespace = %r.namespace, name = %r.name, caller, "nothing of this caller's to release");
         }
         self.ok(M, ReleaseResponse {})

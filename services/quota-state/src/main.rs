@@ -90,6 +90,16 @@ struct Args {
     /// Outstanding reservations allowed in all.
     #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS", default_value_t = ReservationLimits::default().total)]
     max_reservations: usize,
+    /// What pods admitted but not yet seen in the Pod watch may hold of a quota (and of each
+    /// ancestor), in percent of its limit per resource: a client that forges reviews holds at
+    /// most this share with pods that never come. 100 turns the bound off. One pod larger than
+    /// the share still passes while nothing else is outstanding on that quota.
+    #[arg(long, env = "QUOTA_STATE_MAX_UNBACKED_PERCENT", default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_unbacked_percent: u32,
+    /// The same share for one namespace's outstanding pods on the quota they charge: under a
+    /// quota shared by several namespaces, one namespace cannot take what the others need.
+    #[arg(long, env = "QUOTA_STATE_MAX_UNBACKED_PERCENT_PER_NAMESPACE", default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_unbacked_percent_per_namespace: u32,
     /// Seconds between usage write-back rounds: the serving replica writes each quota's usage
     /// (admitted pods and reservations) to its `child-request` annotation, at most once a round
     /// and only when it changed. 0 turns the write-back off.
@@ -143,6 +153,8 @@ async fn serve() -> anyhow::Result<()> {
             ReservationLimits {
                 per_namespace: args.max_reservations_per_namespace,
                 total: args.max_reservations,
+                quota_share_permille: args.max_unbacked_percent * 10,
+                namespace_share_permille: args.max_unbacked_percent_per_namespace * 10,
             },
         ),
     );

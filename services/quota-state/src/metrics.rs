@@ -44,6 +44,12 @@ pub struct Metrics {
     pub usage_rounds: IntCounter,
     /// `ok` and `error` writes of the `child-request` annotation.
     pub usage_writes: IntCounterVec,
+    /// How long reservations waited for their pod's watch event: a histogram kept by the
+    /// ledger, exposed as Prometheus histogram series (`_bucket{le}` cumulative, `_count`,
+    /// `_sum`), so `histogram_quantile` reads the window `--reservation-ttl-secs` must cover.
+    backed_buckets: IntCounterVec,
+    backed_count: IntCounter,
+    backed_sum: Counter,
 }
 
 impl Metrics {
@@ -136,8 +142,26 @@ impl Metrics {
             ),
             &["result"],
         )?;
+        let backed_buckets = IntCounterVec::new(
+            Opts::new(
+                "quota_state_reservation_backed_seconds_bucket",
+                "Reservations whose pod appeared in the watch, by the seconds from the admission to the pod's event (cumulative, as a histogram's buckets).",
+            ),
+            &["le"],
+        )?;
+        let backed_count = IntCounter::new(
+            "quota_state_reservation_backed_seconds_count",
+            "Reservations whose pod appeared in the watch.",
+        )?;
+        let backed_sum = Counter::new(
+            "quota_state_reservation_backed_seconds_sum",
+            "Seconds from admission to the pod's watch event, summed over the backed reservations.",
+        )?;
         for c in [
             Box::new(calls.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(backed_buckets.clone()),
+            Box::new(backed_count.clone()),
+            Box::new(backed_sum.clone()),
             Box::new(usage_rounds.clone()),
             Box::new(usage_writes.clone()),
             Box::new(refused.clone()),
@@ -177,6 +201,9 @@ impl Metrics {
             limit,
             usage_rounds,
             usage_writes,
+            backed_buckets,
+            backed_count,
+            backed_sum,
         })
     }
 
@@ -194,6 +221,20 @@ impl Metrics {
         gauge(&self.reservations, s.reservations);
         self.expired
             .inc_by(s.expired.saturating_sub(self.expired.get()));
+        let mut below = 0;
+        let bounds = crate::ledger::BACKED_BUCKETS.iter().map(|b| b.to_string());
+        for (le, n) in bounds.zip(s.backed.buckets).chain([("+Inf".to_owned(), 0)]) {
+            below += n;
+            let c = self.backed_buckets.with_label_values(&[&le]);
+            let total = if le == "+Inf" { s.backed.count } else { below };
+            c.inc_by(total.saturating_sub(c.get()));
+        }
+        self.backed_count
+            .inc_by(s.backed.count.saturating_sub(self.backed_count.get()));
+        let more = s.backed.sum - self.backed_sum.get();
+        if more > 0.0 {
+            self.backed_sum.inc_by(more);
+        }
         self.rebuilds
             .inc_by(s.rebuilds.saturating_sub(self.rebuilds.get()));
         let more = s.rebuild_seconds - self.rebuild_seconds.get();
@@ -250,6 +291,7 @@ mod tests {
             rebuild_seconds: 0.5,
             rebuild_locked_seconds: 0.25,
             rebuild_locked_max: 0.01,
+            backed: Default::default(),
             usage: vec![QuotaUsage {
                 quota: "team-a".into(),
                 resource: "cpu".into(),

@@ -67,6 +67,7 @@ fn arbitrary_inputs_never_panic() {
                 1 | 6 => ReleaseRequest {
                     namespace: name(&mut rng),
                     name: name(&mut rng),
+                    review_uid: name(&mut rng),
                 }
                 .encode_to_vec(),
                 2 => LookupRequest {

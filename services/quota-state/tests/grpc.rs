@@ -156,6 +156,7 @@ async fn admit_release_and_health_over_grpc() {
         .release(ReleaseRequest {
             namespace: "team".into(),
             name: "a".into(),
+            ..ReleaseRequest::default()
         })
         .await
         .unwrap();
@@ -307,6 +308,7 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
             c.release(ReleaseRequest {
                 namespace: "team".into(),
                 name: "a".into(),
+                ..ReleaseRequest::default()
             })
             .await
             .map(|_| ()),
@@ -358,6 +360,7 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
         .release(ReleaseRequest {
             namespace: "team".into(),
             name: "a".into(),
+            ..ReleaseRequest::default()
         })
         .await
         .unwrap();
@@ -366,6 +369,7 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
         .release(ReleaseRequest {
             namespace: "team".into(),
             name: "a".into(),
+            ..ReleaseRequest::default()
         })
         .await
         .unwrap();

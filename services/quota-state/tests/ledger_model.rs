@@ -31,6 +31,9 @@ const TTL: Duration = Duration::from_secs(30);
 const LIMITS: ReservationLimits = ReservationLimits {
     per_namespace: 3,
     total: 5,
+    // The shares by amount are checked by the ledger's unit tests; the model counts only.
+    quota_share_permille: 1000,
+    namespace_share_permille: 1000,
 };
 
 type Key = (String, String);
@@ -204,7 +207,8 @@ impl Model {
             Reservation {
                 quota: quota.clone(),
                 amounts: requested.clone(),
-                due: now + TTL,
+                // Asking again never extends a reservation.
+                due: previous.as_ref().map_or(now + TTL, |p| p.due),
                 owner: "webhook".into(),
             },
         );
@@ -381,6 +385,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                         check_parent: false,
                         check_admission: true,
                         caller: "webhook",
+                        review: "",
                     },
                     now,
                 );
@@ -424,7 +429,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                 } else {
                     "intruder"
                 };
-                let released = ledger.release(&key.0, &key.1, caller);
+                let released = ledger.release(&key.0, &key.1, "", caller);
                 let owned = model
                     .reservations
                     .get(&key)

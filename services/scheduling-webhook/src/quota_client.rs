@@ -443,6 +443,7 @@ pub async fn check_pod(
         disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
         check_parent,
         check_admission,
+        review_uid: req.uid.clone(),
     };
     let dry_run = msg.dry_run;
     let r = admit(ctx, msg).await?;
@@ -463,6 +464,7 @@ pub async fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
     let msg = ReleaseRequest {
         namespace: ns.to_owned(),
         name: pod_name(req),
+        review_uid: req.uid.clone(),
     };
     if let Err(e) = call(ctx, |mut c, d| async move {
         c.release(with_deadline(msg, d)).await.map(|_| ())

@@ -124,6 +124,18 @@ struct ServeArgs {
     /// `admission_webhook_tls_handshakes_refused_total`.
     #[arg(long, env = "WEBHOOK_CLIENT_CA_FILE")]
     client_ca_file: Option<PathBuf>,
+    /// With --client-ca-file: names (common name, DNS or URI SAN) the client certificate must
+    /// carry one of, e.g. the API server's `kube-apiserver-admission`. Where the CA also signs
+    /// users' certificates (a kubeadm cluster CA signs kubectl's), the chain alone would admit a
+    /// tenant as the API server. Connections with another certificate are closed after the
+    /// handshake and counted under `reason="forbidden"`.
+    #[arg(
+        long,
+        env = "WEBHOOK_ALLOWED_CLIENT_NAMES",
+        value_delimiter = ',',
+        requires = "client_ca_file"
+    )]
+    allowed_client_names: Vec<String>,
     /// After SIGTERM, how long to keep serving with readiness false before closing the listener.
     #[arg(long, env = "WEBHOOK_SHUTDOWN_DELAY", default_value = "3s", value_parser = duration)]
     shutdown_delay: Duration,
@@ -760,6 +772,7 @@ async fn serve(
         body_timeout: a.read_timeout,
         idle_timeout: a.idle_timeout,
         client_ca_file: a.client_ca_file.clone(),
+        allowed_client_names: a.allowed_client_names.clone(),
         shutdown_delay: a.shutdown_delay,
         shutdown_grace: a.shutdown_grace,
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),

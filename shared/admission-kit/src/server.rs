@@ -77,6 +77,10 @@ pub struct ServeOptions {
     /// When set, clients must present a certificate chaining to this CA (the API server's
     /// client certificate from its admission kubeconfig); others fail the handshake.
     pub client_ca_file: Option<std::path::PathBuf>,
+    /// With `client_ca_file`: the names (common name, DNS or URI SAN) one of which the client
+    /// certificate must carry. Empty: any certificate of that CA. A chain alone is not enough
+    /// where the CA also signs users' certificates (kubeadm's cluster CA signs kubectl's).
+    pub allowed_client_names: Vec<String>,
     /// Bind the webhook port with `SO_REUSEPORT`, so that several processes on one host share
     /// it and the kernel spreads new connections over them (replicas on one machine, a new
     /// binary started before the old one stops).
@@ -99,6 +103,7 @@ impl Default for ServeOptions {
             handshake_timeout: Duration::from_secs(10),
             max_connection_age: None,
             client_ca_file: None,
+            allowed_client_names: Vec::new(),
             reuse_port: false,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
@@ -888,6 +893,11 @@ impl Server {
                                 return;
                             }
                         };
+                        if let Err(names) = client_allowed(&tls, &opts.allowed_client_names) {
+                            refused.with_label_values(&["forbidden"]).inc();
+                            tracing::warn!(%peer, ?names, allowed = ?opts.allowed_client_names, "refused a client certificate that names none of --allowed-client-names");
+                            return;
+                        }
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let busy = registered.busy.clone();
                         // HTTP/1.1 request heads are bounded here, not by hyper (see crate::idle).
@@ -974,6 +984,31 @@ impl Server {
     }
 }
 
+/// Whether the client certificate of `tls` carries one of `allowed` (any, when `allowed` is
+/// empty); `Err` holds the names it carries. Checked once per connection, after the handshake
+/// proved the chain: the API server's certificate is then told apart from the users' that the
+/// same cluster CA signs.
+fn client_allowed<IO>(
+    tls: &tokio_rustls::server::TlsStream<IO>,
+    allowed: &[String],
+) -> Result<(), Vec<String>> {
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    let names = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(crate::mtls::peer_names)
+        .unwrap_or_default();
+    if names.iter().any(|n| allowed.contains(n)) {
+        Ok(())
+    } else {
+        Err(names)
+    }
+}
+
 /// Resolves when an HTTP/2 connection should get GOAWAY for the drain: once draining and the
 /// connection has received a request. The API server keeps dialling while the load balancer
 /// still lists a draining replica (endpoints follow readiness with a delay), and its HTTP/2
@@ -997,19 +1032,70 @@ pub type Render = Arc<dyn Fn() -> Vec<u8> + Send + Sync>;
 /// What `/readyz` answers: `Err` says why not ready.
 pub type Ready = Arc<dyn Fn() -> Result<(), &'static str> + Send + Sync>;
 
+/// The probe port's protections: the webhook port's, sized for its few honest clients (the
+/// kubelet's probes, one Prometheus or two). Its NetworkPolicy admits the monitoring namespace,
+/// but a flood from there, or from inside the pod's network, must still cost the process a
+/// bounded amount of memory and file descriptors and never reach the webhook port.
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeLimits {
+    /// Open connections at most; at the cap the oldest idle one is closed (see
+    /// [`crate::conns`]), so a kubelet probe always finds room while a flood evicts itself.
+    pub max_connections: usize,
+    /// Time for the first byte, and for an HTTP/1.1 request head.
+    pub first_byte: Duration,
+    /// How long a connection may rest between requests.
+    pub idle: Duration,
+}
+
+impl Default for ProbeLimits {
+    /// 32 connections (within the 128 descriptors [`crate::conns::default_cap`] leaves beside the
+    /// webhook port), 5 s to the first byte, 60 s idle (Prometheus scrapes every 15–60 s and
+    /// reconnects when closed).
+    fn default() -> Self {
+        Self {
+            max_connections: 32,
+            first_byte: Duration::from_secs(5),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
 /// Serves the probe port: `/metrics` (Prometheus text from `render`), `/healthz` and `/livez`
-/// (always ok), `/readyz` (from `ready`), over HTTP/1.1 and HTTP/2 cleartext. Every service's
-/// probe port, quota-state's included.
+/// (always ok), `/readyz` (from `ready`), over HTTP/1.1 and HTTP/2 cleartext, within the
+/// default [`ProbeLimits`]. Every service's probe port, quota-state's included.
 pub async fn serve_probes(listener: TcpListener, render: Render, ready: Ready) {
+    serve_probes_with(listener, render, ready, ProbeLimits::default()).await
+}
+
+/// [`serve_probes`] within `limits`.
+pub async fn serve_probes_with(
+    listener: TcpListener,
+    render: Render,
+    ready: Ready,
+    limits: ProbeLimits,
+) {
+    let conns = crate::conns::Connections::new(limits.max_connections);
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
+        let (stream, peer) = match listener.accept().await {
+            Ok(v) => v,
+            Err(e) => {
+                // Typically EMFILE: back off instead of spinning.
+                tracing::warn!(error = %e, "probe port: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
         };
+        if !conns.make_room() {
+            tracing::debug!(%peer, "probe port: every connection answering at the cap: turned away");
+            continue;
+        }
+        let registered = conns.register();
         let render = render.clone();
         let ready = ready.clone();
         tokio::spawn(async move {
+            let busy = registered.busy.clone();
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let answering = crate::conns::Busy::start(&busy);
                 let path = req.uri().path();
                 let resp = if path == "/metrics" {
                     let mut r = text(StatusCode::OK, render());
@@ -1024,14 +1110,36 @@ pub async fn serve_probes(listener: TcpListener, render: Render, ready: Ready) {
                     health(path, &*ready)
                         .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found"))
                 };
+                drop(answering);
                 async move { Ok::<_, Infallible>(resp) }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());
+            // Probes send no bodies: the smallest read buffer hyper allows, heads bounded in
+            // time (hyper's timer also closes a keep-alive connection resting that long, which
+            // costs Prometheus one reconnect).
             builder
                 .http1()
                 .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10));
-            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                .header_read_timeout(limits.first_byte)
+                .max_buf_size(8 * 1024);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(8)
+                .initial_connection_window_size(64 * 1024)
+                .initial_stream_window_size(16 * 1024)
+                .max_header_list_size(16 * 1024)
+                .max_send_buf_size(256 * 1024);
+            let io = crate::idle::IdleTimeout::new(stream, limits.first_byte, limits.idle);
+            let conn = builder.serve_connection(TokioIo::new(io), svc);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = registered.evict.notified() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(limits.first_byte, conn).await;
+                }
+            }
         });
     }
 }

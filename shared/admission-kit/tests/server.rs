@@ -107,6 +107,7 @@ fn opts() -> ServeOptions {
         shutdown_grace: Duration::from_secs(10),
         max_connection_age: None,
         client_ca_file: None,
+        allowed_client_names: Vec::new(),
         reuse_port: false,
     }
 }

@@ -345,6 +345,7 @@ async fn callers_are_authenticated(
             c.release(ReleaseRequest {
                 namespace: ns.into(),
                 name: "p-0".into(),
+                ..ReleaseRequest::default()
             })
             .await
             .map(|_| ()),
