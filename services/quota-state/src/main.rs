@@ -25,8 +25,14 @@ struct Args {
     /// gRPC listen address.
     #[arg(long, env = "QUOTA_STATE_LISTEN", default_value = "0.0.0.0:9090")]
     listen: SocketAddr,
-    /// How long a reservation waits for its pod to appear before it expires (seconds).
-    #[arg(long, env = "QUOTA_STATE_RESERVATION_TTL", default_value_t = 30)]
+    /// How long a reservation waits for its pod to appear in the Pod watch before it expires
+    /// (seconds): the longest a forged review's reservation lives. It must cover the rest of the
+    /// pod's admission after this answer (the other validating webhooks of the request, which
+    /// run beside this one and may take their timeout, 10 s by default) and the API server's
+    /// persist and watch latency (at most 0.5 s in the 200-pod burst of
+    /// `shared/e2e/tests/up_system.rs`; `quota_state_reservation_backed_seconds` measures it
+    /// where it runs). A pod that appears later still counts from then on.
+    #[arg(long, env = "QUOTA_STATE_RESERVATION_TTL", default_value_t = 15)]
     reservation_ttl_secs: u64,
     /// Hold a coordination.k8s.io Lease so that of several replicas only one (the leader) is
     /// SERVING, and so receives the admissions; the others keep their ledgers warm.

@@ -99,8 +99,15 @@ impl Connections {
         if open.len() < self.cap {
             return true;
         }
-        match open.values().find(|e| e.busy.load(Ordering::Acquire) == 0) {
+        let mut open = open;
+        let idle = open
+            .iter()
+            .find(|(_, e)| e.busy.load(Ordering::Acquire) == 0)
+            .map(|(id, _)| *id);
+        match idle.and_then(|id| open.remove(&id)) {
             Some(e) => {
+                // Out of the registry now, not when its task gets round to closing: a burst of
+                // accepts must not count the same leaving connection as room again and again.
                 e.evict.notify_one();
                 true
             }
@@ -154,13 +161,20 @@ mod tests {
         assert!(!c.is_empty());
         let in_flight = Busy::start(&a.busy);
         assert!(c.make_room(), "at the cap, b can leave");
-        // a is older but busy: b is asked, a is not.
+        // a is older but busy: b is asked, a is not; b no longer counts.
         assert!(asked(&b).await);
         assert!(!asked(&a).await);
-        let _b_busy = Busy::start(&b.busy);
+        assert_eq!(c.len(), 1);
+        let newcomer = c.register();
+        let _new_busy = Busy::start(&newcomer.busy);
         assert!(!c.make_room(), "every connection answering: no room");
         drop(in_flight);
         assert!(c.make_room());
         assert!(asked(&a).await, "a is idle now, and the oldest");
+        // A burst of accepts never counts a leaving connection as room twice: a is gone from
+        // the registry, and only the busy newcomer is left in it.
+        assert_eq!(c.len(), 1);
+        drop((a, b));
+        assert_eq!(c.len(), 1, "dropping the evicted ones changes nothing");
     }
 }

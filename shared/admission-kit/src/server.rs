@@ -1132,14 +1132,13 @@ pub async fn serve_probes_with(
                 .max_send_buf_size(256 * 1024);
             let io = crate::idle::IdleTimeout::new(stream, limits.first_byte, limits.idle);
             let conn = builder.serve_connection(TokioIo::new(io), svc);
-            let mut conn = std::pin::pin!(conn);
+            // Evicted means idle (no request being answered): dropped at once, so that its
+            // descriptor is free before the next one is accepted.
             tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = registered.evict.notified() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(limits.first_byte, conn).await;
-                }
+                _ = conn => {}
+                _ = registered.evict.notified() => {}
             }
+            drop(registered);
         });
     }
 }

@@ -24,6 +24,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::oneshot;
 
+pub mod direct;
 pub mod stream;
 
 /// One test's view of the shared control plane.

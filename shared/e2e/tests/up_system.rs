@@ -59,6 +59,7 @@ async fn quota_through_both_services_started_as_up_does() {
         name_suffix: format!("-{}", env.ns),
         namespace: env.ns.clone(),
         port_base: None,
+        client_ca: Some(shared.admission_client_ca.clone()),
     };
     let mut system = testenv::system::start(&env.client, &opts).await.unwrap();
     assert_eq!(system.webhooks.len(), 1, "scheduling-webhook serves");
@@ -135,6 +136,16 @@ async fn quota_through_both_services_started_as_up_does() {
         }
     })
     .await;
+    // How long the burst's reservations waited for their pods (what the reservation window
+    // must cover; README, quota-state's security model).
+    let (_, body) = testenv::system::http_get(&qs_metrics, "/metrics")
+        .await
+        .unwrap_or_default();
+    let backed: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("quota_state_reservation_backed_seconds"))
+        .collect();
+    eprintln!("reservation to pod event, 200-pod burst: {backed:?}");
     let rounds = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
     let changes = shown.lock().unwrap().len();
     eprintln!(

@@ -28,6 +28,10 @@ use rcgen::{
 use crate::free_port;
 use crate::tools::Binaries;
 
+/// The common name of the client certificate the API server presents to webhooks: what they
+/// allow with `--allowed-client-names` (the admin's certificate, from the same CA, is refused).
+pub const ADMISSION_CLIENT_NAME: &str = "kube-apiserver-admission";
+
 /// Why the control plane could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -160,8 +164,7 @@ fn pki() -> Result<Pki, StartError> {
 
     let (admin_cert, admin_key) = client_certificate(&ca, "admin", Some("system:masters"))?;
     // What the API server presents to webhooks that ask for a client certificate.
-    let (admission_cert, admission_key) =
-        client_certificate(&ca, "kube-apiserver-admission", None)?;
+    let (admission_cert, admission_key) = client_certificate(&ca, ADMISSION_CLIENT_NAME, None)?;
 
     let sa = KeyPair::generate()?;
     Ok(Pki {

@@ -122,6 +122,11 @@ pub struct Options {
     /// Fixed ports from this one on (quota-state's gRPC and metrics ports first, then each
     /// webhook's webhook and metrics ports, in `services` order); free ports when `None`.
     pub port_base: Option<u16>,
+    /// The CA of the API server's admission client certificate: when set, every webhook
+    /// requires that certificate (`--client-ca-file`) naming
+    /// [`crate::control_plane::ADMISSION_CLIENT_NAME`] (`--allowed-client-names`), as in a
+    /// cluster that authenticates its API server.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Hands out the fixed ports of [`Options::port_base`] in turn, or free ones.
@@ -319,6 +324,12 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
                 .arg(format!("{}/{QUOTA_STATE_CLIENT_SECRET}", o.namespace))
                 .arg("--quota-state-server-name")
                 .arg("quota-state");
+        }
+        if let Some(ca) = &o.client_ca {
+            cmd.arg("--client-ca-file").arg(ca).args([
+                "--allowed-client-names",
+                crate::control_plane::ADMISSION_CLIENT_NAME,
+            ]);
         }
         let child = cmd.spawn().map_err(io(bin.display().to_string()))?;
         let running = Running {

@@ -161,6 +161,7 @@ pub async fn run(
         name_suffix: String::new(),
         namespace: "default".into(),
         port_base: None,
+        client_ca: Some(cp.admission_client_ca.clone()),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

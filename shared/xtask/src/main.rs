@@ -634,6 +634,7 @@ async fn up(args: UpArgs) -> Result<()> {
         name_suffix: String::new(),
         namespace: "default".into(),
         port_base: args.port_base,
+        client_ca: Some(cp.admission_client_ca.clone()),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let metrics = |r: &testenv::system::Running| {

@@ -1,0 +1,350 @@
+//! What a client that is not the API server can do by talking to the webhook ports directly
+//! (issue "only the API server moves quota"), with quota-state and scheduling-webhook started as
+//! `cargo xtask up` starts them, through a real kube-apiserver:
+//!
+//! - without client authentication (a cluster that cannot present the API server's
+//!   certificate): forged reviews at full speed hold at most half of a quota (the 1-CPU pods past
+//!   it are refused), only until they expire once the forger stops; a forged review naming a
+//!   pending pod gets a reservation of its own and cannot replace that pod's; a review for a
+//!   namespace that does not exist reserves nothing; no outstanding reservation is written back
+//!   to the quota's `child-request` annotation;
+//! - with `--client-ca-file` and `--allowed-client-names`: a client without a certificate, and
+//!   one with the admin's certificate from the same CA (as a tenant's kubectl certificate would
+//!   be), are refused; the API server's admission certificate is accepted;
+//! - a flood of silent connections on the probe port stays within the memory limit and leaves
+//!   `/readyz` and the webhook port answering.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use admission_kit::mtls;
+use e2e::direct::{Direct, answer, pod_review};
+use e2e::{Env, create_eventually, eventually, metric};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use quota_state::tree::keys::CHILD_REQUEST;
+use serde_json::json;
+use testenv::system::{Options, System, bin_dir_of_current_exe, check_binaries};
+
+fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
+                                 "resources": {"requests": {"cpu": cpu.to_string()}}}]}
+    }))
+    .unwrap()
+}
+
+/// quota-state and scheduling-webhook for `env`, with the API server's client certificate
+/// required when `client_ca` is set; a 10-CPU quota `q-<ns>`, enforced.
+async fn start(env: &Env, client_ca: Option<PathBuf>) -> (System, Options, String) {
+    let shared = testenv::shared().unwrap();
+    let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
+    let bin_dir = bin_dir_of_current_exe().unwrap();
+    if let Err(e) = check_binaries(&bin_dir, &services) {
+        panic!("{e}");
+    }
+    let dir = shared.kubeconfig.with_file_name(&env.ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = Options {
+        bin_dir,
+        services,
+        kubeconfig: shared.kubeconfig.clone(),
+        dir,
+        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
+        name_suffix: format!("-{}", env.ns),
+        namespace: env.ns.clone(),
+        port_base: None,
+        client_ca,
+    };
+    let system = testenv::system::start(&env.client, &opts).await.unwrap();
+    let quotas: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
+    );
+    let quota = format!("q-{}", env.ns);
+    let eq: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": quota}, "spec": {"max": {"cpu": "10"}}
+    }))
+    .unwrap();
+    create_eventually(&quotas, &eq, Duration::from_secs(60)).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(Duration::from_secs(30), || async {
+        match pods.create(&dry, &pod("probe", &quota, 11)).await {
+            Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(()),
+            other => Err(format!("not enforced yet: {:?}", other.map(|_| ()))),
+        }
+    })
+    .await;
+    (system, opts, quota)
+}
+
+/// The webhook's CA, as its self-registration put it in its configuration, written to a file.
+async fn webhook_ca(env: &Env, opts: &Options) -> PathBuf {
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(env.client.clone());
+    let cfg = api
+        .get(&format!("scheduling-webhook{}", opts.name_suffix))
+        .await
+        .unwrap();
+    let ca = cfg.webhooks.unwrap()[0]
+        .client_config
+        .ca_bundle
+        .clone()
+        .unwrap()
+        .0;
+    let path = opts.dir.join("scheduling-webhook-ca.crt");
+    std::fs::write(&path, ca).unwrap();
+    path
+}
+
+fn addr(system: &System) -> String {
+    system.webhooks[0]
+        .1
+        .trim_start_matches("https://")
+        .to_owned()
+}
+
+/// `quota_state_quota_used{quota, resource="cpu"}` on quota-state's metrics.
+async fn used_cpu(system: &System, quota: &str) -> f64 {
+    let m = system
+        .quota_state
+        .as_ref()
+        .unwrap()
+        .1
+        .metrics
+        .clone()
+        .unwrap();
+    let (_, body) = testenv::system::http_get(&m, "/metrics").await.unwrap();
+    let series = format!("quota_state_quota_used{{quota=\"{quota}\",resource=\"cpu\"}} ");
+    body.lines()
+        .find_map(|l| l.strip_prefix(&series)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn no_certificate(ca: &Path) -> std::sync::Arc<rustls::ClientConfig> {
+    mtls::client_without_certificate(ca).unwrap().get()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forged_reviews_without_client_authentication_are_bounded() {
+    let env = Env::new("e2e-forged").await;
+    let (system, opts, quota) = start(&env, None).await;
+    let ca = webhook_ca(&env, &opts).await;
+    let mut direct = Direct::connect(&addr(&system), no_certificate(&ca))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+
+    // Forged reviews at full speed, each a new 1-CPU pod that will never exist.
+    let started = Instant::now();
+    let (mut allowed, mut retry) = (0, 0);
+    for i in 0..500 {
+        let review = pod_review(
+            &format!("forged-{i}"),
+            &env.ns,
+            &format!("ghost-{i}"),
+            &quota,
+            "1",
+        );
+        let (status, v) = direct.post("/validate-pod", &review).await.unwrap();
+        assert_eq!(status, 200);
+        match answer(&v) {
+            (true, _) => allowed += 1,
+            (false, m) if m.contains("retry in a few seconds") => retry += 1,
+            (false, m) => panic!("forged review refused otherwise: {m}"),
+        }
+    }
+    let took = started.elapsed();
+    eprintln!(
+        "500 forged reviews in {took:.2?}: {allowed} reserved, {retry} refused at the share; quota-state holds {} of 10 CPU",
+        used_cpu(&system, &quota).await
+    );
+    assert_eq!(allowed, 5, "half of the 10-CPU quota, one CPU each");
+    assert_eq!(used_cpu(&system, &quota).await, 5.0);
+    // While the share is held, a real pod is told to retry; once the forger stops, the
+    // reservations expire and it is admitted.
+    let msg = match pods
+        .create(&PostParams::default(), &pod("real", &quota, 1))
+        .await
+    {
+        Err(kube::Error::Api(e)) => e.message,
+        other => panic!("{:?}", other.map(|_| ())),
+    };
+    assert!(msg.contains("retry in a few seconds"), "{msg}");
+    let stopped = Instant::now();
+    eventually(Duration::from_secs(90), || async {
+        pods.create(&PostParams::default(), &pod("real", &quota, 1))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    eprintln!(
+        "the real pod was admitted {:.1?} after the forger stopped",
+        stopped.elapsed()
+    );
+    eventually(Duration::from_secs(20), || async {
+        match used_cpu(&system, &quota).await {
+            1.0 => Ok(()),
+            u => Err(format!("used {u}")),
+        }
+    })
+    .await;
+
+    // A pod the API server is still admitting (its review sent here as the API server would):
+    // a forged review with its name and a tiny request gets a reservation of its own and
+    // leaves the pending pod's 3 CPUs reserved.
+    let pending = pod_review("apiserver-1", &env.ns, "pending", &quota, "3");
+    assert!(answer(&direct.post("/validate-pod", &pending).await.unwrap().1).0);
+    let forged = pod_review("forged-pending", &env.ns, "pending", &quota, "100m");
+    assert!(answer(&direct.post("/validate-pod", &forged).await.unwrap().1).0);
+    assert_eq!(
+        used_cpu(&system, &quota).await,
+        4.1,
+        "1 running + 3 pending + 0.1 forged"
+    );
+
+    // A namespace that does not exist: the answer, but nothing reserved.
+    let ghost = pod_review("forged-ns", "no-such-namespace", "p", &quota, "5");
+    assert!(answer(&direct.post("/validate-pod", &ghost).await.unwrap().1).0);
+    assert_eq!(used_cpu(&system, &quota).await, 4.1);
+
+    // The write-back shows the pod that exists, never the outstanding reservations.
+    let quotas: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
+    );
+    let qs_metrics = system
+        .quota_state
+        .as_ref()
+        .unwrap()
+        .1
+        .metrics
+        .clone()
+        .unwrap();
+    let rounds = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
+    eventually(Duration::from_secs(30), || async {
+        let now = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
+        let q = quotas.get(&quota).await.map_err(|e| e.to_string())?;
+        let shown = q
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(CHILD_REQUEST)
+            .cloned();
+        match shown.as_deref() {
+            Some(r#"{"cpu":"1"}"#) if now >= rounds + 2.0 => Ok(()),
+            other => Err(format!(
+                "child-request {other:?} after {} rounds",
+                now - rounds
+            )),
+        }
+    })
+    .await;
+}
+
+/// The admin's client certificate and key from the shared control plane's kubeconfig, as PEM.
+fn admin_credentials(kubeconfig: &Path) -> (Vec<u8>, Vec<u8>) {
+    use base64::Engine as _;
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let field = |key: &str| {
+        let v = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .unwrap()
+            .trim();
+        base64::engine::general_purpose::STANDARD.decode(v).unwrap()
+    };
+    (field("client-certificate-data:"), field("client-key-data:"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_the_api_servers_certificate_opens_the_webhook_port() {
+    let env = Env::new("e2e-client-names").await;
+    let shared = testenv::shared().unwrap();
+    let (system, opts, quota) = start(&env, Some(shared.admission_client_ca.clone())).await;
+    let ca = webhook_ca(&env, &opts).await;
+    let review = pod_review("forged", &env.ns, "ghost", &quota, "1");
+    let posted = |tls| {
+        let (addr, review) = (addr(&system), review.clone());
+        async move {
+            let mut d = Direct::connect(&addr, tls).await?;
+            d.post("/validate-pod", &review).await
+        }
+    };
+    let none = posted(no_certificate(&ca)).await;
+    assert!(none.is_err(), "no certificate: {none:?}");
+    // The admin's certificate chains to the cluster CA, as a tenant's kubectl certificate would.
+    let (cert, key) = admin_credentials(&shared.kubeconfig);
+    let ca_pem = std::fs::read(&ca).unwrap();
+    let admin = posted(mtls::client_config_from_pem(&cert, &key, &ca_pem).unwrap()).await;
+    assert!(admin.is_err(), "the admin's certificate: {admin:?}");
+    let m = system.webhooks[0].0.metrics.clone().unwrap();
+    let forbidden = testenv::system::http_get(&m, "/metrics").await.unwrap().1;
+    assert!(
+        forbidden.lines().any(|l| l
+            .starts_with("admission_webhook_tls_handshakes_refused_total{reason=\"forbidden\"} ")
+            && !l.ends_with(" 0")),
+        "the refusal is counted"
+    );
+    // The API server's own certificate opens it (so the refusals above are the names').
+    let dir = shared.admission_client_ca.parent().unwrap();
+    let (cert, key) = (
+        std::fs::read(dir.join("admission-client.crt")).unwrap(),
+        std::fs::read(dir.join("admission-client.key")).unwrap(),
+    );
+    let (status, _) = posted(mtls::client_config_from_pem(&cert, &key, &ca_pem).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // And through the API server, pods are admitted as ever.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    pods.create(&PostParams::default(), &pod("real", &quota, 1))
+        .await
+        .unwrap();
+
+    // A flood of silent connections on the probe port: the process stays under its 128Mi
+    // limit, `/readyz` answers and the webhook port keeps admitting.
+    let pid = system.webhooks[0].0.id();
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap()
+            / 1024
+    };
+    let before = rss();
+    let mut silent = Vec::new();
+    for _ in 0..4000 {
+        if let Ok(s) = tokio::net::TcpStream::connect(&m).await {
+            silent.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let during = rss();
+    eprintln!(
+        "{} silent connections on the probe port: RSS {before} -> {during} MiB, {fds} descriptors open",
+        silent.len()
+    );
+    assert!(during < 128, "RSS {during} MiB");
+    assert!(fds < 400, "{fds} descriptors");
+    let ready = testenv::system::http_status(&m, "/readyz").await;
+    assert_eq!(ready, Some(200));
+    pods.create(&PostParams::default(), &pod("during-flood", &quota, 1))
+        .await
+        .unwrap();
+    drop(silent);
+}
