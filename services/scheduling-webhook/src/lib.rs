@@ -16,7 +16,7 @@ pub mod reservation;
 pub use admission_kit::resources;
 pub mod types;
 
-use admission_kit::{App, FailurePolicy, Operation, Target};
+use admission_kit::{App, FailurePolicy, Operation, SideEffects, Target};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
@@ -206,6 +206,8 @@ pub fn app() -> App {
         pod_validate::PodValidator,
     )
     .gate("PodValidatingWebhook")
+    // PV-4 reserves the pod's requests in quota-state, except on a dry run.
+    .side_effects(SideEffects::NoneOnDryRun)
     .validate(
         "/validate-pod-binding",
         Target::resource("", "v1", "pods/binding", "Binding").operations(&[Create]),

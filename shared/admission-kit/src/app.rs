@@ -38,6 +38,26 @@ impl FailurePolicy {
     }
 }
 
+/// What an endpoint changes besides its answer (`sideEffects` of its webhook configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SideEffects {
+    /// Nothing: the API server may call it for dry runs.
+    #[default]
+    None,
+    /// Something (a quota reservation), except on a dry run, which it honours.
+    NoneOnDryRun,
+}
+
+impl SideEffects {
+    /// `None` or `NoneOnDryRun`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffects::None => "None",
+            SideEffects::NoneOnDryRun => "NoneOnDryRun",
+        }
+    }
+}
+
 /// Which requests the API server sends to an endpoint (one rule of a webhook configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -116,6 +136,8 @@ pub struct Endpoint {
     pub gate: Option<&'static str>,
     /// Only objects with one of these values of this label are sent (`objectSelector`).
     pub object_selector: Option<(&'static str, &'static [&'static str])>,
+    /// What it changes besides its answer.
+    pub side_effects: SideEffects,
 }
 
 /// A kind the rules read, and which part of it to watch.
@@ -282,6 +304,7 @@ impl App {
             target,
             gate: None,
             object_selector: None,
+            side_effects: SideEffects::None,
         });
         self
     }
@@ -302,6 +325,7 @@ impl App {
             target,
             gate: None,
             object_selector: None,
+            side_effects: SideEffects::None,
         });
         self
     }
@@ -349,6 +373,15 @@ impl App {
         name_option: &'static str,
     ) -> Self {
         self.with_watch::<K>(Some((namespace_option, name_option)), None, false)
+    }
+
+    /// Declares that the endpoint added last changes something besides its answer (a quota
+    /// reservation), except on dry runs.
+    pub fn side_effects(mut self, s: SideEffects) -> Self {
+        if let Some(e) = self.endpoints.last_mut() {
+            e.side_effects = s;
+        }
+        self
     }
 
     /// Restricts the endpoint added last to objects whose label `key` has one of `values`.

@@ -39,7 +39,7 @@ pub mod tls;
 pub mod trim;
 pub mod variants;
 
-pub use app::{App, DecodeErrors, FailurePolicy, Target, WebhookKind};
+pub use app::{App, DecodeErrors, FailurePolicy, SideEffects, Target, WebhookKind};
 pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};
 pub use handler::{Context, Mutator, Request, Validator, Verdict};
 pub use object::SpecView;

