@@ -105,6 +105,71 @@ fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
     }
 }
 
+/// Starts `service`'s binary as its service account (a kubeconfig that impersonates it), with
+/// managed certificates in namespace admission-webhooks as its Deployment runs it; returns
+/// once it is ready and its validating configuration carries a CA it made.
+async fn run_as_service_account(env: &Env, dir: &Path, service: &str) -> testenv::system::Running {
+    let shared = testenv::shared().unwrap();
+    let admin = std::fs::read_to_string(&shared.kubeconfig).unwrap();
+    let key_line = admin
+        .lines()
+        .find(|l| l.trim_start().starts_with("client-key-data:"))
+        .unwrap()
+        .to_owned();
+    let indent = &key_line[..key_line.len() - key_line.trim_start().len()];
+    let kubeconfig = admin.replace(
+        &key_line,
+        &format!(
+            "{key_line}\n{indent}as: system:serviceaccount:{NS}:{service}\n{indent}as-groups: \
+             [system:serviceaccounts, system:serviceaccounts:{NS}, system:authenticated]"
+        ),
+    );
+    let path = dir.join(format!("{service}.kubeconfig"));
+    std::fs::write(&path, kubeconfig).unwrap();
+    let bin_dir = testenv::system::bin_dir_of_current_exe().unwrap();
+    let (port, mport) = (testenv::free_port().unwrap(), testenv::free_port().unwrap());
+    let mut cmd = Command::new(bin_dir.join(service));
+    cmd.args(["serve", "--log-format", "text", "--tls-mode", "managed"])
+        .args([
+            "--tls-extra-names",
+            "127.0.0.1,localhost",
+            "--shutdown-delay",
+            "0s",
+        ])
+        .args(["--namespace", NS])
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{mport}"))
+        .env("KUBECONFIG", &path);
+    let running =
+        testenv::system::Running::spawn(service, cmd, dir.join(format!("{service}.log"))).unwrap();
+    let hooks: Api<ValidatingWebhookConfiguration> = Api::all(env.client.clone());
+    e2e::eventually(std::time::Duration::from_secs(60), || async {
+        let ready = testenv::system::http_status(&format!("127.0.0.1:{mport}"), "/readyz").await;
+        let cfg = hooks.get(service).await.map_err(|e| e.to_string())?;
+        let bundle = cfg.webhooks.unwrap_or_default()[0]
+            .client_config
+            .ca_bundle
+            .clone()
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .unwrap_or_default();
+        if ready == Some(200) && bundle.contains("BEGIN CERTIFICATE") {
+            Ok(())
+        } else {
+            let log =
+                std::fs::read_to_string(dir.join(format!("{service}.log"))).unwrap_or_default();
+            let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            Err(format!(
+                "readyz {ready:?}, caBundle {} bytes; log: {tail}",
+                bundle.len()
+            ))
+        }
+    })
+    .await;
+    running
+}
+
 fn merge(v: serde_json::Value) -> Patch<serde_json::Value> {
     Patch::Merge(v)
 }
@@ -173,10 +238,19 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
         .patch(
             "registry-webhook-certificates",
             &PatchParams::default(),
-            &merge(json!({"spec": {"holderIdentity": "registry-webhook-0"}})),
+            &merge(json!({"metadata": {"labels": {"checked": "yes"}}})),
         )
         .await
         .unwrap();
+
+    // The service itself, run as its service account (no `create` anywhere): it fills the
+    // shipped Secret, holds the Lease, patches its configurations' caBundle and turns ready.
+    let dir = testenv::shared()
+        .unwrap()
+        .kubeconfig
+        .with_file_name(&env.ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _service = run_as_service_account(&env, &dir, "registry-webhook").await;
 
     // 2. Its own webhook configurations (RBAC: `patch` by name): the caBundle, nothing else.
     let hooks: Api<ValidatingWebhookConfiguration> = Api::all(registry.clone());
