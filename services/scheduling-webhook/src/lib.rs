@@ -269,6 +269,16 @@ pub fn app() -> App {
         "deny",
     )
     .option(
+        "quota-label-scope",
+        "PV-S1 (S-FIX-2, opt-in): `namespace` lets a pod's quota label name only a quota of its namespace or one whose namespaces annotation lists it, and the system, default and root quotas only from --quota-system-namespaces; `any` charges whatever quota the label names, as upstream (the default: upstream's own tests and documents keep quotas in a central namespace and label pods of others).",
+        "any",
+    )
+    .option(
+        "quota-system-namespaces",
+        "PV-S1: comma list of the namespaces whose pods may name the system, default and root quotas.",
+        "kube-system,koordinator-system",
+    )
+    .option(
         "enhanced-validator-config-namespace",
         "Namespace of the PV-6 ConfigMap.",
         "koordinator-system",

@@ -283,6 +283,55 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
     }
 }
 
+/// PV-S1 (ours, FIX row S-FIX-2): with `--quota-label-scope=namespace` (opt-in) a pod's
+/// quota label may name only a quota of the pod's own namespace or one whose `namespaces`
+/// annotation lists it, and the system, default and root quotas only from the namespaces of
+/// `--quota-system-namespaces`. Upstream charges whichever quota the label names, so a tenant
+/// could exhaust another tenant's quota, or escape its own through the unchecked system quota.
+/// A label naming no quota is left to PV-4 (`elastic quota … not found`). Read from this
+/// service's own ElasticQuota watch cache, before anything is reserved.
+fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
+    if ctx.option("quota-label-scope") != "namespace" {
+        return Ok(());
+    }
+    let named = label(pod, keys::NAME);
+    if named.is_empty() {
+        return Ok(());
+    }
+    let field = format!("metadata.labels[{}]", keys::NAME);
+    if [keys::SYSTEM, keys::DEFAULT, keys::ROOT].contains(&named) {
+        let system = ctx.option("quota-system-namespaces");
+        if system.split(',').any(|n| n.trim() == ns) {
+            return Ok(());
+        }
+        return Err(format!(
+            "{field}: Forbidden: quota {named} may be named only by pods of the namespaces {system} (--quota-system-namespaces)"
+        ));
+    }
+    let Ok(quotas) = crate::quota::state_quotas(ctx) else {
+        return Ok(());
+    };
+    let Some(q) = quotas
+        .objects
+        .iter()
+        .find(|o| o.metadata.name.as_deref() == Some(named))
+    else {
+        return Ok(());
+    };
+    let home = q.metadata.namespace.as_deref().unwrap_or_default();
+    if home == ns
+        || quota_state::tree::bound_namespaces(q)
+            .iter()
+            .any(|n| n == ns)
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "{field}: Forbidden: quota {named} lives in namespace {home} and does not list namespace {ns} in its {} annotation",
+        keys::NAMESPACES
+    ))
+}
+
 /// Every check in upstream's order. It waits only for quota-state (PV-3.2 and PV-4), and only
 /// when `--quota-state-url` is set.
 async fn validate(
@@ -313,6 +362,7 @@ async fn validate(
         }
         Ok(())
     })?;
+    pv_s1_quota_label_scope(pod, &ns, ctx).map_err(|e| ("PV-S1", e))?;
     // PV-3.2 and PV-4 are one quota-state call: timed as EvaluateQuota.
     let reserved = koord::timed_async(
         "validate",
@@ -423,5 +473,93 @@ impl Validator for PodValidator {
             code: Some(200),
             ..Status::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use admission_kit::state::StaticState;
+    use serde_json::json;
+
+    use super::*;
+
+    fn ctx(scope: &str) -> Context {
+        let mut s = StaticState::default();
+        for (name, ns, bound) in [
+            ("team-a", "team-a", None),
+            ("shared", "quotas", Some(r#"["team-a"]"#)),
+            ("team-b", "team-b", None),
+        ] {
+            let mut q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "ElasticQuota", "metadata": {"name": name, "namespace": ns},
+                "spec": {"max": {"cpu": "10"}}});
+            if let Some(b) = bound {
+                q["metadata"]["annotations"] = json!({ (keys::NAMESPACES): b });
+            }
+            s.add_value(q).unwrap();
+        }
+        let app = crate::app();
+        let mut options = app.default_options();
+        options.insert("quota-label-scope", scope.to_owned());
+        Context::new(Arc::new(s))
+            .with_gates(Arc::new(app.gates.clone()))
+            .with_options(options)
+    }
+
+    fn labelled(quota: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p",
+            "labels": {(keys::NAME): quota}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn pv_s1_a_pod_names_only_the_quotas_of_its_namespace() {
+        let c = ctx("namespace");
+        for ok in ["team-a", "shared", "no-such-quota"] {
+            assert_eq!(
+                pv_s1_quota_label_scope(&labelled(ok), "team-a", &c),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            pv_s1_quota_label_scope(&labelled("team-b"), "team-a", &c),
+            Err(
+                "metadata.labels[quota.scheduling.koordinator.sh/name]: Forbidden: quota team-b \
+                 lives in namespace team-b and does not list namespace team-a in its \
+                 quota.scheduling.koordinator.sh/namespaces annotation"
+                    .into()
+            )
+        );
+        let system = labelled(keys::SYSTEM);
+        assert!(
+            pv_s1_quota_label_scope(&system, "team-a", &c)
+                .unwrap_err()
+                .contains(
+                    "may be named only by pods of the namespaces kube-system,koordinator-system"
+                )
+        );
+        assert_eq!(pv_s1_quota_label_scope(&system, "kube-system", &c), Ok(()));
+        assert_eq!(
+            pv_s1_quota_label_scope(&labelled(""), "team-a", &c),
+            Ok(()),
+            "no label: QN decides"
+        );
+    }
+
+    #[test]
+    fn pv_s1_is_off_by_default_as_upstream() {
+        let c = ctx("any");
+        assert_eq!(
+            pv_s1_quota_label_scope(&labelled("team-b"), "team-a", &c),
+            Ok(())
+        );
+        assert_eq!(
+            pv_s1_quota_label_scope(&labelled(keys::SYSTEM), "team-a", &c),
+            Ok(())
+        );
+        assert_eq!(crate::app().default_options()["quota-label-scope"], "any");
     }
 }
