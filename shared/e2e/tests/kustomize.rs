@@ -144,6 +144,30 @@ async fn overlays_render_and_pass_server_dry_run() {
     }
     assert!(checked > 0, "no object checked");
 
+    // The webhook ports narrowed to the control plane: each webhook's rule names the example's
+    // CIDR, and the ConfigMap that carried it is not applied.
+    let (text, _) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/examples/control-plane-only"),
+    )
+    .await;
+    let mut narrowed = 0;
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let v = serde_json::Value::deserialize(doc).unwrap();
+        assert!(v["kind"] != "ConfigMap" || v["metadata"]["name"] != "control-plane");
+        if v["kind"] != "NetworkPolicy" {
+            continue;
+        }
+        for rule in v["spec"]["ingress"].as_array().unwrap() {
+            if rule["ports"][0]["port"] == "webhook" {
+                assert_eq!(rule["from"][0]["ipBlock"]["cidr"], "192.0.2.10/32");
+                narrowed += 1;
+            }
+        }
+    }
+    assert_eq!(narrowed, 4, "every webhook service's port");
+
     // Everything at once: each service once, one namespace, restricted Pod Security.
     let (text, kinds) =
         render_and_dry_run(&env, &bins.kustomize, &root.join("kustomize/all")).await;
@@ -282,7 +306,15 @@ fn reachable_only_as_intended(service: &str, rendered: &str) {
             for port in ports {
                 let from = peers(rule);
                 match port["port"].as_str().unwrap() {
-                    "metrics" => assert_eq!(from, [r#""prometheus""#], "{service}: metrics"),
+                    "metrics" => {
+                        assert_eq!(from, [r#""prometheus""#], "{service}: metrics");
+                        // A namespace, not only a Pod label any tenant can set.
+                        assert_eq!(
+                            rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+                            "monitoring",
+                            "{service}: metrics from the monitoring namespace"
+                        );
+                    }
                     "grpc" => assert_eq!(from, [r#""scheduling-webhook""#], "{service}: grpc"),
                     "webhook" => assert!(from.is_empty(), "{service}: the API server calls"),
                     other => panic!("{service}: unexpected port {other}"),
