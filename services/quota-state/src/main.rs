@@ -233,6 +233,15 @@ async fn serve() -> anyhow::Result<()> {
                 .clone()
                 .or_else(|| std::env::var("HOSTNAME").ok())
                 .unwrap_or_else(|| format!("quota-state-{}", std::process::id()));
+            admission_kit::managed::check_lease_owner(
+                &client,
+                &args.lease_namespace,
+                &args.lease_name,
+                "quota-state",
+            )
+            .await
+            .map_err(anyhow::Error::msg)
+            .context("refusing the leader Lease")?;
             let lease_secs = args.leader_lease_duration.as_secs().max(3);
             let manager =
                 kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &args.lease_name)

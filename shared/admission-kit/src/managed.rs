@@ -70,6 +70,23 @@ pub fn check_owner(meta: &kube::api::ObjectMeta, service: &str) -> Result<(), St
     }
 }
 
+/// Whether the Lease `namespace/name`, if it exists, is `service`'s (see [`OWNER`]): checked
+/// before competing for it, so that a service never holds, renews or waits on another's Lease.
+pub async fn check_lease_owner(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    service: &str,
+) -> Result<(), String> {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), namespace);
+    match api.get_opt(name).await {
+        Ok(Some(l)) => check_owner(&l.metadata, service),
+        Ok(None) => Ok(()),
+        Err(e) => Err(format!("get Lease {name}: {e}")),
+    }
+}
+
 /// Annotation: when the configurations were seen carrying the pending CA (RFC 3339).
 pub const REGISTERED_AT: &str = "admission-webhooks.io/ca-next-registered-at";
 /// Annotation: when the pending CA became the signing CA (RFC 3339).
@@ -852,6 +869,15 @@ pub fn spawn_writer(
         let mut backoff = Duration::from_millis(200);
         let secs = |d: Duration| d.as_secs().max(1);
         let mut leader = loop {
+            if let Err(e) =
+                check_lease_owner(&client, &m.namespace, &m.lease, &m.policy.service).await
+            {
+                metrics.errors.inc();
+                tracing::error!(lease = %m.lease, error = %e, retry_in = ?backoff, "certificate writer Lease not taken; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+                continue;
+            }
             let built = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &m.lease)
                 .with_namespace(&m.namespace)
                 .with_identity(m.identity.clone())

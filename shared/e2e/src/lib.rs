@@ -25,6 +25,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::oneshot;
 
 pub mod direct;
+pub mod quota;
 pub mod stream;
 
 /// One test's view of the shared control plane.

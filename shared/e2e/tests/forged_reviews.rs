@@ -19,72 +19,13 @@ use std::time::{Duration, Instant};
 
 use admission_kit::mtls;
 use e2e::direct::{Direct, answer, pod_review};
-use e2e::{Env, create_eventually, eventually, metric};
+use e2e::quota::{pod, start};
+use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::api::{Api, PostParams};
 use quota_state::tree::keys::CHILD_REQUEST;
-use serde_json::json;
-use testenv::system::{Options, System, bin_dir_of_current_exe, check_binaries};
-
-fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
-        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
-                                 "resources": {"requests": {"cpu": cpu.to_string()}}}]}
-    }))
-    .unwrap()
-}
-
-/// quota-state and scheduling-webhook for `env`, with the API server's client certificate
-/// required when `client_ca` is set; a 10-CPU quota `q-<ns>`, enforced.
-async fn start(env: &Env, client_ca: Option<PathBuf>) -> (System, Options, String) {
-    let shared = testenv::shared().unwrap();
-    let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
-    let bin_dir = bin_dir_of_current_exe().unwrap();
-    if let Err(e) = check_binaries(&bin_dir, &services) {
-        panic!("{e}");
-    }
-    let dir = shared.kubeconfig.with_file_name(&env.ns);
-    std::fs::create_dir_all(&dir).unwrap();
-    let opts = Options {
-        bin_dir,
-        services,
-        kubeconfig: shared.kubeconfig.clone(),
-        dir,
-        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
-        name_suffix: format!("-{}", env.ns),
-        namespace: env.ns.clone(),
-        port_base: None,
-        client_ca,
-    };
-    let system = testenv::system::start(&env.client, &opts).await.unwrap();
-    let quotas: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        &env.ns,
-        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
-    );
-    let quota = format!("q-{}", env.ns);
-    let eq: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-        "metadata": {"name": quota}, "spec": {"max": {"cpu": "10"}}
-    }))
-    .unwrap();
-    create_eventually(&quotas, &eq, Duration::from_secs(60)).await;
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
-    let dry = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    eventually(Duration::from_secs(30), || async {
-        match pods.create(&dry, &pod("probe", &quota, 11)).await {
-            Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(()),
-            other => Err(format!("not enforced yet: {:?}", other.map(|_| ()))),
-        }
-    })
-    .await;
-    (system, opts, quota)
-}
+use testenv::system::{Options, System};
 
 /// The webhook's CA, as its self-registration put it in its configuration, written to a file.
 async fn webhook_ca(env: &Env, opts: &Options) -> PathBuf {
@@ -113,14 +54,7 @@ fn addr(system: &System) -> String {
 
 /// `quota_state_quota_used{quota, resource="cpu"}` on quota-state's metrics.
 async fn used_cpu(system: &System, quota: &str) -> f64 {
-    let m = system
-        .quota_state
-        .as_ref()
-        .unwrap()
-        .1
-        .metrics
-        .clone()
-        .unwrap();
+    let m = system.quota_state_metrics().unwrap();
     let (_, body) = testenv::system::http_get(&m, "/metrics").await.unwrap();
     let series = format!("quota_state_quota_used{{quota=\"{quota}\",resource=\"cpu\"}} ");
     body.lines()
@@ -135,7 +69,7 @@ fn no_certificate(ca: &Path) -> std::sync::Arc<rustls::ClientConfig> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forged_reviews_without_client_authentication_are_bounded() {
     let env = Env::new("e2e-forged").await;
-    let (system, opts, quota) = start(&env, None).await;
+    let (system, opts, quota) = start(&env, None, 10).await;
     let ca = webhook_ca(&env, &opts).await;
     let mut direct = Direct::connect(&addr(&system), no_certificate(&ca))
         .await
@@ -217,19 +151,8 @@ async fn forged_reviews_without_client_authentication_are_bounded() {
     assert_eq!(used_cpu(&system, &quota).await, 4.1);
 
     // The write-back shows the pod that exists, never the outstanding reservations.
-    let quotas: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        &env.ns,
-        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
-    );
-    let qs_metrics = system
-        .quota_state
-        .as_ref()
-        .unwrap()
-        .1
-        .metrics
-        .clone()
-        .unwrap();
+    let quotas = e2e::quota::quotas(&env);
+    let qs_metrics = system.quota_state_metrics().unwrap();
     let rounds = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
     eventually(Duration::from_secs(30), || async {
         let now = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
@@ -270,7 +193,7 @@ fn admin_credentials(kubeconfig: &Path) -> (Vec<u8>, Vec<u8>) {
 async fn only_the_api_servers_certificate_opens_the_webhook_port() {
     let env = Env::new("e2e-client-names").await;
     let shared = testenv::shared().unwrap();
-    let (system, opts, quota) = start(&env, Some(shared.admission_client_ca.clone())).await;
+    let (system, opts, quota) = start(&env, Some(shared.admission_client_ca.clone()), 10).await;
     let ca = webhook_ca(&env, &opts).await;
     let review = pod_review("forged", &env.ns, "ghost", &quota, "1");
     let posted = |tls| {

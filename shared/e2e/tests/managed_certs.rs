@@ -669,9 +669,10 @@ async fn files_mode_takes_only_whole_pairs_under_a_steady_stream() {
 }
 
 /// The overlay's RBAC is all managed certificates need: registry-webhook runs with a token of
-/// its own ServiceAccount bound only to the rendered Role and ClusterRoles, creates its Secret
-/// and Lease, watches the Secret by name, patches the caBundle of its own configurations, and
-/// turns ready; another Secret stays out of its reach.
+/// its own ServiceAccount bound only to the rendered Role and ClusterRoles, fills the Secret and
+/// holds the Lease the overlay ships empty (it may create neither), watches the Secret by name,
+/// patches the caBundle of its own configurations, and turns ready; another Secret stays out of
+/// its reach.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_overlays_rbac_is_enough_and_no_more() {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -687,7 +688,7 @@ async fn the_overlays_rbac_is_enough_and_no_more() {
             &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
         )
         .await;
-    // The overlay's RBAC objects, created for real.
+    // The overlay's RBAC objects and its empty Secret and Lease, created for real.
     let bins = testenv::tools::locate().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = Command::new(&bins.kustomize)
@@ -706,6 +707,8 @@ async fn the_overlays_rbac_is_enough_and_no_more() {
             "RoleBinding",
             "ClusterRole",
             "ClusterRoleBinding",
+            "Secret",
+            "Lease",
         ]
         .contains(&tm.kind.as_str())
         {

@@ -10,25 +10,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e::{Env, create_eventually, eventually, metric};
+use e2e::quota::pod;
+use e2e::{Env, eventually, metric};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::tree::keys::CHILD_REQUEST;
 use serde_json::json;
-use testenv::system::{Options, bin_dir_of_current_exe, check_binaries, spawn_quota_state};
-
-fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
-        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
-                                 "resources": {"requests": {"cpu": cpu.to_string()}}}]}
-    }))
-    .unwrap()
-}
+use testenv::system::{Options, spawn_quota_state};
 
 async fn refusal(pods: &Api<Pod>, p: &Pod) -> Result<String, String> {
     match pods.create(&PostParams::default(), p).await {
@@ -42,53 +34,11 @@ async fn refusal(pods: &Api<Pod>, p: &Pod) -> Result<String, String> {
 async fn quota_through_both_services_started_as_up_does() {
     let env = Env::new("e2e-up").await;
     let shared = testenv::shared().unwrap();
-    let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
-    let bin_dir = bin_dir_of_current_exe().unwrap();
-    if let Err(e) = check_binaries(&bin_dir, &services) {
-        panic!("{e}");
-    }
-    // Logs and CA bundles beside the control plane's files: removed with them at exit.
-    let dir = shared.kubeconfig.with_file_name(&env.ns);
-    std::fs::create_dir_all(&dir).unwrap();
-    let opts = Options {
-        bin_dir,
-        services,
-        kubeconfig: shared.kubeconfig.clone(),
-        dir,
-        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
-        name_suffix: format!("-{}", env.ns),
-        namespace: env.ns.clone(),
-        port_base: None,
-        client_ca: Some(shared.admission_client_ca.clone()),
-    };
-    let mut system = testenv::system::start(&env.client, &opts).await.unwrap();
+    let (mut system, opts, quota_name) =
+        e2e::quota::start(&env, Some(shared.admission_client_ca.clone()), 100).await;
     assert_eq!(system.webhooks.len(), 1, "scheduling-webhook serves");
-
-    let quotas: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        &env.ns,
-        &ApiResource::erase::<scheduling_webhook::types::ElasticQuota>(&()),
-    );
-    let quota_name = format!("q-{}", env.ns);
-    let eq: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-        "metadata": {"name": quota_name}, "spec": {"max": {"cpu": "100"}}
-    }))
-    .unwrap();
-    // Through the services' own QM/QV webhooks (quota-state answers QV once it leads).
-    create_eventually(&quotas, &eq, Duration::from_secs(60)).await;
+    let quotas = e2e::quota::quotas(&env);
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
-    let dry = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    eventually(Duration::from_secs(30), || async {
-        match pods.create(&dry, &pod("probe", &quota_name, 101)).await {
-            Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(()),
-            other => Err(format!("not enforced yet: {:?}", other.map(|_| ()))),
-        }
-    })
-    .await;
 
     // Every change of the quota's usage annotation, as a watch sees it.
     let shown = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -115,14 +65,7 @@ async fn quota_through_both_services_started_as_up_does() {
     assert_eq!(admitted.len(), 100, "first refusal: {first_refusal:?}");
     // The usage is written back to the quota's child-request annotation in rounds, never once
     // per pod: each round writes a quota at most once.
-    let qs_metrics = system
-        .quota_state
-        .as_ref()
-        .unwrap()
-        .1
-        .metrics
-        .clone()
-        .unwrap();
+    let qs_metrics = system.quota_state_metrics().unwrap();
     eventually(Duration::from_secs(30), || async {
         let q = quotas.get(&quota_name).await.map_err(|e| e.to_string())?;
         match q

@@ -158,6 +158,15 @@ pub struct System {
     pub skipped: Vec<String>,
 }
 
+impl System {
+    /// quota-state's probe and metrics address, when it is one of the services.
+    pub fn quota_state_metrics(&self) -> Option<String> {
+        self.quota_state
+            .as_ref()
+            .and_then(|(_, r)| r.metrics.clone())
+    }
+}
+
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
     let what = what.into();
     move |e| SystemError::Io(what, e)

@@ -1,0 +1,90 @@
+//! quota-state and scheduling-webhook as `cargo xtask up` starts them, with one enforced
+//! ElasticQuota: the start of every quota test through the real API server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::json;
+use testenv::system::{Options, System, bin_dir_of_current_exe, check_binaries};
+
+use crate::{Env, create_eventually, eventually};
+
+/// A pod of one container requesting `cpu` CPUs, charged to `quota` by its label.
+pub fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
+    let v = json!({
+        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
+                                 "resources": {"requests": {"cpu": cpu.to_string()}}}]}
+    });
+    match serde_json::from_value(v) {
+        Ok(p) => p,
+        Err(e) => panic!("pod: {e}"),
+    }
+}
+
+/// The ElasticQuotas of `env`'s namespace.
+pub fn quotas(env: &Env) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "scheduling.sigs.k8s.io",
+        "v1alpha1",
+        "ElasticQuota",
+    ));
+    Api::namespaced_with(env.client.clone(), &env.ns, &ar)
+}
+
+/// Starts quota-state and scheduling-webhook for `env` (the API server's client certificate
+/// required when `client_ca` is set) and creates the quota `q-<namespace>` of `cpu` CPUs; returns
+/// once the quota is enforced (a dry run past it is refused), with the quota's name.
+pub async fn start(env: &Env, client_ca: Option<PathBuf>, cpu: u32) -> (System, Options, String) {
+    let shared = crate::must(testenv::shared(), "control plane");
+    let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
+    let bin_dir = crate::must(
+        bin_dir_of_current_exe().ok_or("no directory of the test binary"),
+        "binaries",
+    );
+    crate::must(check_binaries(&bin_dir, &services), "binaries");
+    // Logs and CA bundles beside the control plane's files: removed with them at exit.
+    let dir = shared.kubeconfig.with_file_name(&env.ns);
+    crate::must(std::fs::create_dir_all(&dir), "log directory");
+    let opts = Options {
+        bin_dir,
+        services,
+        kubeconfig: shared.kubeconfig.clone(),
+        dir,
+        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
+        name_suffix: format!("-{}", env.ns),
+        namespace: env.ns.clone(),
+        port_base: None,
+        client_ca,
+    };
+    let system = crate::must(
+        testenv::system::start(&env.client, &opts).await,
+        "start the services",
+    );
+    let quota = format!("q-{}", env.ns);
+    let eq: DynamicObject = crate::must(
+        serde_json::from_value(json!({
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+            "metadata": {"name": quota}, "spec": {"max": {"cpu": cpu.to_string()}}
+        })),
+        "quota",
+    );
+    // Through the services' own QM/QV webhooks (quota-state answers QV once it leads).
+    create_eventually(&quotas(env), &eq, Duration::from_secs(60)).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(Duration::from_secs(30), || async {
+        match pods.create(&dry, &pod("probe", &quota, cpu + 1)).await {
+            Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(()),
+            other => Err(format!("not enforced yet: {:?}", other.map(|_| ()))),
+        }
+    })
+    .await;
+    (system, opts, quota)
+}
