@@ -2338,6 +2338,13 @@ mod tests {
                         6 | 7 => l.delete_pod(&ns, &name),
                         _ => {
                             let requests = cpu(1);
+                            // Half for pods that come, half for names no pod ever takes (their
+                            // reservations stay outstanding through the quota changes).
+                            let name = if x % 2 == 0 {
+                                name.clone()
+                            } else {
+                                format!("r{}", (x / 5) % 40)
+                            };
                             l.check_pod(
                                 &PodCheck {
                                     namespace: &ns,
@@ -2376,6 +2383,14 @@ mod tests {
             if s.fresh() && !s.building {
                 let (used, bad) = recount(&s);
                 assert_eq!(nonzero(s.subtree.iter()), used);
+                // The reservations' own sums (the shares' basis) moved with the tree as well.
+                let mut unbacked: HashMap<String, Amounts> = HashMap::new();
+                for r in s.reservations.values() {
+                    let chain = s.view.as_ref().unwrap().chain(&r.quota);
+                    add_along(&mut unbacked, &chain, requests_iter(&r.amounts), 1);
+                }
+                assert!(!unbacked.is_empty(), "some reservations are outstanding");
+                assert_eq!(nonzero(s.unbacked.iter()), nonzero(unbacked.iter()));
                 let uncountable: std::collections::BTreeMap<_, _> =
                     s.uncountable.clone().into_iter().collect();
                 assert_eq!(uncountable, bad);
