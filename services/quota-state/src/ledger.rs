@@ -2340,7 +2340,7 @@ mod tests {
                             let requests = cpu(1);
                             // Half for pods that come, half for names no pod ever takes (their
                             // reservations stay outstanding through the quota changes).
-                            let name = if x % 2 == 0 {
+                            let name = if x.is_multiple_of(2) {
                                 name.clone()
                             } else {
                                 format!("r{}", (x / 5) % 40)
