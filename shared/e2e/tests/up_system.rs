@@ -80,7 +80,7 @@ async fn quota_through_both_services_started_as_up_does() {
     })
     .await;
     // How long the burst's reservations waited for their pods (what the reservation window
-    // must cover; README, quota-state's security model).
+    // must cover; docs/quota-state.md, quota-state's security model).
     let (_, body) = testenv::system::http_get(&qs_metrics, "/metrics")
         .await
         .unwrap_or_default();

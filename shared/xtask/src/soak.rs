@@ -3,7 +3,7 @@
 //!
 //! Release builds of the four webhook services and quota-state. quota-state runs in plaintext
 //! with a synthetic state (1,000 quotas, 10,000 pods) and scheduling-webhook asks it every quota
-//! question, as in the README's quota-state-in-the-loop benchmark. Each webhook gets its own
+//! question, as in the quota-state-in-the-loop benchmark of docs/performance.md. Each webhook gets its own
 //! `admission-load` (TLS keep-alive, its bench payloads): first a closed loop of
 //! `--calibrate-secs` with all four at once measures each one's maximum *on this machine with the
 //! others running*, then an open loop at half of it (`--fraction`) for the rest. Every
