@@ -385,6 +385,15 @@ impl Backed {
     }
 }
 
+/// One namespace's outstanding reservations.
+#[derive(Debug, Default)]
+struct InNamespace {
+    /// How many ([`ReservationLimits::per_namespace`]).
+    count: usize,
+    /// What they hold per charged quota ([`ReservationLimits::namespace_share_permille`]).
+    by_quota: HashMap<Arc<str>, Amounts>,
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// The quotas as the watch shows them now.
@@ -428,10 +437,9 @@ struct State {
     /// only): bounded by [`ReservationLimits::quota_share_permille`], and left out of the usage
     /// written back.
     unbacked: HashMap<String, Amounts>,
-    /// What each namespace's outstanding reservations hold per charged quota.
-    reserved_by: BTreeMap<(String, String), Amounts>,
-    /// Outstanding reservations per namespace (absent when none).
-    reserved_in: BTreeMap<String, usize>,
+    /// Outstanding reservations per namespace, and what they hold per charged quota (absent
+    /// when none).
+    reserved_in: BTreeMap<String, InNamespace>,
     /// The outstanding reservations by deadline (and [`Reservation::seq`]).
     deadlines: BTreeMap<(Instant, u64), Arc<ResKey>>,
     /// The namespaces that exist (Namespace watch), once a feed provides them: a pod of any
@@ -495,18 +503,17 @@ impl State {
         };
         add(sum, requests_iter(&r.amounts), 1);
         *n += 1;
-        let by = (key.0.clone(), r.quota.to_string());
+        // Looked up before inserting: the entry API would copy the namespace every time.
+        let ns = match self.reserved_in.get_mut(&key.0) {
+            Some(ns) => ns,
+            None => self.reserved_in.entry(key.0.clone()).or_default(),
+        };
+        ns.count += 1;
         add(
-            self.reserved_by.entry(by).or_default(),
+            ns.by_quota.entry(r.quota.clone()).or_default(),
             requests_iter(&r.amounts),
             1,
         );
-        // Looked up before inserting: the entry API would copy the namespace every time.
-        if let Some(n) = self.reserved_in.get_mut(&key.0) {
-            *n += 1;
-        } else {
-            self.reserved_in.insert(key.0.clone(), 1);
-        }
         self.deadlines.insert((r.due, r.seq), key.clone());
         self.reservations.insert(key, r);
     }
@@ -517,13 +524,7 @@ impl State {
         self.charge(&r.quota, requests_iter(&r.amounts), -1);
         let chain = self.chain(&r.quota);
         add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), -1);
-        let by = (key.0.clone(), r.quota.to_string());
-        if let Some(sum) = self.reserved_by.get_mut(&by) {
-            add(sum, requests_iter(&r.amounts), -1);
-            if sum.values().all(Amount::is_zero) {
-                self.reserved_by.remove(&by);
-            }
-        }
+
         if let Some((sum, n)) = self.reserved.get_mut(&*r.quota) {
             add(sum, requests_iter(&r.amounts), -1);
             *n -= 1;
@@ -531,9 +532,15 @@ impl State {
                 self.reserved.remove(&*r.quota);
             }
         }
-        if let Some(n) = self.reserved_in.get_mut(&key.0) {
-            *n -= 1;
-            if *n == 0 {
+        if let Some(ns) = self.reserved_in.get_mut(&key.0) {
+            ns.count -= 1;
+            if let Some(sum) = ns.by_quota.get_mut(&*r.quota) {
+                add(sum, requests_iter(&r.amounts), -1);
+                if sum.values().all(Amount::is_zero) {
+                    ns.by_quota.remove(&*r.quota);
+                }
+            }
+            if ns.count == 0 {
                 self.reserved_in.remove(&key.0);
             }
         }
@@ -948,7 +955,10 @@ fn unbacked_over_share(
         }
     }
     let qs = view.spec(quota)?;
-    let by = s.reserved_by.get(&(namespace.to_owned(), quota.to_owned()));
+    let by = s
+        .reserved_in
+        .get(namespace)
+        .and_then(|ns| ns.by_quota.get(quota));
     over(by, &qs.limit, limits.namespace_share_permille).map(|t| {
         format!(
             "namespace {namespace} on quota {}/{}: {t}",
@@ -1070,7 +1080,7 @@ fn admit_locked(
         return Admission::Denied(format!("pod {namespace}/{name}: {text}"));
     }
     if previous.is_none() {
-        let in_ns = s.reserved_in.get(namespace).copied().unwrap_or(0);
+        let in_ns = s.reserved_in.get(namespace).map_or(0, |ns| ns.count);
         if in_ns >= limits.per_namespace || s.reservations.len() >= limits.total {
             return Admission::Denied(format!(
                 "pod {namespace}/{name}: too many pods admitted but not yet created ({} in \
