@@ -618,6 +618,11 @@ impl State {
 
     /// The keys of every reservation of pod `namespace/name`, whichever review made it.
     fn reservations_of(&self, namespace: &str, name: &str) -> Vec<Arc<ResKey>> {
+        // Every pod event asks; most namespaces hold no reservation, and then nothing is
+        // allocated for the range's bound.
+        if !self.reserved_in.contains_key(namespace) {
+            return Vec::new();
+        }
         let from = (namespace.to_owned(), name.to_owned(), String::new());
         self.reservations
             .range::<ResKey, _>(&from..)

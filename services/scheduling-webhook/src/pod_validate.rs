@@ -291,11 +291,8 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
 /// A label naming no quota is left to PV-4 (`elastic quota … not found`). Read from this
 /// service's own ElasticQuota watch cache, before anything is reserved.
 fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
-    if ctx.option("quota-label-scope") != "namespace" {
-        return Ok(());
-    }
     let named = label(pod, keys::NAME);
-    if named.is_empty() {
+    if named.is_empty() || ctx.option("quota-label-scope") != "namespace" {
         return Ok(());
     }
     let field = format!("metadata.labels[{}]", keys::NAME);
