@@ -4,7 +4,9 @@
 //! grammars (DNS-1123 labels and subdomains, label values, qualified names), and no maintained
 //! crate offers them without pulling in a client library.
 
-use crate::proto::{AdmitPodRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest};
+use crate::proto::{
+    AdmitPodRequest, CheckWorkloadRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
+};
 
 /// Resources per AdmitPod request.
 pub const MAX_RESOURCES: usize = 64;
@@ -92,6 +94,30 @@ pub fn admit_pod(r: &AdmitPodRequest) -> Result<(), String> {
     check_uid(&r.review_uid)?;
     if r.check_admission && !r.dry_run && r.name.is_empty() {
         return Err("a reservation needs the pod's name".into());
+    }
+    Ok(())
+}
+
+/// CheckWorkload: namespace a label, name a subdomain, quota label a label value, at most
+/// [`MAX_RESOURCES`] resources with qualified names.
+pub fn check_workload(r: &CheckWorkloadRequest) -> Result<(), String> {
+    check(is_label(&r.namespace), "namespace", &r.namespace)?;
+    check(is_subdomain(&r.name), "workload name", &r.name)?;
+    check(
+        is_label_value(&r.quota_label),
+        "quota label",
+        &r.quota_label,
+    )?;
+    for m in [&r.requests, &r.total] {
+        if m.len() > MAX_RESOURCES {
+            return Err(format!(
+                "{} resources requested, at most {MAX_RESOURCES} are accepted",
+                m.len()
+            ));
+        }
+        for k in m.keys() {
+            check(is_resource_name(k), "resource name", k)?;
+        }
     }
     Ok(())
 }

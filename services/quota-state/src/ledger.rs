@@ -46,6 +46,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::tree::{self, PodIndex, QuotaInfo, QuotaLookup, QuotaRef, TreeGates};
 use crate::types::ElasticQuota;
+pub use crate::workload::{WorkloadCheck, WorkloadOutcome};
 
 mod view;
 use view::{Builder, LOG_BOUND, Plan, QuotaChange, View, add_along, chain_in, count_along};
@@ -852,6 +853,45 @@ pub enum PodOutcome {
     },
 }
 
+/// The ledger's quotas as a workload check reads them: limits from the installed tree, usage
+/// of each subtree (admitted pods and outstanding reservations).
+struct LedgerQuotas<'a> {
+    view: &'a View,
+    state: &'a State,
+}
+
+impl crate::workload::Quotas for LedgerQuotas<'_> {
+    fn max(&self, quota: &str) -> Result<Option<&Amounts>, String> {
+        match self.view.specs.get(quota).map(Vec::as_slice) {
+            None | Some([]) => Ok(None),
+            Some([one]) => Ok(Some(&one.max)),
+            Some(_) => Err(format!("more than one elastic quota {quota} found")),
+        }
+    }
+
+    fn chain(&self, quota: &str) -> Result<Vec<crate::workload::Level<'_>>, String> {
+        static NONE: std::sync::LazyLock<Amounts> = std::sync::LazyLock::new(Amounts::new);
+        let chain = self.view.chain(quota);
+        if let Some(n) = chain.iter().find_map(|q| self.state.uncountable.get(q)) {
+            return Err(format!(
+                "quota {quota}: usage cannot be counted, {n} pod(s) charged along its chain \
+                 request more than quota-state counts"
+            ));
+        }
+        Ok(chain
+            .iter()
+            .filter_map(|q| {
+                let qs = self.view.spec(q)?;
+                Some(crate::workload::Level {
+                    name: &qs.info.name,
+                    limit: &qs.limit,
+                    used: self.state.subtree.get(q).unwrap_or(&NONE),
+                })
+            })
+            .collect())
+    }
+}
+
 /// What [`Ledger::lookup`] answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lookup {
@@ -1489,6 +1529,21 @@ impl Ledger {
         }
     }
 
+    /// WQ (`docs/workload-quota.md`): the quota a workload's pods would be charged to (QN from
+    /// `label` and `namespace`), and how `peak` — all its pods at once — fits that quota and each
+    /// ancestor against their subtree usage now (admitted pods and outstanding reservations).
+    /// Reads only: nothing is reserved (the pods reserve their own share as they are created).
+    pub fn check_workload(&self, w: &WorkloadCheck<'_>, now: Instant) -> WorkloadOutcome {
+        let mut s = self.read();
+        s.expire(now);
+        let view = s.view.clone().unwrap_or_default();
+        let quotas = LedgerQuotas {
+            view: &view,
+            state: &s,
+        };
+        crate::workload::decide(&*view.topology, &quotas, w)
+    }
+
     /// The quotas named `names` that exist, what QN needs to know of `namespace`, and the quota
     /// that binds it (so that one answer resolves a pod's quota).
     pub fn lookup(&self, names: &[String], namespace: &str) -> Lookup {
@@ -1860,6 +1915,104 @@ mod tests {
         assert_eq!(
             l.admit("ns", "b", "q", &cpu(2), false, now),
             Admission::Allowed
+        );
+    }
+
+    /// WQ-2 against an ancestor, WQ-3 against usage and reservations, and nothing reserved.
+    #[test]
+    fn wq_workload_checks_read_the_chain_and_reserve_nothing() {
+        use crate::workload::Fit;
+        let l = Ledger::new(Duration::from_secs(30));
+        let mut org = quota("org", None, 8);
+        org.info.is_parent = true;
+        l.upsert_quota(org);
+        l.upsert_quota(quota("team", Some("org"), 16));
+        let now = Instant::now();
+        let ask = |peak: i64| {
+            l.check_workload(
+                &WorkloadCheck {
+                    namespace: "ns",
+                    label: "team",
+                    pod: "job",
+                    peak: &cpu(peak),
+                    total: &cpu(peak),
+                    disable_default_quota: false,
+                    check_parent: true,
+                },
+                now,
+            )
+        };
+        assert_eq!(
+            ask(10),
+            WorkloadOutcome::Checked {
+                quota: "team".into(),
+                fit: Fit::Never {
+                    quota: "org".into(),
+                    allowed: cpu(8)
+                }
+            }
+        );
+        l.observe_pod("ns", "running", "team", cpu(3));
+        assert_eq!(
+            l.admit("ns", "pending", "team", &cpu(2), false, now),
+            Admission::Allowed
+        );
+        assert_eq!(
+            ask(4),
+            WorkloadOutcome::Checked {
+                quota: "team".into(),
+                fit: Fit::NotNow {
+                    quota: "org".into(),
+                    free: cpu(3)
+                }
+            }
+        );
+        assert_eq!(
+            ask(3),
+            WorkloadOutcome::Checked {
+                quota: "team".into(),
+                fit: Fit::Fits
+            }
+        );
+        assert_eq!(l.reservations(), 1, "a workload check reserves nothing");
+        let parent = l.check_workload(
+            &WorkloadCheck {
+                label: "org",
+                ..WorkloadCheck {
+                    namespace: "ns",
+                    label: "",
+                    pod: "job",
+                    peak: &cpu(1),
+                    total: &cpu(1),
+                    disable_default_quota: false,
+                    check_parent: true,
+                }
+            },
+            now,
+        );
+        assert!(
+            matches!(parent, WorkloadOutcome::Refused { rule: "PV-3", .. }),
+            "{parent:?}"
+        );
+        let missing = l.check_workload(
+            &WorkloadCheck {
+                namespace: "ns",
+                label: "nope",
+                pod: "job",
+                peak: &cpu(1),
+                total: &cpu(1),
+                disable_default_quota: false,
+                check_parent: true,
+            },
+            now,
+        );
+        assert_eq!(
+            missing,
+            WorkloadOutcome::Refused {
+                quota: "nope".into(),
+                rule: "PV-4",
+                message: "elastic quota nope not found".into()
+            }
         );
     }
 

@@ -21,6 +21,7 @@ pub mod synthetic;
 pub mod tree;
 pub mod types;
 pub mod usage;
+pub mod workload;
 
 /// Generated gRPC types and service (`proto/quota_state.proto`).
 #[allow(missing_docs, clippy::all)]
@@ -36,12 +37,12 @@ use admission_kit::Operation;
 use admission_kit::go::QuantityFormat;
 use admission_kit::resources::NANO_PER_MILLI;
 use auth::Policy;
-use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome};
+use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome, WorkloadCheck, WorkloadOutcome};
 use proto::quota_state_server::QuotaState;
 use proto::{
     AdmitPodAnswer, AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, AdmitPodsResponse,
-    LookupRequest, LookupResponse, ReleaseRequest, ReleaseResponse, ValidateQuotaRequest,
-    ValidateQuotaResponse,
+    CheckWorkloadRequest, CheckWorkloadResponse, LookupRequest, LookupResponse, ReleaseRequest,
+    ReleaseResponse, ValidateQuotaRequest, ValidateQuotaResponse, WorkloadFit,
 };
 use tonic::{Request, Response, Status};
 use tree::TreeGates;
@@ -301,6 +302,65 @@ impl Service {
     }
 }
 
+/// CheckWorkload's answer for a ledger outcome, and its metric label.
+fn workload_response(o: WorkloadOutcome) -> (CheckWorkloadResponse, &'static str) {
+    let wire = |a: &Amounts| a.iter().map(|(k, v)| (k.clone(), wire_amount(v))).collect();
+    match o {
+        WorkloadOutcome::Unchecked { quota } => (
+            CheckWorkloadResponse {
+                quota,
+                fit: WorkloadFit::Unchecked as i32,
+                ..CheckWorkloadResponse::default()
+            },
+            "unchecked",
+        ),
+        WorkloadOutcome::Refused {
+            quota,
+            rule,
+            message,
+        } => (
+            CheckWorkloadResponse {
+                quota,
+                fit: WorkloadFit::Refused as i32,
+                rule: rule.to_owned(),
+                message,
+                ..CheckWorkloadResponse::default()
+            },
+            "refused",
+        ),
+        WorkloadOutcome::Checked { quota, fit } => match fit {
+            workload::Fit::Fits => (
+                CheckWorkloadResponse {
+                    quota,
+                    fit: WorkloadFit::Fits as i32,
+                    ..CheckWorkloadResponse::default()
+                },
+                "fits",
+            ),
+            workload::Fit::NotNow { quota: at, free } => (
+                CheckWorkloadResponse {
+                    quota,
+                    fit: WorkloadFit::NotNow as i32,
+                    limiting_quota: at,
+                    amounts: wire(&free),
+                    ..CheckWorkloadResponse::default()
+                },
+                "not_now",
+            ),
+            workload::Fit::Never { quota: at, allowed } => (
+                CheckWorkloadResponse {
+                    quota,
+                    fit: WorkloadFit::Never as i32,
+                    limiting_quota: at,
+                    amounts: wire(&allowed),
+                    ..CheckWorkloadResponse::default()
+                },
+                "never",
+            ),
+        },
+    }
+}
+
 fn op_of(code: i32) -> Result<Operation, Status> {
     match proto::Operation::try_from(code) {
         Ok(proto::Operation::Create) => Ok(Operation::Create),
@@ -415,6 +475,51 @@ impl QuotaState for Service {
                 self_named: l.self_named,
             },
         )
+    }
+
+    async fn check_workload(
+        &self,
+        req: Request<CheckWorkloadRequest>,
+    ) -> Result<Response<CheckWorkloadResponse>, Status> {
+        const M: &str = "CheckWorkload";
+        self.begin(M, &req)?;
+        let r = req.into_inner();
+        input::check_workload(&r).map_err(|e| self.invalid(M, e))?;
+        let read =
+            |m: &std::collections::HashMap<String, proto::Amount>| -> Result<Amounts, String> {
+                m.iter()
+                    .map(|(k, a)| {
+                        let a = amount_of_wire(k, a)?;
+                        // Nothing is reserved, so a peak may pass what one pod may ask (it is compared,
+                        // never added): only negative and out-of-range amounts are refused.
+                        if a.nano < 0 || a.nano > admission_kit::resources::MAX_NANO {
+                            return Err(format!(
+                                "{k}={} is negative or out of range",
+                                a.canonical()
+                            ));
+                        }
+                        Ok((k.clone(), a))
+                    })
+                    .collect()
+            };
+        let peak = read(&r.requests).map_err(|e| self.invalid(M, e))?;
+        let total = if r.total.is_empty() {
+            peak.clone()
+        } else {
+            read(&r.total).map_err(|e| self.invalid(M, e))?
+        };
+        let check = WorkloadCheck {
+            namespace: &r.namespace,
+            label: &r.quota_label,
+            pod: &r.name,
+            peak: &peak,
+            total: &total,
+            disable_default_quota: r.disable_default_quota,
+            check_parent: r.check_parent,
+        };
+        let (answer, fit) = workload_response(self.ledger.check_workload(&check, Instant::now()));
+        self.metrics.workloads.with_label_values(&[fit]).inc();
+        self.ok(M, answer)
     }
 
     async fn validate_quota(

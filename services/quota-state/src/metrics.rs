@@ -28,6 +28,8 @@ pub struct Metrics {
     /// The `allowed` series of `admissions`, resolved once: AdmitPod's common case pays no
     /// label lookup.
     pub admitted: IntCounter,
+    /// CheckWorkload answers by fit (`fits`, `not_now`, `never`, `unchecked`, `refused`).
+    pub workloads: IntCounterVec,
     /// Quotas and pods held.
     quotas: IntGauge,
     pods: IntGauge,
@@ -98,6 +100,13 @@ impl Metrics {
                 "AdmitPod decisions by result (allowed, denied) and the denying rule (PV-3, PV-4; empty when allowed).",
             ),
             &["result", "rule"],
+        )?;
+        let workloads = IntCounterVec::new(
+            Opts::new(
+                "quota_state_workload_checks_total",
+                "CheckWorkload answers by fit: fits, not_now (WQ-3), never (WQ-2), unchecked, refused (PV-3, PV-4).",
+            ),
+            &["fit"],
         )?;
         let quotas = IntGauge::new("quota_state_quotas", "ElasticQuotas held.")?;
         let pods = IntGauge::new("quota_state_pods", "Pods held (from the Pod watch).")?;
@@ -170,6 +179,7 @@ impl Metrics {
             Box::new(leader.clone()),
             Box::new(admit_latency.clone()),
             Box::new(admissions.clone()),
+            Box::new(workloads.clone()),
             Box::new(quotas.clone()),
             Box::new(pods.clone()),
             Box::new(expired.clone()),
@@ -191,6 +201,7 @@ impl Metrics {
             admit_latency,
             admitted: admissions.with_label_values(&["allowed", ""]),
             admissions,
+            workloads,
             quotas,
             pods,
             expired,

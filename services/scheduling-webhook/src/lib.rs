@@ -15,6 +15,7 @@ pub mod reservation;
 /// Resource arithmetic (the kit's).
 pub use admission_kit::resources;
 pub mod types;
+pub mod workload;
 
 use admission_kit::{App, FailurePolicy, Operation, SideEffects, Target};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -184,6 +185,11 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
 /// Field errors aggregated as controller-runtime sends them (the kit's).
 pub use admission_kit::field::aggregate;
 
+/// A workload kind's resource, for CREATE and UPDATE (WQ-4 reads the old object).
+fn workloads(group: &str, version: &str, resource: &str, kind: &str) -> Target {
+    Target::resource(group, version, resource, kind)
+}
+
 fn pods(ops: &'static [Operation]) -> Target {
     Target::resource("", "v1", "pods", "Pod").operations(ops)
 }
@@ -208,6 +214,85 @@ pub fn app() -> App {
     .gate("PodValidatingWebhook")
     // PV-4 reserves the pod's requests in quota-state, except on a dry run.
     .side_effects(SideEffects::NoneOnDryRun)
+    .validate(
+        "/validate-workload-apps-v1-deployment",
+        workloads("apps", "v1", "deployments", "Deployment"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-apps-v1-replicaset",
+        workloads("apps", "v1", "replicasets", "ReplicaSet"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-apps-v1-statefulset",
+        workloads("apps", "v1", "statefulsets", "StatefulSet"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-batch-v1-job",
+        workloads("batch", "v1", "jobs", "Job"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-batch-v1-cronjob",
+        workloads("batch", "v1", "cronjobs", "CronJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-pytorchjob",
+        workloads("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-tfjob",
+        workloads("kubeflow.org", "v1", "tfjobs", "TFJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-xgboostjob",
+        workloads("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-paddlejob",
+        workloads("kubeflow.org", "v1", "paddlejobs", "PaddleJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-jaxjob",
+        workloads("kubeflow.org", "v1", "jaxjobs", "JAXJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-mpijob",
+        workloads("kubeflow.org", "v1", "mpijobs", "MPIJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v2beta1-mpijob",
+        workloads("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    // The kinds of --workload-kinds-file: registered by the operator (docs/workload-quota.md).
+    .validate(
+        "/validate-workload",
+        Target::unregistered(),
+        Ignore,
+        workload::WorkloadValidator,
+    )
     .validate(
         "/validate-pod-binding",
         Target::resource("", "v1", "pods/binding", "Binding").operations(&[Create]),
@@ -279,6 +364,21 @@ pub fn app() -> App {
         "kube-system,koordinator-system",
     )
     .option(
+        "workload-kinds-file",
+        "WQ-1: a YAML or JSON file of further workload kinds (group, version, kind, resource, policy, and the JSON Pointers of each pod group's replicas and template; docs/workload-quota.md), read at start and whenever it changes (a mounted ConfigMap); a bad file refuses to start, a bad change keeps the kinds read before. Their reviews are sent to /validate-workload.",
+        "",
+    )
+    .option(
+        "workload-gang-kinds",
+        "WQ-3: comma list of built-in workload kinds (Kind or group/Kind, `*` for all) refused, rather than admitted with a warning, when their peak is above what their quota has free now.",
+        "",
+    )
+    .option(
+        "workload-template-rules-deny-kinds",
+        "WQ-6: comma list of workload kinds (Kind or group/Kind, `*` for all) refused, rather than admitted with a warning, when the pod rules would refuse the pods of one of their templates.",
+        "",
+    )
+    .option(
         "enhanced-validator-config-namespace",
         "Namespace of the PV-6 ConfigMap.",
         "koordinator-system",
@@ -318,6 +418,7 @@ pub fn app() -> App {
         "PB: log instead of deny (true/false).",
         "false",
     )
+    .check_at_start(workload::check_mapping)
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()

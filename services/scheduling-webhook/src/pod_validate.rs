@@ -387,6 +387,37 @@ async fn validate(
     rest
 }
 
+/// The rules of [`validate`] that read the pod alone (PV-1, PV-2, PV-S1, PV-5, PV-6): what a
+/// workload's pod template is held to (WQ-6) before any of its Pods exists. Quota (PV-3.2,
+/// PV-4) is the workload check's own; the mutators have not run on a template, so a rule they
+/// would satisfy may be reported here.
+pub fn template_rules(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), (&'static str, String)> {
+    check("PV-1", pv_1_reserve_pod(pod))?;
+    let req = Request {
+        uid: String::new(),
+        kind: Default::default(),
+        resource: Default::default(),
+        sub_resource: None,
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        namespace: Some(ns.to_owned()),
+        operation: Operation::Create,
+        user_info: Default::default(),
+        dry_run: true,
+        object: pod.clone(),
+        old_object: None,
+    };
+    let request = PodRequest::new(pod.spec.as_ref());
+    check("PV-2", pv_2_colocation(&req, &request, ctx))?;
+    pv_s1_quota_label_scope(pod, ns, ctx).map_err(|e| ("PV-S1", e))?;
+    if ctx.gates().enabled("ValidatePodDeviceResource") {
+        check("PV-5", pv_5_devices(pod))?;
+    }
+    if ctx.gates().enabled("EnablePodEnhancedValidator") {
+        pv_6_enhanced(pod, ns, ctx).map_err(|e| ("PV-6", e))?;
+    }
+    Ok(())
+}
+
 /// PV-3.2 and PV-4: through quota-state in one call when `--quota-state-url` is set (fail closed
 /// unless `--quota-unavailable=allow`), else in-process. `Ok(true)` when quota-state now holds a
 /// reservation for the pod.

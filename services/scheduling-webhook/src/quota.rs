@@ -520,3 +520,74 @@ fn quota_checks(req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
         Err((rule, text)) => Verdict::errored(rule, 400, text),
     }
 }
+
+/// The cluster state's quotas as a workload check reads them in-process (`review --state`,
+/// `serve --state`, `admission-check`): limits as PV-4 reads them, usage from each quota's
+/// `child-request` annotation (upstream's record of what its subtree admitted).
+pub struct StateWorkloadQuotas {
+    quotas: Arc<StateQuotas>,
+    specs: BTreeMap<String, Vec<quota_state::ledger::QuotaSpec>>,
+    used: BTreeMap<String, Amounts>,
+}
+
+impl StateWorkloadQuotas {
+    /// The quotas of the cluster state.
+    pub fn of(ctx: &Context) -> Result<Self, LookupError> {
+        let quotas = state_quotas(ctx)?;
+        let mut specs: BTreeMap<String, Vec<quota_state::ledger::QuotaSpec>> = BTreeMap::new();
+        let mut used = BTreeMap::new();
+        for o in &quotas.objects {
+            let spec = quota_state::ledger::QuotaSpec::of(o);
+            let name = spec.info.name.clone();
+            let usage = parse_list(annotation(o, CHILD_REQUEST))
+                .ok()
+                .and_then(|l| try_amounts(Some(&l)).ok())
+                .unwrap_or_default();
+            used.insert(name.clone(), usage);
+            specs.entry(name).or_default().push(spec);
+        }
+        Ok(Self {
+            quotas,
+            specs,
+            used,
+        })
+    }
+
+    /// The tree QN and PV-3.2 read.
+    pub fn topology(&self) -> &Topology {
+        &self.quotas.topology
+    }
+}
+
+impl quota_state::workload::Quotas for StateWorkloadQuotas {
+    fn max(&self, quota: &str) -> Result<Option<&Amounts>, String> {
+        match self.specs.get(quota).map(Vec::as_slice) {
+            None | Some([]) => Ok(None),
+            Some([one]) => Ok(Some(&one.max)),
+            Some(_) => Err(format!("more than one elastic quota {quota} found")),
+        }
+    }
+
+    fn chain(&self, quota: &str) -> Result<Vec<quota_state::workload::Level<'_>>, String> {
+        static NONE: std::sync::LazyLock<Amounts> = std::sync::LazyLock::new(Amounts::new);
+        let mut out: Vec<quota_state::workload::Level<'_>> = Vec::new();
+        let mut cur = quota;
+        // A chain longer than the quotas is a cycle: stop there, as quota-state does.
+        while !cur.is_empty()
+            && !quota_state::ledger::UNCHECKED.contains(&cur)
+            && !out.iter().any(|l| l.name == cur)
+            && out.len() <= self.specs.len()
+        {
+            let Some(spec) = self.specs.get(cur).and_then(|v| v.first()) else {
+                break;
+            };
+            out.push(quota_state::workload::Level {
+                name: &spec.info.name,
+                limit: &spec.limit,
+                used: self.used.get(cur).unwrap_or(&NONE),
+            });
+            cur = &spec.info.parent;
+        }
+        Ok(out)
+    }
+}

@@ -18,8 +18,8 @@ use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::{
-    AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, LookupRequest, ReleaseRequest,
-    ValidateQuotaRequest,
+    AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, CheckWorkloadRequest,
+    CheckWorkloadResponse, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
 };
 use quota_state::tree::{QuotaLookup, QuotaRef, pod_quota_label};
 use quota_state::{operation_code, wire_amount};
@@ -456,6 +456,26 @@ pub async fn check_pod(
     } else {
         PodAnswer::Denied("PV-4", r.message)
     })
+}
+
+/// WQ: a workload's peak against its quota chain (read only). `Ok(None)` when quota-state
+/// predates the question (UNIMPLEMENTED: an older replica during a rolling upgrade).
+pub async fn check_workload(
+    ctx: &Context,
+    msg: CheckWorkloadRequest,
+) -> Result<Option<CheckWorkloadResponse>, String> {
+    let r = call(ctx, |mut c, d| async move {
+        match c.check_workload(with_deadline(msg, d)).await {
+            Ok(r) => Ok(Some(r.into_inner())),
+            Err(s) if s.code() == tonic::Code::Unimplemented => Ok(None),
+            Err(s) => Err(s),
+        }
+    })
+    .await;
+    if let Err(cause) = &r {
+        outage(cause);
+    }
+    r
 }
 
 /// Drops the reservation of a pod that a later rule refused (best effort: an unreleased

@@ -851,6 +851,131 @@ impl quota_state::proto::quota_state_server::QuotaState for BeforeBatches {
     ) -> Result<tonic::Response<quota_state::proto::ValidateQuotaResponse>, tonic::Status> {
         self.0.validate_quota(r).await
     }
+    async fn check_workload(
+        &self,
+        _: tonic::Request<quota_state::proto::CheckWorkloadRequest>,
+    ) -> Result<tonic::Response<quota_state::proto::CheckWorkloadResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("unknown method CheckWorkload"))
+    }
+}
+
+/// WQ through a plaintext quota-state on loopback: the current one judges the workload against
+/// the usage it holds (a pod admitted and reserved counts); an older one, without
+/// CheckWorkload, leaves it admitted with a warning; none at all likewise, counted as an outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workloads_through_quota_state_current_older_and_absent() {
+    use quota_state::ledger::{Amount, Ledger, QuotaSpec};
+    use quota_state::proto::quota_state_server::QuotaStateServer;
+    let gpus = |n: i128| -> quota_state::ledger::Amounts {
+        [(
+            "nvidia.com/gpu".to_owned(),
+            Amount {
+                nano: n * 1_000_000_000,
+                format: admission_kit::go::QuantityFormat::DecimalSI,
+            },
+        )]
+        .into()
+    };
+    let job = |workers: u32| {
+        let t = json!({"spec": {"containers": [{"name": "m", "image": "i",
+            "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}]}});
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "llama-ft", "namespace": "team-a"},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": workers, "template": t}}}})
+    };
+    let review = |o: Value| {
+        let mut r = req::<Value>("pytorchjobs", Operation::Create, o, None);
+        r.kind = Gvk {
+            group: "kubeflow.org".into(),
+            version: "v1".into(),
+            kind: "PyTorchJob".into(),
+        };
+        r.namespace = Some("team-a".into());
+        r
+    };
+    for older in [false, true] {
+        let ledger = Arc::new(Ledger::new(std::time::Duration::from_secs(30)));
+        ledger.upsert_quota(QuotaSpec::simple("team-a", "team-a", None, gpus(32)));
+        ledger.observe_pod("team-a", "running", "team-a", gpus(24));
+        let svc = quota_state::Service::new(
+            ledger.clone(),
+            quota_state::auth::Policy::Anyone,
+            quota_state::metrics::Metrics::new().unwrap(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let server = tonic::transport::Server::builder();
+        tokio::spawn(if older {
+            server
+                .clone()
+                .add_service(QuotaStateServer::new(BeforeBatches(svc)))
+                .serve_with_incoming(incoming)
+        } else {
+            server
+                .clone()
+                .add_service(QuotaStateServer::new(svc))
+                .serve_with_incoming(incoming)
+        });
+        let app = crate::app();
+        let mut options = app.default_options();
+        options.insert("quota-state-url", format!("http://{addr}"));
+        let c = Context::new(Arc::new(StaticState::default()))
+            .with_gates(Arc::new(app.gates.clone()))
+            .with_options(options);
+        let v = crate::workload::WorkloadValidator
+            .validate_async(&review(job(8)), &c)
+            .await;
+        let w = crate::workload::WorkloadValidator
+            .validate_async(&review(job(2)), &c)
+            .await;
+        if older {
+            assert!(v.allowed() && w.allowed());
+            assert!(
+                v.warnings[0].contains("an older version"),
+                "{:?}",
+                v.warnings
+            );
+        } else {
+            let (rule, status) = v.refusal.clone().unwrap();
+            assert_eq!(
+                (rule, status.message.as_str()),
+                (
+                    "WQ-2",
+                    "PyTorchJob team-a/llama-ft needs nvidia.com/gpu=64 (Worker 8×8); quota team-a allows at most nvidia.com/gpu=32"
+                )
+            );
+            assert!(w.allowed());
+            assert_eq!(
+                w.warnings,
+                [
+                    "WQ-3: PyTorchJob team-a/llama-ft needs nvidia.com/gpu=16 (Worker 2×8); quota team-a has nvidia.com/gpu=8 free now: some of its pods will be refused until quota frees up"
+                ]
+            );
+            assert_eq!(
+                ledger.reservations(),
+                0,
+                "a workload check reserves nothing"
+            );
+        }
+    }
+    // Nobody listening: admitted, with a warning (WQ is registered Ignore in any case).
+    let app = crate::app();
+    let mut options = app.default_options();
+    options.insert("quota-state-url", "http://127.0.0.1:9".into());
+    options.insert("quota-state-timeout-ms", "300".into());
+    let c = Context::new(Arc::new(StaticState::default()))
+        .with_gates(Arc::new(app.gates.clone()))
+        .with_options(options);
+    let v = crate::workload::WorkloadValidator
+        .validate_async(&review(job(8)), &c)
+        .await;
+    assert!(v.allowed());
+    assert!(
+        v.warnings[0].contains("quota-state unavailable"),
+        "{:?}",
+        v.warnings
+    );
 }
 
 /// Twelve pods of one CPU validated at once against a quota of ten, through a plaintext

@@ -106,6 +106,26 @@ impl Target {
         }
     }
 
+    /// No resource of its own: the endpoint is served but never registered by us (not listed
+    /// by `endpoints`, left out of self-registration), for kinds an operator names at run time
+    /// and registers in their own webhook configuration (scheduling-webhook's
+    /// `/validate-workload`). The handler reads the kind from each review.
+    pub fn unregistered() -> Self {
+        Self {
+            group: String::new(),
+            version: String::new(),
+            resource: String::new(),
+            kind: String::new(),
+            namespaced: true,
+            operations: &[Operation::Create, Operation::Update],
+        }
+    }
+
+    /// Whether the endpoint is registered by the operator ([`Target::unregistered`]).
+    pub fn is_unregistered(&self) -> bool {
+        self.resource.is_empty()
+    }
+
     /// The same target for a cluster-scoped resource.
     pub fn cluster_scoped(mut self) -> Self {
         self.namespaced = false;
@@ -173,7 +193,12 @@ pub struct App {
     pub options: Vec<AppOption>,
     /// How a review that cannot be decided (undecodable body or object) is answered.
     pub decode_errors: DecodeErrors,
+    /// Checks `serve` runs before it listens ([`App::check_at_start`]).
+    pub start_checks: Vec<StartCheck>,
 }
+
+/// A start check: the service's options in, `Err` with the reason to stop.
+pub type StartCheck = fn(&crate::Context) -> Result<(), String>;
 
 /// How a review that cannot be decided (its body, request or object does not decode) is
 /// answered. Each upstream answers its own way, and the API server acts differently on each,
@@ -223,7 +248,15 @@ impl App {
             gates: FeatureGates::default(),
             options: Vec::new(),
             decode_errors: DecodeErrors::default(),
+            start_checks: Vec::new(),
         }
+    }
+
+    /// A check `serve` runs once its options are known, before it listens: an `Err` stops the
+    /// service with that message (a configuration file that cannot be used, say).
+    pub fn check_at_start(mut self, check: StartCheck) -> Self {
+        self.start_checks.push(check);
+        self
     }
 
     /// How reviews that do not decode are answered (controller-runtime's way by default).

@@ -629,7 +629,10 @@ fn served_elsewhere(
     let res = &req.resource;
     let t = &endpoint.target;
     let served = t.resource.split('/').next().unwrap_or_default();
-    if res.resource.is_empty() || (res.group == t.group && res.resource == served) {
+    if res.resource.is_empty()
+        || t.is_unregistered()
+        || (res.group == t.group && res.resource == served)
+    {
         return None;
     }
     let group = |g: &str| {
@@ -753,6 +756,9 @@ async fn serve(
         (Context::new(state), Box::new(move || s2.synced()))
     };
     let ctx = ctx.with_gates(prepared.gates.clone()).with_options(options);
+    for check in &app.start_checks {
+        check(&ctx)?;
+    }
     for e in &app.endpoints {
         let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);
         metrics

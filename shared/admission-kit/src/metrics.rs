@@ -47,6 +47,26 @@ static LIVE_READS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     .ok()
 });
 
+/// Workload quota decisions (scheduling-webhook's WQ rules), by kind and outcome. Process-wide
+/// like the others; every [`Metrics`] registers it.
+static WORKLOAD_DECISIONS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
+    IntCounterVec::new(
+        Opts::new(
+            "admission_webhook_workload_quota_decisions_total",
+            "Workloads judged whole against their quota at submission, by kind and outcome (fits, not_now_warned, not_now_refused, never_fits, pods_refused, unchecked, unchanged, warned, invalid, template_refused, unavailable).",
+        ),
+        &["kind", "outcome"],
+    )
+    .ok()
+});
+
+/// Records one workload quota decision.
+pub fn workload_quota_decision(kind: &str, outcome: &str) {
+    if let Some(c) = WORKLOAD_DECISIONS.as_ref() {
+        c.with_label_values(&[kind, outcome]).inc();
+    }
+}
+
 /// Records a live read of `kind` with `result`.
 pub fn state_live_read(kind: &str, result: &str) {
     if let Some(c) = LIVE_READS.as_ref() {
@@ -309,6 +329,9 @@ impl Metrics {
             registry.register(Box::new(up.clone()))?;
         }
         if let Some(c) = LIVE_READS.as_ref() {
+            registry.register(Box::new(c.clone()))?;
+        }
+        if let Some(c) = WORKLOAD_DECISIONS.as_ref() {
             registry.register(Box::new(c.clone()))?;
         }
         if let Some(k) = koord::KOORD.as_ref() {

@@ -48,10 +48,13 @@ fn no_side_effects() -> String {
 }
 
 impl EndpointInfo {
-    /// Every endpoint of an app.
+    /// Every endpoint of an app that we register (not those of [`Target::unregistered`]).
+    ///
+    /// [`Target::unregistered`]: crate::Target::unregistered
     pub fn of(app: &App) -> Vec<Self> {
         app.endpoints
             .iter()
+            .filter(|e| !e.target.is_unregistered())
             .map(|e| Self {
                 path: e.path.to_owned(),
                 kind: match e.kind {

@@ -39,6 +39,31 @@ pub fn quotas(env: &Env) -> Api<DynamicObject> {
 /// required when `client_ca` is set) and creates the quota `q-<namespace>` of `cpu` CPUs; returns
 /// once the quota is enforced (a dry run past it is refused), with the quota's name.
 pub async fn start(env: &Env, client_ca: Option<PathBuf>, cpu: u32) -> (System, Options, String) {
+    start_with(env, client_ca, "cpu", cpu, Vec::new()).await
+}
+
+/// A pod of one container requesting (and limited to) `n` of `resource`, charged to `quota`.
+pub fn pod_of(name: &str, quota: &str, resource: &str, n: u32) -> Pod {
+    let amount = json!({ (resource): n.to_string() });
+    let v = json!({
+        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
+                                 "resources": {"requests": amount, "limits": amount}}]}
+    });
+    match serde_json::from_value(v) {
+        Ok(p) => p,
+        Err(e) => panic!("pod: {e}"),
+    }
+}
+
+/// [`start`] with a quota of `max` of `resource`, and `webhook_args` for the webhook.
+pub async fn start_with(
+    env: &Env,
+    client_ca: Option<PathBuf>,
+    resource: &str,
+    max: u32,
+    webhook_args: Vec<String>,
+) -> (System, Options, String) {
     let shared = crate::must(testenv::shared(), "control plane");
     let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
     let bin_dir = crate::must(
@@ -59,6 +84,7 @@ pub async fn start(env: &Env, client_ca: Option<PathBuf>, cpu: u32) -> (System, 
         namespace: env.ns.clone(),
         port_base: None,
         client_ca,
+        webhook_args,
     };
     let system = crate::must(
         testenv::system::start(&env.client, &opts).await,
@@ -68,7 +94,7 @@ pub async fn start(env: &Env, client_ca: Option<PathBuf>, cpu: u32) -> (System, 
     let eq: DynamicObject = crate::must(
         serde_json::from_value(json!({
             "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-            "metadata": {"name": quota}, "spec": {"max": {"cpu": cpu.to_string()}}
+            "metadata": {"name": quota}, "spec": {"max": { (resource): max.to_string() }}
         })),
         "quota",
     );
@@ -80,7 +106,10 @@ pub async fn start(env: &Env, client_ca: Option<PathBuf>, cpu: u32) -> (System, 
         ..PostParams::default()
     };
     eventually(Duration::from_secs(30), || async {
-        match pods.create(&dry, &pod("probe", &quota, cpu + 1)).await {
+        match pods
+            .create(&dry, &pod_of("probe", &quota, resource, max + 1))
+            .await
+        {
             Err(kube::Error::Api(e)) if e.message.contains("exceeded quota") => Ok(()),
             other => Err(format!("not enforced yet: {:?}", other.map(|_| ()))),
         }

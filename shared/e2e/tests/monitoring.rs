@@ -270,6 +270,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
         namespace: env.ns.clone(),
         port_base: None,
         client_ca: Some(shared.admission_client_ca.clone()),
+        webhook_args: Vec::new(),
     };
     let system = testenv::system::start(&env.client, &opts).await.unwrap();
     // Prometheus scrapes each service as the PodMonitor does: job = the service's name.

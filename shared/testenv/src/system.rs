@@ -127,6 +127,8 @@ pub struct Options {
     /// [`crate::control_plane::ADMISSION_CLIENT_NAME`] (`--allowed-client-names`), as in a
     /// cluster that authenticates its API server.
     pub client_ca: Option<PathBuf>,
+    /// More arguments for every webhook's `serve` (a test's own options).
+    pub webhook_args: Vec<String>,
 }
 
 /// Hands out the fixed ports of [`Options::port_base`] in turn, or free ones.
@@ -340,6 +342,7 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
                 crate::control_plane::ADMISSION_CLIENT_NAME,
             ]);
         }
+        cmd.args(&o.webhook_args);
         let child = cmd.spawn().map_err(io(bin.display().to_string()))?;
         let running = Running {
             name: svc.clone(),

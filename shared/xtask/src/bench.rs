@@ -54,8 +54,17 @@ const POD_VALIDATE_QUOTA_STATE: Row = Row {
     ..POD_VALIDATE
 };
 
+/// A PyTorchJob judged whole against its quota (WQ) through quota-state: 1 Master + 3 Workers
+/// of the Pod row's template, in the same namespace and quota.
+const WORKLOAD_QUOTA_STATE: Row = Row {
+    name: "scheduling validate PyTorchJob workload, quota through quota-state (3.3 KB)",
+    path: "/validate-workload-kubeflow-org-v1-pytorchjob",
+    body: "services/scheduling-webhook/benches/pytorchjob-workload-review-quota-state.json",
+    ..POD_VALIDATE_QUOTA_STATE
+};
+
 /// The suite.
-pub const ROWS: [Row; 10] = [
+pub const ROWS: [Row; 11] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -98,6 +107,7 @@ pub const ROWS: [Row; 10] = [
     },
     POD_VALIDATE,
     POD_VALIDATE_QUOTA_STATE,
+    WORKLOAD_QUOTA_STATE,
     Row {
         name: "scheduling mutate Pod (1.7 KB)",
         service: "scheduling-webhook",
@@ -142,6 +152,8 @@ pub struct Options {
     pub server_cpu: usize,
     /// CPU of the client.
     pub client_cpu: usize,
+    /// Only the rows whose name contains one of these (all when empty).
+    pub only: Vec<String>,
 }
 
 /// One run's figures.
@@ -161,9 +173,13 @@ pub struct Figures {
 
 /// Runs the suite with the release binaries in `bin_dir` and prints the table.
 pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
-    let mut all: Vec<Vec<Figures>> = vec![Vec::new(); ROWS.len()];
+    let rows: Vec<&Row> = ROWS
+        .iter()
+        .filter(|r| o.only.is_empty() || o.only.iter().any(|n| r.name.contains(n.as_str())))
+        .collect();
+    let mut all: Vec<Vec<Figures>> = vec![Vec::new(); rows.len()];
     for run in 0..o.runs {
-        for (i, row) in ROWS.iter().enumerate() {
+        for (i, row) in rows.iter().enumerate() {
             let f = once(root, bin_dir, row, o)
                 .with_context(|| format!("{} (run {})", row.name, run + 1))?;
             eprintln!(
@@ -180,7 +196,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         "| path | reviews/s (1 core) | p50 ms | p99 ms | p99.9 ms | server peak RSS MiB | start to ready ms | idle RSS MiB | image binary MiB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (row, figures) in ROWS.iter().zip(&all) {
+    for (row, figures) in rows.iter().zip(&all) {
         let m = |f: fn(&Figures) -> f64| median(figures.iter().map(f).collect());
         // The size that ships: the `image` profile's stripped binary, when one at least as new
         // as the measured release binary is there (an older one is another build).
@@ -214,9 +230,9 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         .iter()
         .map(|f| median(f.iter().map(|f| f.per_sec).collect()))
         .collect();
-    for (row, through) in ROWS.iter().zip(&per_sec).filter(|(r, _)| r.quota_state) {
+    for (row, through) in rows.iter().zip(&per_sec).filter(|(r, _)| r.quota_state) {
         // The in-process row of the same review at the same connections.
-        let alone = ROWS.iter().zip(&per_sec).find(|(r, _)| {
+        let alone = rows.iter().zip(&per_sec).find(|(r, _)| {
             !r.quota_state
                 && r.service == row.service
                 && r.path == row.path
@@ -229,6 +245,24 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
                 through / alone
             );
         }
+    }
+    // A whole workload's check against a single Pod's, both through quota-state (WQ's budget:
+    // at most 2×).
+    let rate = |name: &str| {
+        rows.iter()
+            .zip(&per_sec)
+            .find(|(r, _)| r.name == name)
+            .map(|(_, p)| *p)
+    };
+    if let (Some(pod), Some(job)) = (
+        rate(POD_VALIDATE_QUOTA_STATE.name),
+        rate(WORKLOAD_QUOTA_STATE.name),
+    ) && job > 0.0
+    {
+        println!(
+            "\nA PyTorchJob's workload check through quota-state costs {:.2}x a Pod validation through quota-state (reviews/s ratio).",
+            pod / job
+        );
     }
     Ok(())
 }

@@ -162,6 +162,7 @@ pub async fn run(
         namespace: "default".into(),
         port_base: None,
         client_ca: Some(cp.admission_client_ca.clone()),
+        webhook_args: Vec::new(),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

@@ -65,6 +65,9 @@ struct LoadArgs {
     /// The client's CPU.
     #[arg(long, default_value_t = 1)]
     client_cpu: usize,
+    /// Only the rows whose name contains one of these (comma-separated; all when absent).
+    #[arg(long, value_delimiter = ',')]
+    rows: Vec<String>,
 }
 
 impl LoadArgs {
@@ -75,6 +78,7 @@ impl LoadArgs {
             connections: self.connections,
             server_cpu: self.server_cpu,
             client_cpu: self.client_cpu,
+            only: self.rows.clone(),
         }
     }
 }
@@ -635,6 +639,7 @@ async fn up(args: UpArgs) -> Result<()> {
         namespace: "default".into(),
         port_base: args.port_base,
         client_ca: Some(cp.admission_client_ca.clone()),
+        webhook_args: Vec::new(),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let metrics = |r: &testenv::system::Running| {

@@ -1,0 +1,510 @@
+//! Workloads judged whole against their quota when they are submitted (`docs/workload-quota.md`,
+//! rules WQ-1 … WQ-6): a Deployment, Job or PyTorchJob whose pods can never all fit their
+//! ElasticQuota is refused at `kubectl apply`, with the arithmetic, instead of leaving some pods
+//! admitted and the rest refused for ever.
+//!
+//! Registered with failure policy Ignore: a quota-state outage never blocks a workload (PV-4
+//! still judges each pod).
+
+pub mod kinds;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use admission_kit::resources::{Amount, Amounts, check_pod_spec, list_text, try_pod_request};
+use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use quota_state::proto::{CheckWorkloadRequest, WorkloadFit};
+use quota_state::workload::{Fit, WorkloadCheck, WorkloadOutcome};
+use quota_state::{amount_of_wire, wire_amount};
+use serde_json::Value;
+
+use crate::quota::StateWorkloadQuotas;
+use crate::quota_client;
+use kinds::{Kind, Policy};
+
+/// `/validate-workload-*`: one validator for every workload kind; the kind of the review picks
+/// its description (built in, or from `--workload-kinds-file`).
+pub struct WorkloadValidator;
+
+/// The pods of one template: its place, name, count and the request of one pod.
+#[derive(Debug, Clone)]
+struct Template {
+    path: String,
+    role: String,
+    replicas: i64,
+    request: Amounts,
+    pod: Pod,
+}
+
+/// A workload's templates grouped by the quota label of their pods, with the peak of each.
+type ByLabel = BTreeMap<String, (Amounts, Vec<usize>)>;
+
+/// The mapping file's kinds as last read, and what the file was when read (its path and
+/// modification time): read again when either changes.
+type Loaded = (String, Option<SystemTime>, Arc<Vec<Kind>>);
+static MAPPED: Mutex<Option<Loaded>> = Mutex::new(None);
+
+/// The kinds of `--workload-kinds-file`, read at first use and again whenever the file changes
+/// (a mounted ConfigMap is replaced in place). A file that cannot be read or is refused keeps
+/// the kinds read before, logged at ERROR (a bad file at start stops the service first, see
+/// [`check_mapping`]).
+pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
+    let path = ctx.option("workload-kinds-file");
+    if path.is_empty() {
+        return Arc::default();
+    }
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let mut g = MAPPED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((p, m, kinds)) = g.as_ref()
+        && p == path
+        && *m == modified
+    {
+        return kinds.clone();
+    }
+    let kept = g
+        .as_ref()
+        .filter(|(p, _, _)| p == path)
+        .map(|(_, _, k)| k.clone());
+    let read = std::fs::read_to_string(path)
+        .map_err(|source| kinds::MappingError::Read {
+            path: path.to_owned(),
+            source,
+        })
+        .and_then(|text| kinds::parse(path, &text));
+    let kinds = match read {
+        Ok(k) => {
+            tracing::info!(file = path, kinds = k.len(), "workload kinds read");
+            Arc::new(k)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "workload kinds file refused; the kinds read before are kept");
+            kept.unwrap_or_default()
+        }
+    };
+    *g = Some((path.to_owned(), modified, kinds.clone()));
+    kinds
+}
+
+/// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
+/// file it cannot read or parse, with the reason.
+pub fn check_mapping(ctx: &Context) -> Result<(), String> {
+    let path = ctx.option("workload-kinds-file");
+    if path.is_empty() {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        kinds::MappingError::Read {
+            path: path.to_owned(),
+            source,
+        }
+        .to_string()
+    })?;
+    let kinds = kinds::parse(path, &text).map_err(|e| e.to_string())?;
+    tracing::info!(
+        file = path,
+        kinds = kinds.len(),
+        "workload kinds file accepted"
+    );
+    Ok(())
+}
+
+fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {
+    let k = &req.kind;
+    let matches = |d: &Kind| d.group == k.group && d.version == k.version && d.kind == k.kind;
+    kinds::builtin()
+        .into_iter()
+        .find(matches)
+        .or_else(|| mapped(ctx).iter().find(|d| matches(d)).cloned())
+}
+
+/// Whether `kind` is named in the comma list of option `option` (`Kind`, `group/Kind`, or `*`).
+fn listed(ctx: &Context, option: &str, kind: &Kind) -> bool {
+    ctx.option(option)
+        .split(',')
+        .map(str::trim)
+        .any(|n| n == "*" || n == kind.kind || n == format!("{}/{}", kind.group, kind.kind))
+}
+
+/// WQ-1: every template of the object, decoded, with the request of one of its pods; or the
+/// first field that cannot be read, named.
+fn templates(kind: &Kind, object: &Value, ns: &str) -> Result<Vec<Template>, String> {
+    let mut out = Vec::new();
+    for f in kinds::groups(kind, object)? {
+        let t: PodTemplateSpec = serde_json::from_value(f.template.clone())
+            .map_err(|e| format!("{}: Invalid value: {e}", f.path))?;
+        let spec = t.spec.unwrap_or_default();
+        if spec.containers.is_empty() {
+            return Err(format!("{}.spec.containers: Required value", f.path));
+        }
+        check_pod_spec(&format!("{}.spec", f.path), &spec).map_err(|e| e.to_string())?;
+        let request = try_pod_request(&spec).map_err(|e| format!("{}.spec: {e}", f.path))?;
+        let mut metadata = t.metadata.unwrap_or_default();
+        metadata.namespace = Some(ns.to_owned());
+        out.push(Template {
+            path: f.path,
+            role: f.role,
+            replicas: f.replicas,
+            request,
+            pod: Pod {
+                metadata,
+                spec: Some(spec),
+                status: None,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// `a × n`, exact, or the resource whose product leaves the countable range.
+fn times(a: &Amounts, n: i64) -> Result<Amounts, String> {
+    a.iter()
+        .map(|(k, v)| {
+            v.nano
+                .checked_mul(i128::from(n))
+                .filter(|p| p.abs() <= admission_kit::resources::MAX_NANO)
+                .map(|nano| (k.clone(), Amount { nano, ..*v }))
+                .ok_or_else(|| format!("the total of {k} is too large to be counted"))
+        })
+        .collect()
+}
+
+/// The peak of each quota label's templates (WQ-1: Σ replicas × pod request).
+fn by_label(ts: &[Template]) -> Result<ByLabel, String> {
+    let mut out = ByLabel::new();
+    for (i, t) in ts.iter().enumerate() {
+        let label = quota_state::tree::pod_quota_label(&t.pod).to_owned();
+        let e = out.entry(label).or_default();
+        admission_kit::resources::try_add(&mut e.0, &times(&t.request, t.replicas)?)
+            .map_err(|e| e.to_string())?;
+        e.1.push(i);
+    }
+    Ok(out)
+}
+
+/// `new − old` per resource, positive parts only (WQ-4: only an increase is checked).
+fn increase(new: &Amounts, old: Option<&Amounts>) -> Amounts {
+    new.iter()
+        .filter_map(|(k, v)| {
+            let before = old.and_then(|o| o.get(k)).map_or(0, |a| a.nano);
+            (v.nano > before).then(|| {
+                (
+                    k.clone(),
+                    Amount {
+                        nano: v.nano - before,
+                        ..*v
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+/// `cpu=80 (Master 1×10, Worker 7×10)` for each resource of `which`.
+fn arithmetic(which: &Amounts, peak: &Amounts, ts: &[Template], idx: &[usize]) -> String {
+    which
+        .keys()
+        .filter_map(|k| {
+            let total = peak.get(k)?;
+            let parts: Vec<String> = idx
+                .iter()
+                .map(|&i| &ts[i])
+                .filter_map(|t| {
+                    let per = t.request.get(k).filter(|a| a.nano != 0)?;
+                    let role = if t.role.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} ", t.role)
+                    };
+                    Some(format!("{role}{}×{}", t.replicas, per.canonical()))
+                })
+                .collect();
+            Some(format!("{k}={} ({})", total.canonical(), parts.join(", ")))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The answer for one quota label's pods: quota-state's when `--quota-state-url` is set,
+/// else the in-process state's. `Ok(None)`: quota-state cannot answer this question (older).
+async fn ask(ctx: &Context, w: &WorkloadCheck<'_>) -> Result<Option<WorkloadOutcome>, String> {
+    if !quota_client::enabled(ctx) {
+        let quotas = StateWorkloadQuotas::of(ctx).map_err(|e| e.to_string())?;
+        return Ok(Some(quota_state::workload::decide(
+            quotas.topology(),
+            &quotas,
+            w,
+        )));
+    }
+    let wire = |a: &Amounts| a.iter().map(|(k, v)| (k.clone(), wire_amount(v))).collect();
+    let msg = CheckWorkloadRequest {
+        namespace: w.namespace.to_owned(),
+        quota_label: w.label.to_owned(),
+        name: w.pod.to_owned(),
+        requests: wire(w.peak),
+        total: wire(w.total),
+        disable_default_quota: w.disable_default_quota,
+        check_parent: w.check_parent,
+    };
+    let Some(r) = quota_client::check_workload(ctx, msg).await? else {
+        return Ok(None);
+    };
+    let amounts = r
+        .amounts
+        .iter()
+        .map(|(k, a)| Ok((k.clone(), amount_of_wire(k, a)?)))
+        .collect::<Result<Amounts, String>>()?;
+    let quota = r.quota;
+    Ok(Some(match WorkloadFit::try_from(r.fit) {
+        Ok(WorkloadFit::Fits) => WorkloadOutcome::Checked {
+            quota,
+            fit: Fit::Fits,
+        },
+        Ok(WorkloadFit::NotNow) => WorkloadOutcome::Checked {
+            quota,
+            fit: Fit::NotNow {
+                quota: r.limiting_quota,
+                free: amounts,
+            },
+        },
+        Ok(WorkloadFit::Never) => WorkloadOutcome::Checked {
+            quota,
+            fit: Fit::Never {
+                quota: r.limiting_quota,
+                allowed: amounts,
+            },
+        },
+        Ok(WorkloadFit::Refused) => WorkloadOutcome::Refused {
+            quota,
+            rule: if r.rule == "PV-3" { "PV-3" } else { "PV-4" },
+            message: r.message,
+        },
+        Ok(WorkloadFit::Unchecked) => WorkloadOutcome::Unchecked { quota },
+        _ => return Err(format!("quota-state answered an unknown fit {}", r.fit)),
+    }))
+}
+
+/// The decision for a review, its rule id and the outcome counted.
+struct Decision {
+    verdict: Verdict,
+    outcome: &'static str,
+}
+
+impl Decision {
+    fn allow(outcome: &'static str) -> Self {
+        Self {
+            verdict: Verdict::default(),
+            outcome,
+        }
+    }
+
+    fn deny(rule: &'static str, outcome: &'static str, text: String) -> Self {
+        Self {
+            verdict: Verdict::errored(rule, 403, text),
+            outcome,
+        }
+    }
+}
+
+async fn decide(req: &Request<Value>, ctx: &Context, kind: &Kind) -> Decision {
+    let ns = req
+        .namespace
+        .clone()
+        .or_else(|| {
+            req.object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    let name = req
+        .object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&req.name)
+        .to_owned();
+    let who = format!("{} {ns}/{name}", kind.kind);
+    let ts = match templates(kind, &req.object, &ns) {
+        Ok(ts) => ts,
+        Err(e) => return Decision::deny("WQ-1", "invalid", format!("{who}: {e}")),
+    };
+    let mut warnings = Vec::new();
+    // WQ-6: the pod rules on each template.
+    let deny_templates = listed(ctx, "workload-template-rules-deny-kinds", kind);
+    for t in &ts {
+        if let Err((rule, text)) = crate::pod_validate::template_rules(&t.pod, &ns, ctx) {
+            let text = format!(
+                "{who}: pods of {} would be refused by {rule}: {text}",
+                t.path
+            );
+            if deny_templates {
+                return Decision::deny("WQ-6", "template_refused", text);
+            }
+            warnings.push(format!("WQ-6: {text}"));
+        }
+    }
+    let new = match by_label(&ts) {
+        Ok(b) => b,
+        Err(e) => return Decision::deny("WQ-1", "invalid", format!("{who}: {e}")),
+    };
+    let old = match (&req.operation, &req.old_object) {
+        (Operation::Update, Some(o)) => templates(kind, o, &ns).and_then(|ts| by_label(&ts)).ok(),
+        _ => None,
+    };
+    let gang = kind.policy == Policy::Gang || listed(ctx, "workload-gang-kinds", kind);
+    let mut outcome = "unchanged";
+    for (label, (peak, idx)) in &new {
+        let more = increase(peak, old.as_ref().and_then(|o| o.get(label)).map(|e| &e.0));
+        if more.is_empty() {
+            continue;
+        }
+        let w = WorkloadCheck {
+            namespace: &ns,
+            label,
+            pod: &name,
+            peak: &more,
+            total: peak,
+            disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
+            check_parent: !ctx.gates().enabled("SupportParentQuotaSubmitPod"),
+        };
+        let answer = match ask(ctx, &w).await {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                warnings.push(format!(
+                    "WQ: {who} not checked against its quota: quota-state does not answer workload questions yet (an older version)"
+                ));
+                outcome = "unavailable";
+                continue;
+            }
+            Err(cause) => {
+                // Never refused for want of quota-state: each pod is still judged by PV-4.
+                admission_kit::metrics::dependency_unavailable("quota-state", "allowed");
+                warnings.push(format!(
+                    "WQ: {who} not checked against its quota: quota-state unavailable ({cause}); each pod is still checked when it is created"
+                ));
+                outcome = "unavailable";
+                continue;
+            }
+        };
+        let needs = |which: &Amounts| arithmetic(which, peak, &ts, idx);
+        let scaled = if old.is_some() {
+            format!(" ({} more than now)", list_text(&more))
+        } else {
+            String::new()
+        };
+        match answer {
+            WorkloadOutcome::Unchecked { .. } => {
+                if outcome == "unchanged" {
+                    outcome = "unchecked";
+                }
+            }
+            WorkloadOutcome::Refused { rule, message, .. } => {
+                // WQ-5: its pods would be refused whatever their number.
+                warnings.push(format!(
+                    "WQ-5: {who}: its pods will be refused by {rule}: {message}"
+                ));
+                outcome = "pods_refused";
+            }
+            WorkloadOutcome::Checked { fit: Fit::Fits, .. } => {
+                if matches!(outcome, "unchanged" | "unchecked") {
+                    outcome = "fits";
+                }
+            }
+            WorkloadOutcome::Checked {
+                fit: Fit::Never { quota, allowed },
+                ..
+            } => {
+                let mut v = Decision::deny(
+                    "WQ-2",
+                    "never_fits",
+                    format!(
+                        "{who} needs {}{scaled}; quota {quota} allows at most {}",
+                        needs(&allowed),
+                        list_text(&allowed)
+                    ),
+                );
+                v.verdict.warnings = warnings;
+                return v;
+            }
+            WorkloadOutcome::Checked {
+                fit: Fit::NotNow { quota, free },
+                ..
+            } => {
+                let text = format!(
+                    "{who} needs {}{scaled}; quota {quota} has {} free now",
+                    needs(&free),
+                    list_text(&free)
+                );
+                if gang {
+                    let mut v = Decision::deny("WQ-3", "not_now_refused", text);
+                    v.verdict.warnings = warnings;
+                    return v;
+                }
+                warnings.push(format!(
+                    "WQ-3: {text}: some of its pods will be refused until quota frees up"
+                ));
+                outcome = "not_now_warned";
+            }
+        }
+    }
+    let mut d = Decision::allow(outcome);
+    if !warnings.is_empty() && d.outcome == "unchanged" {
+        d.outcome = "warned";
+    }
+    d.verdict.warnings = warnings;
+    d
+}
+
+impl Validator for WorkloadValidator {
+    type Object = Value;
+
+    fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
+        admission_kit::handler::wait_for(self.validate_async(req, ctx)).unwrap_or_else(|| {
+            Verdict::errored(
+                quota_client::UNAVAILABLE_RULE,
+                400,
+                "quota-state calls need the multi-threaded runtime",
+            )
+        })
+    }
+
+    fn waits(&self, ctx: &Context) -> bool {
+        quota_client::enabled(ctx)
+    }
+
+    async fn validate_async(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
+        if req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+            || !matches!(req.operation, Operation::Create | Operation::Update)
+        {
+            return Verdict::default();
+        }
+        let Some(kind) = find_kind(req, ctx) else {
+            return Verdict::default();
+        };
+        let d = decide(req, ctx, &kind).await;
+        admission_kit::metrics::workload_quota_decision(&kind.kind, d.outcome);
+        let mut v = d.verdict;
+        // The decision log names the rule behind a warning.
+        match d.outcome {
+            "not_now_warned" => v.applied.push("WQ-3"),
+            "pods_refused" => v.applied.push("WQ-5"),
+            _ if v.allowed() && v.warnings.iter().any(|w| w.starts_with("WQ-6")) => {
+                v.applied.push("WQ-6")
+            }
+            _ => {}
+        }
+        v
+    }
+
+    fn allowed_status(&self) -> Option<Status> {
+        Some(Status {
+            code: Some(200),
+            ..Status::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

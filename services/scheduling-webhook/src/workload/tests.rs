@@ -1,0 +1,225 @@
+//! WQ through the validator, in-process: the cluster state's quotas and the usage of their
+//! `child-request` annotation.
+
+use std::sync::Arc;
+
+use admission_kit::review::{Gvk, Gvr};
+use admission_kit::state::StaticState;
+use serde_json::json;
+
+use super::*;
+
+fn ctx_with(used_gpu: &str, options: &[(&'static str, &str)]) -> Context {
+    let mut s = StaticState::default();
+    s.add_value(json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota", "metadata": {"name": "team-a", "namespace": "team-a",
+        "annotations": {"quota.scheduling.koordinator.sh/child-request":
+            format!("{{\"nvidia.com/gpu\":\"{used_gpu}\"}}")}},
+        "spec": {"max": {"nvidia.com/gpu": "32"}}}))
+        .unwrap();
+    let app = crate::app();
+    let mut o = app.default_options();
+    for (k, v) in options {
+        o.insert(k, (*v).to_owned());
+    }
+    Context::new(Arc::new(s))
+        .with_gates(Arc::new(app.gates.clone()))
+        .with_options(o)
+}
+
+fn ctx(used_gpu: &str) -> Context {
+    ctx_with(used_gpu, &[])
+}
+
+fn template(gpu: u32) -> Value {
+    json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "main", "image": "i",
+        "resources": {"requests": {"nvidia.com/gpu": gpu.to_string()},
+                      "limits": {"nvidia.com/gpu": gpu.to_string()}}}]}})
+}
+
+fn pytorch(workers: u32) -> Value {
+    json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "llama-ft", "namespace": "team-a"},
+        "spec": {"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template(8)},
+            "Worker": {"replicas": workers, "template": template(8)}}}})
+}
+
+fn deployment(replicas: u32) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "team-a"},
+        "spec": {"replicas": replicas, "template": template(1)}})
+}
+
+fn review(object: Value, old: Option<Value>) -> Request<Value> {
+    let (group, version) = match object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .split_once('/')
+    {
+        Some((g, v)) => (g.to_owned(), v.to_owned()),
+        None => (String::new(), "v1".to_owned()),
+    };
+    Request {
+        uid: "u".into(),
+        kind: Gvk {
+            group,
+            version,
+            kind: object["kind"].as_str().unwrap_or_default().into(),
+        },
+        resource: Gvr::default(),
+        sub_resource: None,
+        name: object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        namespace: Some("team-a".into()),
+        operation: if old.is_some() {
+            Operation::Update
+        } else {
+            Operation::Create
+        },
+        user_info: Default::default(),
+        dry_run: false,
+        object,
+        old_object: old,
+    }
+}
+
+fn run(ctx: &Context, object: Value, old: Option<Value>) -> Verdict {
+    WorkloadValidator.validate(&review(object, old), ctx)
+}
+
+fn refusal(v: &Verdict) -> Option<(&'static str, String)> {
+    v.refusal
+        .as_ref()
+        .map(|(rule, s)| (*rule, s.message.clone()))
+}
+
+#[test]
+fn wq_2_a_job_that_can_never_fit_is_refused_with_the_arithmetic() {
+    let v = run(&ctx("0"), pytorch(7), None);
+    assert_eq!(
+        refusal(&v),
+        Some((
+            "WQ-2",
+            "PyTorchJob team-a/llama-ft needs nvidia.com/gpu=64 (Master 1×8, Worker 7×8); quota team-a allows at most nvidia.com/gpu=32".into()
+        ))
+    );
+    assert!(run(&ctx("0"), pytorch(3), None).allowed());
+}
+
+#[test]
+fn wq_3_a_job_above_what_is_free_now_is_admitted_with_a_warning_or_refused_as_a_gang() {
+    let v = run(&ctx("24"), pytorch(1), None);
+    assert!(v.allowed());
+    assert_eq!(
+        v.warnings,
+        [
+            "WQ-3: PyTorchJob team-a/llama-ft needs nvidia.com/gpu=16 (Master 1×8, Worker 1×8); quota team-a has nvidia.com/gpu=8 free now: some of its pods will be refused until quota frees up"
+        ]
+    );
+    let gang = ctx_with("24", &[("workload-gang-kinds", "kubeflow.org/PyTorchJob")]);
+    assert_eq!(
+        refusal(&run(&gang, pytorch(1), None)).map(|r| r.0),
+        Some("WQ-3")
+    );
+    assert!(run(&ctx("16"), pytorch(1), None).warnings.is_empty());
+}
+
+#[test]
+fn wq_4_an_update_checks_only_an_increase() {
+    let v = run(&ctx("2"), deployment(40), Some(deployment(2)));
+    assert_eq!(
+        refusal(&v),
+        Some((
+            "WQ-2",
+            "Deployment team-a/web needs nvidia.com/gpu=40 (40×1) (nvidia.com/gpu=38 more than now); quota team-a allows at most nvidia.com/gpu=32".into()
+        ))
+    );
+    let up = run(&ctx("2"), deployment(3), Some(deployment(2)));
+    assert!(up.allowed() && up.warnings.is_empty(), "{up:?}");
+    // Full quota: a scale-down, or an unchanged request, is never held back.
+    assert!(
+        run(&ctx("32"), deployment(1), Some(deployment(2)))
+            .warnings
+            .is_empty()
+    );
+    assert!(
+        run(&ctx("32"), deployment(2), Some(deployment(2)))
+            .warnings
+            .is_empty()
+    );
+}
+
+#[test]
+fn wq_1_bad_input_is_refused_naming_the_field() {
+    let mut d = deployment(1);
+    d["spec"]["template"]["spec"]["containers"] = json!([]);
+    assert_eq!(
+        refusal(&run(&ctx("0"), d, None)),
+        Some((
+            "WQ-1",
+            "Deployment team-a/web: spec.template.spec.containers: Required value".into()
+        ))
+    );
+    let mut d = deployment(1);
+    d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+        json!("lots");
+    let (rule, text) = refusal(&run(&ctx("0"), d, None)).unwrap();
+    assert_eq!(rule, "WQ-1");
+    assert!(
+        text.contains("spec.template.spec.containers[0].resources.requests"),
+        "{text}"
+    );
+    let mut j = pytorch(1);
+    j["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(-1);
+    assert_eq!(
+        refusal(&run(&ctx("0"), j, None)),
+        Some((
+            "WQ-1",
+            "PyTorchJob team-a/llama-ft: spec.pytorchReplicaSpecs.Worker.replicas: Invalid value: -1: must be greater than or equal to 0".into()
+        ))
+    );
+}
+
+#[test]
+fn wq_5_pods_of_a_missing_quota_are_warned_of() {
+    let mut d = deployment(1);
+    d["spec"]["template"]["metadata"]["labels"]["quota.scheduling.koordinator.sh/name"] =
+        json!("nope");
+    let v = run(&ctx("0"), d, None);
+    assert!(v.allowed());
+    assert_eq!(
+        v.warnings,
+        [
+            "WQ-5: Deployment team-a/web: its pods will be refused by PV-4: elastic quota nope not found"
+        ]
+    );
+}
+
+#[test]
+fn wq_6_pod_rules_run_on_each_template() {
+    let mut d = deployment(1);
+    d["spec"]["template"]["metadata"]["annotations"] =
+        json!({"scheduling.koordinator.sh/reserve-pod": "true"});
+    let v = run(&ctx("0"), d.clone(), None);
+    assert!(v.allowed());
+    assert_eq!(v.warnings.len(), 1);
+    assert!(
+        v.warnings[0].starts_with(
+            "WQ-6: Deployment team-a/web: pods of spec.template would be refused by PV-1:"
+        ),
+        "{:?}",
+        v.warnings
+    );
+    let deny = ctx_with("0", &[("workload-template-rules-deny-kinds", "*")]);
+    assert_eq!(refusal(&run(&deny, d, None)).map(|r| r.0), Some("WQ-6"));
+}
+
+#[test]
+fn a_kind_nobody_described_passes_untouched() {
+    let mut o = deployment(100);
+    o["apiVersion"] = json!("example.com/v1");
+    assert!(run(&ctx("0"), o, None).warnings.is_empty());
+}
