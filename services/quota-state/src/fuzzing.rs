@@ -13,12 +13,14 @@ use crate::auth::Policy;
 use crate::ledger::{Ledger, QuotaSpec, ReservationLimits};
 use crate::proto::quota_state_server::QuotaState;
 use crate::proto::{
-    AdmitPodRequest, AdmitPodsRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
+    AdmitPodRequest, AdmitPodsRequest, CheckWorkloadRequest, LookupRequest, ReleaseRequest,
+    ValidateQuotaRequest,
 };
 use crate::types::ElasticQuota;
 
 /// Runs `data`: chunks of `[kind][length: 2 bytes LE][payload]`, each decoded as one gRPC
-/// request (AdmitPod, Release, Lookup, ValidateQuota, AdmitPods), an ElasticQuota event (JSON)
+/// request (AdmitPod, Release, Lookup, ValidateQuota, AdmitPods, CheckWorkload), an
+/// ElasticQuota event (JSON)
 /// or a pod event (an AdmitPod message read as the observed pod).
 pub fn run(data: &[u8]) {
     let ledger = Arc::new(
@@ -39,7 +41,7 @@ pub fn run(data: &[u8]) {
         let len = usize::from(u16::from_le_bytes([rest[1], rest[2]])).min(rest.len() - 3);
         let payload = &rest[3..3 + len];
         rest = &rest[3 + len..];
-        match kind % 8 {
+        match kind % 9 {
             0 => {
                 if let Ok(m) = AdmitPodRequest::decode(payload) {
                     let _ = futures::executor::block_on(svc.admit_pod(Request::new(m)));
@@ -79,6 +81,11 @@ pub fn run(data: &[u8]) {
                 if let Ok(m) = ReleaseRequest::decode(payload) {
                     ledger.delete_pod(&m.namespace, &m.name);
                     ledger.delete_quota(&m.name, &m.namespace);
+                }
+            }
+            7 => {
+                if let Ok(m) = CheckWorkloadRequest::decode(payload) {
+                    let _ = futures::executor::block_on(svc.check_workload(Request::new(m)));
                 }
             }
             _ => {

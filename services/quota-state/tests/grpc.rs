@@ -12,8 +12,8 @@ use quota_state::metrics::Metrics;
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::quota_state_server::QuotaStateServer;
 use quota_state::proto::{
-    AdmitPodRequest, AdmitPodsRequest, LookupRequest, Operation, ReleaseRequest,
-    ValidateQuotaRequest,
+    AdmitPodRequest, AdmitPodsRequest, CheckWorkloadRequest, LookupRequest, Operation,
+    ReleaseRequest, ValidateQuotaRequest,
 };
 
 fn cpu(n: i64) -> Amounts {
@@ -316,6 +316,9 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
             c.validate_quota(ValidateQuotaRequest::default())
                 .await
                 .map(|_| ()),
+            c.check_workload(workload("team", "q", 1000))
+                .await
+                .map(|_| ()),
         ]
     };
     // No client certificate, or one from another CA: the handshake fails, no call gets through.
@@ -374,6 +377,84 @@ async fn only_the_allowed_identity_over_mutual_tls_is_answered() {
         .await
         .unwrap();
     assert_eq!(ledger.reservations(), 0, "released by its owner");
+}
+
+fn workload(ns: &str, quota: &str, cpu_milli: i64) -> CheckWorkloadRequest {
+    CheckWorkloadRequest {
+        namespace: ns.into(),
+        quota_label: quota.into(),
+        name: "job".into(),
+        requests: [(
+            "cpu".to_owned(),
+            quota_state::proto::Amount {
+                milli: cpu_milli,
+                ..Default::default()
+            },
+        )]
+        .into(),
+        ..CheckWorkloadRequest::default()
+    }
+}
+
+/// CheckWorkload over the wire: WQ-2 and WQ-3 answers with their amounts, nothing reserved,
+/// each answer counted; malformed input refused as for the other calls.
+#[tokio::test]
+async fn check_workload_answers_fits_and_refuses_bad_input() {
+    use quota_state::proto::WorkloadFit;
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    ledger.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10)));
+    ledger.observe_pod("team", "running", "q", cpu(8));
+    let served = serve(ledger.clone(), &["scheduling-webhook"]).await;
+    let mut c = served.client("scheduling-webhook");
+    let ask = |m| {
+        let mut c = c.clone();
+        async move { c.check_workload(m).await.map(|r| r.into_inner()) }
+    };
+    let never = ask(workload("team", "q", 12_000)).await.unwrap();
+    assert_eq!(never.fit, WorkloadFit::Never as i32);
+    assert_eq!(never.limiting_quota, "q");
+    assert_eq!(never.amounts["cpu"].milli, 10_000);
+    let not_now = ask(workload("team", "q", 3_000)).await.unwrap();
+    assert_eq!(not_now.fit, WorkloadFit::NotNow as i32);
+    assert_eq!(not_now.amounts["cpu"].milli, 2_000);
+    // A scale-up: the increase against what is free, the whole peak against the limit.
+    let mut up = workload("team", "q", 2_000);
+    up.total = workload("team", "q", 11_000).requests;
+    assert_eq!(ask(up).await.unwrap().fit, WorkloadFit::Never as i32);
+    assert_eq!(
+        ask(workload("team", "q", 2_000)).await.unwrap().fit,
+        WorkloadFit::Fits as i32
+    );
+    assert_eq!(
+        ask(workload("team", "", 2_000)).await.unwrap().fit,
+        WorkloadFit::Unchecked as i32
+    );
+    assert_eq!(ledger.reservations(), 0);
+    for bad in [
+        workload("Team_A", "q", 1),
+        workload("team", "not a label!", 1),
+        workload("team", "q", -1),
+        CheckWorkloadRequest {
+            requests: (0..65)
+                .map(|i| (format!("r{i}"), quota_state::proto::Amount::default()))
+                .collect(),
+            ..workload("team", "q", 1)
+        },
+    ] {
+        assert_eq!(
+            c.check_workload(bad).await.unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+    }
+    let text = String::from_utf8(served.metrics.render()).unwrap();
+    for fit in ["never", "not_now", "fits", "unchecked"] {
+        assert!(
+            text.contains(&format!(
+                "quota_state_workload_checks_total{{fit=\"{fit}\"}}"
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -580,3 +580,48 @@ fn unquoted_yaml_booleans_in_labels_are_read_with_a_note() {
     );
     assert_eq!(r["result"], "denied", "{r:#}");
 }
+
+/// Workload quota offline (WQ, `docs/workload-quota.md`): a Deployment and a PyTorchJob judged
+/// whole against the quota given with `--state`, its usage read from the `child-request`
+/// annotation.
+#[test]
+fn workloads_are_judged_whole_against_the_state_quotas() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.yaml");
+    std::fs::write(
+        &state,
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: team-a, namespace: team-a, annotations: {quota.scheduling.koordinator.sh/child-request: '{\"nvidia.com/gpu\":\"24\"}'}}\nspec: {max: {nvidia.com/gpu: \"32\"}}\n",
+    )
+    .unwrap();
+    let container = "{name: pytorch, image: i, resources: {requests: {nvidia.com/gpu: \"8\"}, limits: {nvidia.com/gpu: \"8\"}}}";
+    let job = |name: &str, workers: u32| {
+        format!(
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {{name: {name}, namespace: team-a}}\nspec:\n  pytorchReplicaSpecs:\n    Master: {{replicas: 1, template: {{spec: {{containers: [{container}]}}}}}}\n    Worker: {{replicas: {workers}, template: {{spec: {{containers: [{container}]}}}}}}\n"
+        )
+    };
+    let manifests = dir.path().join("jobs.yaml");
+    std::fs::write(
+        &manifests,
+        format!("{}---\n{}", job("llama-ft", 7), job("small", 1)),
+    )
+    .unwrap();
+    let out = check(&[
+        "--state",
+        state.to_str().unwrap(),
+        manifests.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("[WQ-2] PyTorchJob team-a/llama-ft needs nvidia.com/gpu=64 (Master 1×8, Worker 7×8); quota team-a allows at most nvidia.com/gpu=32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: WQ-3: PyTorchJob team-a/small needs nvidia.com/gpu=16 (Master 1×8, Worker 1×8); quota team-a has nvidia.com/gpu=8 free now"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 admitted with warnings, 1 denied"),
+        "{text}"
+    );
+}

@@ -472,6 +472,17 @@ mod tests {
     }
 
     #[test]
+    fn wq_1_a_cronjob_runs_its_job_template() {
+        let cron = json!({"spec": {"jobTemplate": {"spec": {"parallelism": 4, "completions": 3,
+            "template": {"spec": {}}}}}});
+        let found = groups(&builtin_kind("CronJob"), &cron).unwrap();
+        assert_eq!(
+            (found[0].replicas, found[0].path.as_str()),
+            (3, "spec.jobTemplate.spec.template")
+        );
+    }
+
+    #[test]
     fn wq_1_bad_counts_name_their_field() {
         let k = builtin_kind("Deployment");
         for (v, text) in [

@@ -223,3 +223,40 @@ fn a_kind_nobody_described_passes_untouched() {
     o["apiVersion"] = json!("example.com/v1");
     assert!(run(&ctx("0"), o, None).warnings.is_empty());
 }
+
+/// `--workload-kinds-file`: read at first use, again when it changes; a bad change keeps the
+/// kinds read before; a bad file at start stops the service with the reason.
+#[test]
+fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
+    let dir = std::env::temp_dir().join(format!("wq-mapping-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kinds.yaml");
+    let write = |text: &str, secs: u64| {
+        std::fs::write(&path, text).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        // Distinct modification times, whatever the file system's resolution.
+        f.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+            .unwrap();
+    };
+    let kind = |k: &str| {
+        format!(
+            "kinds:\n- {{group: example.com, version: v1, kind: {k}, resource: {}s, groups: [{{template: /spec/template}}]}}\n",
+            k.to_lowercase()
+        )
+    };
+    write(&kind("First"), 1_000);
+    let c = ctx_with("0", &[("workload-kinds-file", path.to_str().unwrap())]);
+    assert_eq!(check_mapping(&c), Ok(()));
+    let names = |c: &Context| mapped(c).iter().map(|k| k.kind.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&c), ["First"]);
+    write(&kind("Second"), 2_000);
+    assert_eq!(names(&c), ["Second"]);
+    write("kinds: [", 3_000);
+    assert_eq!(
+        names(&c),
+        ["Second"],
+        "a bad change keeps the kinds read before"
+    );
+    assert!(check_mapping(&c).unwrap_err().contains("kinds.yaml"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
