@@ -286,7 +286,7 @@ pub fn app() -> App {
         Ignore,
         workload::WorkloadValidator,
     )
-    // The kinds of --workload-kinds-file: registered by the operator (docs/workload-quota.md).
+    // The kinds of --workload-kinds-file (self-registration adds one webhook per kind).
     .validate(
         "/validate-workload",
         Target::unregistered(),
@@ -419,6 +419,7 @@ pub fn app() -> App {
         "false",
     )
     .check_at_start(workload::check_mapping)
+    .registers_also(workload::mapped_endpoints)
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()

@@ -106,10 +106,10 @@ impl Target {
         }
     }
 
-    /// No resource of its own: the endpoint is served but never registered by us (not listed
-    /// by `endpoints`, left out of self-registration), for kinds an operator names at run time
-    /// and registers in their own webhook configuration (scheduling-webhook's
-    /// `/validate-workload`). The handler reads the kind from each review.
+    /// No resource of its own: the endpoint is served but not registered from the table (not
+    /// listed by `endpoints`), for kinds named in configuration at run time
+    /// (scheduling-webhook's `/validate-workload`); self-registration registers them through
+    /// [`App::registers_also`]. The handler reads the kind from each review.
     pub fn unregistered() -> Self {
         Self {
             group: String::new(),
@@ -121,7 +121,7 @@ impl Target {
         }
     }
 
-    /// Whether the endpoint is registered by the operator ([`Target::unregistered`]).
+    /// Whether the endpoint has no resource of its own ([`Target::unregistered`]).
     pub fn is_unregistered(&self) -> bool {
         self.resource.is_empty()
     }
@@ -193,12 +193,21 @@ pub struct App {
     pub options: Vec<AppOption>,
     /// How a review that cannot be decided (undecodable body or object) is answered.
     pub decode_errors: DecodeErrors,
-    /// Checks `serve` runs before it listens ([`App::check_at_start`]).
+    /// Checks `serve` runs first ([`App::check_at_start`]).
     pub start_checks: Vec<StartCheck>,
+    /// Endpoints self-registration adds ([`App::registers_also`]).
+    pub extra_endpoints: Vec<ExtraEndpoints>,
 }
 
+/// A service's option values by name (`--name value`).
+pub type OptionValues = std::collections::BTreeMap<&'static str, String>;
+
 /// A start check: the service's options in, `Err` with the reason to stop.
-pub type StartCheck = fn(&crate::Context) -> Result<(), String>;
+pub type StartCheck = fn(&OptionValues) -> Result<(), String>;
+
+/// Endpoints to register besides the table's, from the service's options.
+pub type ExtraEndpoints =
+    fn(&OptionValues) -> Result<Vec<crate::registration::EndpointInfo>, String>;
 
 /// How a review that cannot be decided (its body, request or object does not decode) is
 /// answered. Each upstream answers its own way, and the API server acts differently on each,
@@ -249,13 +258,21 @@ impl App {
             options: Vec::new(),
             decode_errors: DecodeErrors::default(),
             start_checks: Vec::new(),
+            extra_endpoints: Vec::new(),
         }
     }
 
-    /// A check `serve` runs once its options are known, before it listens: an `Err` stops the
-    /// service with that message (a configuration file that cannot be used, say).
+    /// A check `serve` runs once its options are known, before anything else: an `Err` stops
+    /// the service with that message (a configuration file that cannot be used, say).
     pub fn check_at_start(mut self, check: StartCheck) -> Self {
         self.start_checks.push(check);
+        self
+    }
+
+    /// Endpoints self-registration adds to the endpoint table's, worked out from the options at
+    /// start: the webhooks of an endpoint whose kinds are configured ([`Target::unregistered`]).
+    pub fn registers_also(mut self, extra: ExtraEndpoints) -> Self {
+        self.extra_endpoints.push(extra);
         self
     }
 

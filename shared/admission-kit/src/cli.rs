@@ -343,6 +343,7 @@ impl RegistrationArgs {
         app: &App,
         m: &crate::managed::Managed,
         service: &str,
+        options: &crate::app::OptionValues,
     ) -> Result<crate::registration::Registrar, String> {
         use crate::registration::{
             ClientTarget, EndpointInfo, Registrar, Registration, all_namespaces_except,
@@ -382,7 +383,13 @@ impl RegistrationArgs {
                         failure_policy: None,
                         object_labels: Default::default(),
                     },
-                    endpoints: EndpointInfo::of(app),
+                    endpoints: {
+                        let mut all = EndpointInfo::of(app);
+                        for extra in &app.extra_endpoints {
+                            all.extend(extra(options)?);
+                        }
+                        all
+                    },
                     field_manager,
                 }
             }
@@ -684,10 +691,11 @@ async fn start_managed(
     a: &ServeArgs,
     certs: &Arc<CertStore>,
     metrics: &Metrics,
+    options: &crate::app::OptionValues,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a.certs.service(app.name);
-    let registrar = a.registration.registrar(app, &managed, &service)?;
+    let registrar = a.registration.registrar(app, &managed, &service, options)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
     crate::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
@@ -701,6 +709,9 @@ async fn serve(
     install_crypto_provider();
     let telemetry = Telemetry::init(app.name, a.log_format, LogTarget::Stdout)?;
     let prepared = app.prepare(a.feature_gates.as_deref())?;
+    for check in &app.start_checks {
+        check(&options)?;
+    }
     for (path, gate) in &prepared.disabled {
         tracing::warn!(
             webhook = path,
@@ -715,7 +726,7 @@ async fn serve(
         metrics.registry().register(c)?;
     }
     if a.certs.is_managed() {
-        start_managed(&app, &a, &certs, &metrics).await?;
+        start_managed(&app, &a, &certs, &metrics, &options).await?;
     } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);
@@ -756,9 +767,6 @@ async fn serve(
         (Context::new(state), Box::new(move || s2.synced()))
     };
     let ctx = ctx.with_gates(prepared.gates.clone()).with_options(options);
-    for check in &app.start_checks {
-        check(&ctx)?;
-    }
     for e in &app.endpoints {
         let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);
         metrics

@@ -41,6 +41,10 @@ pub struct EndpointInfo {
     /// `sideEffects`: `None` or `NoneOnDryRun`.
     #[serde(default = "no_side_effects")]
     pub side_effects: String,
+    /// The webhook's name before the configuration's (`<name>.<configuration>.admission.local`)
+    /// when not the path's: several webhooks on one path ([`crate::App::registers_also`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 fn no_side_effects() -> String {
@@ -75,6 +79,7 @@ impl EndpointInfo {
                     .object_selector
                     .map(|(k, v)| (k.to_owned(), v.iter().map(|s| (*s).to_owned()).collect())),
                 side_effects: e.side_effects.as_str().to_owned(),
+                name: None,
             })
             .collect()
     }
@@ -221,7 +226,7 @@ pub fn configurations(
         .iter()
         .filter(|e| e.kind == "Mutating")
         .map(|e| MutatingWebhook {
-            name: webhook_name(&e.path, &reg.name),
+            name: webhook_name(e.name.as_deref().unwrap_or(&e.path), &reg.name),
             admission_review_versions: versions.clone().unwrap_or_default(),
             client_config: client(&e.path),
             failure_policy: policy(e),
@@ -238,7 +243,7 @@ pub fn configurations(
         .iter()
         .filter(|e| e.kind == "Validating")
         .map(|e| ValidatingWebhook {
-            name: webhook_name(&e.path, &reg.name),
+            name: webhook_name(e.name.as_deref().unwrap_or(&e.path), &reg.name),
             admission_review_versions: versions.clone().unwrap_or_default(),
             client_config: client(&e.path),
             failure_policy: policy(e),

@@ -8,7 +8,7 @@
 //! - with 24 GPUs held by pods, a job of 2 × 8 is created with a warning naming 8 free;
 //! - a Deployment scaled from 2 to 40 one-GPU replicas is refused, from 2 to 3 admitted;
 //! - a kind known only from `--workload-kinds-file` (a CRD of this test's own), registered by
-//!   the operator at `/validate-workload`, is judged the same way;
+//!   self-registration on `/validate-workload`, is judged the same way, its gang policy too;
 //! - with quota-state killed, a workload is still created (failure policy Ignore, and the
 //!   webhook's own answer) and the outage is counted.
 //!
@@ -17,12 +17,9 @@
 
 use std::time::Duration;
 
-use admission_kit::registration::only_namespace;
 use e2e::quota::{pod_of, start_with};
 use e2e::{Env, eventually, metric};
-use k8s_openapi::api::admissionregistration::v1::{
-    RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
-};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -261,50 +258,36 @@ async fn workloads_are_judged_whole_at_submission() {
     assert_eq!(to_3.status, 200, "{}", to_3.body);
     assert!(to_3.warnings.is_empty(), "{:?}", to_3.warnings);
 
-    // A kind added only through the mapping, registered by the operator at /validate-workload.
+    // A kind added only through the mapping: self-registration gave it its own webhook on
+    // /validate-workload.
     let own: Api<ValidatingWebhookConfiguration> = Api::all(env.client.clone());
     let registered = own
         .get(&format!("scheduling-webhook{}", opts.name_suffix))
         .await
         .unwrap();
-    let ca = registered.webhooks.unwrap()[0]
-        .client_config
-        .ca_bundle
-        .clone();
-    let operator = ValidatingWebhookConfiguration {
-        metadata: kube::api::ObjectMeta {
-            name: Some(format!("workload-kinds-{ns}")),
-            ..Default::default()
-        },
-        webhooks: Some(vec![ValidatingWebhook {
-            name: "vworkload-mapped.admission-webhooks.io".into(),
-            admission_review_versions: vec!["v1".into()],
-            side_effects: "None".into(),
-            failure_policy: Some("Ignore".into()),
-            timeout_seconds: Some(10),
-            namespace_selector: Some(only_namespace(&ns)),
-            client_config: WebhookClientConfig {
-                url: Some(format!("{}/validate-workload", system.webhooks[0].1)),
-                ca_bundle: ca,
-                service: None,
-            },
-            rules: Some(vec![RuleWithOperations {
-                api_groups: Some(vec!["example.com".into()]),
-                api_versions: Some(vec!["v1".into()]),
-                resources: Some(vec!["batchruns".into()]),
-                operations: Some(vec!["CREATE".into(), "UPDATE".into()]),
-                scope: None,
-            }]),
-            ..Default::default()
-        }]),
-    };
-    own.create(&PostParams::default(), &operator).await.unwrap();
+    let mapped_hook = registered
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .find(|w| {
+            w.name
+                .starts_with("validate-workload-example-com-v1-batchruns.")
+        })
+        .expect("the mapped kind is registered");
+    assert_eq!(mapped_hook.failure_policy.as_deref(), Some("Ignore"));
+    assert_eq!(
+        mapped_hook
+            .client_config
+            .url
+            .as_deref()
+            .map(|u| u.ends_with("/validate-workload")),
+        Some(true)
+    );
     let runs = format!("/apis/example.com/v1/namespaces/{ns}/batchruns");
     let run = |name: &str, parallelism: u32| {
         json!({"apiVersion": "example.com/v1", "kind": "BatchRun", "metadata": {"name": name},
             "spec": {"stages": [{"name": "train", "parallelism": parallelism, "template": template(&quota, 8)}]}})
     };
-    // The configuration takes effect asynchronously: wait for the first refusal.
     let mapped = eventually(Duration::from_secs(30), || async {
         let a = send(
             &env.client,
@@ -332,6 +315,13 @@ async fn workloads_are_judged_whole_at_submission() {
     println!(
         "mapped BatchRun 5×8: {} {}",
         mapped.status,
+        mapped.message()
+    );
+    assert!(
+        mapped
+            .message()
+            .contains("\"validate-workload-example-com-v1-batchruns."),
+        "{}",
         mapped.message()
     );
     assert!(

@@ -87,27 +87,57 @@ pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
     kinds
 }
 
-/// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
-/// file it cannot read or parse, with the reason.
-pub fn check_mapping(ctx: &Context) -> Result<(), String> {
-    let path = ctx.option("workload-kinds-file");
-    if path.is_empty() {
-        return Ok(());
-    }
+/// The kinds of `--workload-kinds-file` as `options` give it (none without the option).
+fn kinds_of(options: &admission_kit::app::OptionValues) -> Result<Vec<Kind>, String> {
+    let Some(path) = options.get("workload-kinds-file").filter(|p| !p.is_empty()) else {
+        return Ok(Vec::new());
+    };
     let text = std::fs::read_to_string(path).map_err(|source| {
         kinds::MappingError::Read {
-            path: path.to_owned(),
+            path: path.clone(),
             source,
         }
         .to_string()
     })?;
-    let kinds = kinds::parse(path, &text).map_err(|e| e.to_string())?;
-    tracing::info!(
-        file = path,
-        kinds = kinds.len(),
-        "workload kinds file accepted"
-    );
+    kinds::parse(path, &text).map_err(|e| e.to_string())
+}
+
+/// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
+/// file it cannot read or parse, with the reason.
+pub fn check_mapping(options: &admission_kit::app::OptionValues) -> Result<(), String> {
+    let kinds = kinds_of(options)?;
+    if !kinds.is_empty() {
+        tracing::info!(kinds = kinds.len(), "workload kinds file accepted");
+    }
     Ok(())
+}
+
+/// Self-registration of the file's kinds: one webhook each on `/validate-workload`, as the
+/// built-in kinds have (CREATE and UPDATE, Ignore). Read at start: a kind added later is
+/// judged once the file changes but registered at the next start.
+pub fn mapped_endpoints(
+    options: &admission_kit::app::OptionValues,
+) -> Result<Vec<admission_kit::registration::EndpointInfo>, String> {
+    Ok(kinds_of(options)?
+        .into_iter()
+        .map(|k| admission_kit::registration::EndpointInfo {
+            path: "/validate-workload".into(),
+            kind: "Validating".into(),
+            failure_policy: "Ignore".into(),
+            name: Some(format!(
+                "validate-workload-{}-{}-{}",
+                k.group.replace('.', "-"),
+                k.version,
+                k.resource
+            )),
+            group: k.group,
+            version: k.version,
+            resource: k.resource,
+            operations: vec!["CREATE".into(), "UPDATE".into()],
+            object_selector: None,
+            side_effects: "None".into(),
+        })
+        .collect())
 }
 
 fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {

@@ -246,7 +246,22 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
     };
     write(&kind("First"), 1_000);
     let c = ctx_with("0", &[("workload-kinds-file", path.to_str().unwrap())]);
-    assert_eq!(check_mapping(&c), Ok(()));
+    let options: admission_kit::app::OptionValues =
+        [("workload-kinds-file", path.to_str().unwrap().to_owned())].into();
+    assert_eq!(check_mapping(&options), Ok(()));
+    let registered = mapped_endpoints(&options).unwrap();
+    assert_eq!(
+        (
+            registered[0].path.as_str(),
+            registered[0].name.as_deref(),
+            registered[0].resource.as_str()
+        ),
+        (
+            "/validate-workload",
+            Some("validate-workload-example-com-v1-firsts"),
+            "firsts"
+        )
+    );
     let names = |c: &Context| mapped(c).iter().map(|k| k.kind.clone()).collect::<Vec<_>>();
     assert_eq!(names(&c), ["First"]);
     write(&kind("Second"), 2_000);
@@ -257,6 +272,6 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
         ["Second"],
         "a bad change keeps the kinds read before"
     );
-    assert!(check_mapping(&c).unwrap_err().contains("kinds.yaml"));
+    assert!(check_mapping(&options).unwrap_err().contains("kinds.yaml"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
