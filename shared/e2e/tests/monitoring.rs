@@ -308,7 +308,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
     let _prometheus = Running::spawn("prometheus", cmd, dir.join("prometheus.log")).unwrap();
 
     // Reviews through every kind of decision: a quota, pods admitted and refused by it, a
-    // policy, a refused Model.
+    // workload refused by it, a policy, a refused Model.
     let quotas: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         &env.ns,
@@ -344,6 +344,24 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
     .await;
     assert!(
         pods.create(&PostParams::default(), &pod("too-big", "5"))
+            .await
+            .is_err()
+    );
+    // A workload judged whole against the quota (WQ): refused, 3 CPUs against a limit of 2.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.client.clone(), &env.ns);
+    let deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web",
+                "quota.scheduling.koordinator.sh/name": format!("q-{}", env.ns)}},
+                "spec": {"containers": [{"name": "c", "image": "nginx",
+                    "resources": {"requests": {"cpu": "1"}}}]}}}
+    }))
+    .unwrap();
+    assert!(
+        deployments
+            .create(&PostParams::default(), &deployment)
             .await
             .is_err()
     );
