@@ -190,6 +190,12 @@ fn workloads(group: &str, version: &str, resource: &str, kind: &str) -> Target {
     Target::resource(group, version, resource, kind)
 }
 
+/// The `scale` subresource of a workload kind, for UPDATE (its object is an autoscaling/v1 Scale).
+fn scales(group: &str, version: &str, resource: &str) -> Target {
+    Target::resource(group, version, &format!("{resource}/scale"), "Scale")
+        .operations(&[Operation::Update])
+}
+
 fn pods(ops: &'static [Operation]) -> Target {
     Target::resource("", "v1", "pods", "Pod").operations(ops)
 }
@@ -283,6 +289,43 @@ pub fn app() -> App {
     .validate(
         "/validate-workload-kubeflow-org-v2beta1-mpijob",
         workloads("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    // WQ-4 on `kubectl scale` and HPAs: the scale subresource of the kinds that have one.
+    .validate(
+        "/validate-workload-apps-v1-deployment-scale",
+        scales("apps", "v1", "deployments"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-apps-v1-replicaset-scale",
+        scales("apps", "v1", "replicasets"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-apps-v1-statefulset-scale",
+        scales("apps", "v1", "statefulsets"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-pytorchjob-scale",
+        scales("kubeflow.org", "v1", "pytorchjobs"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-paddlejob-scale",
+        scales("kubeflow.org", "v1", "paddlejobs"),
+        Ignore,
+        workload::WorkloadValidator,
+    )
+    .validate(
+        "/validate-workload-kubeflow-org-v1-jaxjob-scale",
+        scales("kubeflow.org", "v1", "jaxjobs"),
         Ignore,
         workload::WorkloadValidator,
     )

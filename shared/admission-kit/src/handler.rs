@@ -99,6 +99,19 @@ impl Context {
         self.state.list(&TypeKey::of::<K>(), namespace)
     }
 
+    /// One object of any kind as the API server has it now ([`ClusterState::read_now`]).
+    pub fn read_now(
+        &self,
+        resource: &kube::api::ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        if name.is_empty() {
+            return Err(LookupError::EmptyName);
+        }
+        self.state.read_now(resource, namespace, name)
+    }
+
     /// The underlying state.
     pub fn state(&self) -> &Arc<dyn ClusterState> {
         &self.state

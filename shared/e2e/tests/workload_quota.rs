@@ -6,7 +6,8 @@
 //!   `../shared/fixtures/crds/training`) is refused at creation with the arithmetic; one of
 //!   4 × 8 is created;
 //! - with 24 GPUs held by pods, a job of 2 × 8 is created with a warning naming 8 free;
-//! - a Deployment scaled from 2 to 40 one-GPU replicas is refused, from 2 to 3 admitted;
+//! - a Deployment scaled from 2 to 40 one-GPU replicas is refused, from 2 to 3 admitted; the
+//!   same through its scale subresource (`kubectl scale`: 3 to 40 refused, 3 to 4 admitted);
 //! - a kind known only from `--workload-kinds-file` (a CRD of this test's own), registered by
 //!   self-registration on `/validate-workload`, is judged the same way, its gang policy too;
 //! - with quota-state killed, a workload is still created (failure policy Ignore, and the
@@ -227,14 +228,14 @@ async fn workloads_are_judged_whole_at_submission() {
     )
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
-    let scale = |n: u32| json!({"spec": {"replicas": n}});
+    let replicas = |n: u32| json!({"spec": {"replicas": n}});
     let web = format!("{deployments}/web");
     let to_40 = send(
         &env.client,
         "PATCH",
         &web,
         "application/merge-patch+json",
-        &scale(40),
+        &replicas(40),
     )
     .await;
     println!("Deployment 2 → 40: {} {}", to_40.status, to_40.message());
@@ -251,12 +252,52 @@ async fn workloads_are_judged_whole_at_submission() {
         "PATCH",
         &web,
         "application/merge-patch+json",
-        &scale(3),
+        &replicas(3),
     )
     .await;
     println!("Deployment 2 → 3: {} {:?}", to_3.status, to_3.warnings);
     assert_eq!(to_3.status, 200, "{}", to_3.body);
     assert!(to_3.warnings.is_empty(), "{:?}", to_3.warnings);
+
+    // The same through the scale subresource, as `kubectl scale` and an HPA write it: the
+    // Deployment (now 3) read as it is and judged at the new count.
+    let scale = |n: u32| json!({"spec": {"replicas": n}});
+    let web_scale = format!("{web}/scale");
+    let scaled_40 = send(
+        &env.client,
+        "PATCH",
+        &web_scale,
+        "application/merge-patch+json",
+        &scale(40),
+    )
+    .await;
+    println!(
+        "kubectl scale 3 → 40: {} {}",
+        scaled_40.status,
+        scaled_40.message()
+    );
+    assert_eq!(scaled_40.status, 403, "{}", scaled_40.body);
+    assert!(
+        scaled_40.message().ends_with(&format!(
+            "Deployment {ns}/web needs nvidia.com/gpu=40 (40×1) (nvidia.com/gpu=37 more than now); quota {quota} allows at most nvidia.com/gpu=32"
+        )),
+        "{}",
+        scaled_40.message()
+    );
+    let scaled_4 = send(
+        &env.client,
+        "PATCH",
+        &web_scale,
+        "application/merge-patch+json",
+        &scale(4),
+    )
+    .await;
+    println!(
+        "kubectl scale 3 → 4: {} {:?}",
+        scaled_4.status, scaled_4.warnings
+    );
+    assert_eq!(scaled_4.status, 200, "{}", scaled_4.body);
+    assert!(scaled_4.warnings.is_empty(), "{:?}", scaled_4.warnings);
 
     // A kind added only through the mapping: self-registration gave it its own webhook on
     // /validate-workload.

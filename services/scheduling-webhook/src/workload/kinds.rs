@@ -72,6 +72,11 @@ pub struct Kind {
     /// WQ-3's answer for this kind.
     #[serde(default)]
     pub policy: Policy,
+    /// The count its `scale` subresource sets (`kubectl scale`, an HPA), as a JSON Pointer:
+    /// the CRD's `specReplicasPath` (`.spec.replicas` is `/spec/replicas`). None: no scale
+    /// subresource judged.
+    #[serde(default)]
+    pub scale: Option<String>,
     /// The pod groups.
     pub groups: Vec<Group>,
 }
@@ -111,8 +116,14 @@ fn kind(group: &str, version: &str, kind: &str, resource: &str, groups: Vec<Grou
         kind: kind.into(),
         resource: resource.into(),
         policy: Policy::Warn,
+        scale: None,
         groups,
     }
+}
+
+fn scaled(mut k: Kind, pointer: &str) -> Kind {
+    k.scale = Some(pointer.into());
+    k
 }
 
 /// The built-in kinds (WQ-1): apps/v1 Deployment, ReplicaSet, StatefulSet; batch/v1 Job (its
@@ -127,26 +138,35 @@ pub fn builtin() -> Vec<Kind> {
         )
     };
     vec![
-        kind(
-            "apps",
-            "v1",
-            "Deployment",
-            "deployments",
-            vec![group(&["/spec/replicas"], "/spec/template")],
+        scaled(
+            kind(
+                "apps",
+                "v1",
+                "Deployment",
+                "deployments",
+                vec![group(&["/spec/replicas"], "/spec/template")],
+            ),
+            "/spec/replicas",
         ),
-        kind(
-            "apps",
-            "v1",
-            "ReplicaSet",
-            "replicasets",
-            vec![group(&["/spec/replicas"], "/spec/template")],
+        scaled(
+            kind(
+                "apps",
+                "v1",
+                "ReplicaSet",
+                "replicasets",
+                vec![group(&["/spec/replicas"], "/spec/template")],
+            ),
+            "/spec/replicas",
         ),
-        kind(
-            "apps",
-            "v1",
-            "StatefulSet",
-            "statefulsets",
-            vec![group(&["/spec/replicas"], "/spec/template")],
+        scaled(
+            kind(
+                "apps",
+                "v1",
+                "StatefulSet",
+                "statefulsets",
+                vec![group(&["/spec/replicas"], "/spec/template")],
+            ),
+            "/spec/replicas",
         ),
         kind("batch", "v1", "Job", "jobs", vec![job("/spec")]),
         kind(
@@ -156,12 +176,15 @@ pub fn builtin() -> Vec<Kind> {
             "cronjobs",
             vec![job("/spec/jobTemplate/spec")],
         ),
-        kind(
-            "kubeflow.org",
-            "v1",
-            "PyTorchJob",
-            "pytorchjobs",
-            replica_specs("pytorchReplicaSpecs"),
+        scaled(
+            kind(
+                "kubeflow.org",
+                "v1",
+                "PyTorchJob",
+                "pytorchjobs",
+                replica_specs("pytorchReplicaSpecs"),
+            ),
+            "/spec/pytorchReplicaSpecs/Worker/replicas",
         ),
         kind(
             "kubeflow.org",
@@ -177,19 +200,25 @@ pub fn builtin() -> Vec<Kind> {
             "xgboostjobs",
             replica_specs("xgbReplicaSpecs"),
         ),
-        kind(
-            "kubeflow.org",
-            "v1",
-            "PaddleJob",
-            "paddlejobs",
-            replica_specs("paddleReplicaSpecs"),
+        scaled(
+            kind(
+                "kubeflow.org",
+                "v1",
+                "PaddleJob",
+                "paddlejobs",
+                replica_specs("paddleReplicaSpecs"),
+            ),
+            "/spec/paddleReplicaSpecs/Worker/replicas",
         ),
-        kind(
-            "kubeflow.org",
-            "v1",
-            "JAXJob",
-            "jaxjobs",
-            replica_specs("jaxReplicaSpecs"),
+        scaled(
+            kind(
+                "kubeflow.org",
+                "v1",
+                "JAXJob",
+                "jaxjobs",
+                replica_specs("jaxReplicaSpecs"),
+            ),
+            "/spec/jaxReplicaSpecs/Worker/replicas",
         ),
         kind(
             "kubeflow.org",
@@ -292,6 +321,9 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<Kind>, MappingError> {
         }
         if seen.insert(key, index).is_some() {
             return Err(invalid("is given twice".into()));
+        }
+        if let Some(p) = &k.scale {
+            check_pointer(p, "scale").map_err(invalid)?;
         }
         for (gi, g) in k.groups.iter().enumerate() {
             let at = |m: String| invalid(format!("groups[{gi}]: {m}"));

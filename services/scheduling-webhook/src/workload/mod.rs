@@ -118,35 +118,117 @@ pub fn check_mapping(options: &admission_kit::app::OptionValues) -> Result<(), S
 pub fn mapped_endpoints(
     options: &admission_kit::app::OptionValues,
 ) -> Result<Vec<admission_kit::registration::EndpointInfo>, String> {
-    Ok(kinds_of(options)?
-        .into_iter()
-        .map(|k| admission_kit::registration::EndpointInfo {
-            path: "/validate-workload".into(),
-            kind: "Validating".into(),
-            failure_policy: "Ignore".into(),
-            name: Some(format!(
-                "validate-workload-{}-{}-{}",
-                k.group.replace('.', "-"),
-                k.version,
-                k.resource
-            )),
-            group: k.group,
-            version: k.version,
-            resource: k.resource,
-            operations: vec!["CREATE".into(), "UPDATE".into()],
-            object_selector: None,
-            side_effects: "None".into(),
-        })
-        .collect())
+    let endpoint = |k: &Kind, sub: &str| admission_kit::registration::EndpointInfo {
+        path: "/validate-workload".into(),
+        kind: "Validating".into(),
+        failure_policy: "Ignore".into(),
+        name: Some(format!(
+            "validate-workload-{}-{}-{}{}",
+            k.group.replace('.', "-"),
+            k.version,
+            k.resource,
+            if sub.is_empty() { "" } else { "-scale" }
+        )),
+        group: k.group.clone(),
+        version: k.version.clone(),
+        resource: format!("{}{sub}", k.resource),
+        operations: if sub.is_empty() {
+            vec!["CREATE".into(), "UPDATE".into()]
+        } else {
+            vec!["UPDATE".into()]
+        },
+        object_selector: None,
+        side_effects: "None".into(),
+    };
+    let mut out = Vec::new();
+    for k in kinds_of(options)? {
+        out.push(endpoint(&k, ""));
+        if k.scale.is_some() {
+            out.push(endpoint(&k, "/scale"));
+        }
+    }
+    Ok(out)
 }
 
+/// The description of the review's kind: by its kind, or for a `scale` review (whose object
+/// is an `autoscaling/v1` Scale) by the resource it scales.
 fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {
-    let k = &req.kind;
-    let matches = |d: &Kind| d.group == k.group && d.version == k.version && d.kind == k.kind;
+    let (k, r) = (&req.kind, &req.resource);
+    let matches = |d: &Kind| {
+        if is_scale(req) {
+            d.scale.is_some()
+                && d.group == r.group
+                && d.version == r.version
+                && d.resource == r.resource
+        } else {
+            d.group == k.group && d.version == k.version && d.kind == k.kind
+        }
+    };
     kinds::builtin()
         .into_iter()
         .find(matches)
         .or_else(|| mapped(ctx).iter().find(|d| matches(d)).cloned())
+}
+
+fn is_scale(req: &Request<Value>) -> bool {
+    req.sub_resource.as_deref() == Some("scale")
+}
+
+/// `spec.replicas` of a Scale.
+fn scale_replicas(scale: Option<&Value>) -> i64 {
+    scale
+        .and_then(|s| s.pointer("/spec/replicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// WQ-4 for a `scale` review: the workload as it is, read from the API server, at the new and
+/// the old count. `Ok(None)`: not a scale-up, nothing to judge.
+fn scaled_objects(
+    req: &Request<Value>,
+    ctx: &Context,
+    kind: &Kind,
+    ns: &str,
+) -> Result<Option<(Value, Value)>, String> {
+    let (new, old) = (
+        scale_replicas(Some(&req.object)),
+        scale_replicas(req.old_object.as_ref()),
+    );
+    let Some(pointer) = kind.scale.as_deref() else {
+        return Ok(None);
+    };
+    if new <= old {
+        return Ok(None);
+    }
+    let resource = kube::api::ApiResource {
+        group: kind.group.clone(),
+        version: kind.version.clone(),
+        api_version: if kind.group.is_empty() {
+            kind.version.clone()
+        } else {
+            format!("{}/{}", kind.group, kind.version)
+        },
+        kind: kind.kind.clone(),
+        plural: kind.resource.clone(),
+    };
+    let current = ctx
+        .read_now(&resource, Some(ns), &req.name)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{} {ns}/{} not found", kind.kind, req.name))?;
+    let object = serde_json::to_value(&*current).map_err(|e| e.to_string())?;
+    let at = |n: i64| -> Result<Value, String> {
+        let mut o = object.clone();
+        let slot = o.pointer_mut(pointer).ok_or_else(|| {
+            format!(
+                "{}: not in the {} (its scale path)",
+                kinds::dotted(pointer),
+                kind.kind
+            )
+        })?;
+        *slot = Value::from(n);
+        Ok(o)
+    };
+    Ok(Some((at(new)?, at(old)?)))
 }
 
 /// Whether `kind` is named in the comma list of option `option` (`Kind`, `group/Kind`, or `*`).
@@ -337,9 +419,9 @@ impl Decision {
     }
 }
 
-async fn decide(req: &Request<Value>, ctx: &Context, kind: &Kind) -> Decision {
-    let ns = req
-        .namespace
+/// The review's namespace (the object's when the review names none).
+fn namespace_of(req: &Request<Value>) -> String {
+    req.namespace
         .clone()
         .or_else(|| {
             req.object
@@ -347,16 +429,27 @@ async fn decide(req: &Request<Value>, ctx: &Context, kind: &Kind) -> Decision {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })
-        .unwrap_or_default();
-    let name = req
-        .object
+        .unwrap_or_default()
+}
+
+/// WQ for `object` (and on UPDATE `old`) of `kind` in namespace `ns`.
+async fn decide(
+    ctx: &Context,
+    kind: &Kind,
+    ns: &str,
+    object: &Value,
+    old: Option<&Value>,
+    fallback_name: &str,
+) -> Decision {
+    let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .unwrap_or(&req.name)
+        .unwrap_or(fallback_name)
         .to_owned();
+    let ns = ns.to_owned();
     let who = format!("{} {ns}/{name}", kind.kind);
-    let ts = match templates(kind, &req.object, &ns) {
+    let ts = match templates(kind, object, &ns) {
         Ok(ts) => ts,
         Err(e) => return Decision::deny("WQ-1", "invalid", format!("{who}: {e}")),
     };
@@ -379,10 +472,7 @@ async fn decide(req: &Request<Value>, ctx: &Context, kind: &Kind) -> Decision {
         Ok(b) => b,
         Err(e) => return Decision::deny("WQ-1", "invalid", format!("{who}: {e}")),
     };
-    let old = match (&req.operation, &req.old_object) {
-        (Operation::Update, Some(o)) => templates(kind, o, &ns).and_then(|ts| by_label(&ts)).ok(),
-        _ => None,
-    };
+    let old = old.and_then(|o| templates(kind, o, &ns).and_then(|ts| by_label(&ts)).ok());
     let gang = kind.policy == Policy::Gang || listed(ctx, "workload-gang-kinds", kind);
     let mut outcome = "unchanged";
     for (label, (peak, idx)) in &new {
@@ -505,7 +595,8 @@ impl Validator for WorkloadValidator {
     }
 
     async fn validate_async(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
-        if req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
+        let sub = req.sub_resource.as_deref().filter(|s| !s.is_empty());
+        if !(sub.is_none() || is_scale(req))
             || !matches!(req.operation, Operation::Create | Operation::Update)
         {
             return Verdict::default();
@@ -513,7 +604,27 @@ impl Validator for WorkloadValidator {
         let Some(kind) = find_kind(req, ctx) else {
             return Verdict::default();
         };
-        let d = decide(req, ctx, &kind).await;
+        let ns = namespace_of(req);
+        let d = if is_scale(req) {
+            match scaled_objects(req, ctx, &kind, &ns) {
+                Ok(None) => Decision::allow("unchanged"),
+                Ok(Some((new, old))) => decide(ctx, &kind, &ns, &new, Some(&old), &req.name).await,
+                Err(cause) => {
+                    let mut d = Decision::allow("unavailable");
+                    d.verdict.warnings.push(format!(
+                        "WQ: {} {ns}/{} not checked against its quota: {cause}",
+                        kind.kind, req.name
+                    ));
+                    d
+                }
+            }
+        } else {
+            let old = match req.operation {
+                Operation::Update => req.old_object.as_ref(),
+                _ => None,
+            };
+            decide(ctx, &kind, &ns, &req.object, old, &req.name).await
+        };
         admission_kit::metrics::workload_quota_decision(&kind.kind, d.outcome);
         let mut v = d.verdict;
         // The decision log names the rule behind a warning.

@@ -275,3 +275,52 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
     assert!(check_mapping(&options).unwrap_err().contains("kinds.yaml"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// WQ-4 on the scale subresource (`kubectl scale`, an HPA): the Deployment is read as it is and
+/// judged at the new count; a scale-down is not judged.
+#[test]
+fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
+    let mut s = StaticState::default();
+    s.add_value(json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota", "metadata": {"name": "team-a", "namespace": "team-a"},
+        "spec": {"max": {"nvidia.com/gpu": "32"}}}))
+        .unwrap();
+    s.add_value(deployment(2)).unwrap();
+    let app = crate::app();
+    let c = Context::new(Arc::new(s))
+        .with_gates(Arc::new(app.gates.clone()))
+        .with_options(app.default_options());
+    let scale = |n: u32| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "team-a"}, "spec": {"replicas": n}})
+    };
+    let review = |to: u32, from: u32| Request {
+        kind: Gvk {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+        },
+        resource: Gvr {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+        },
+        sub_resource: Some("scale".into()),
+        ..super::tests::review(scale(to), Some(scale(from)))
+    };
+    let v = WorkloadValidator.validate(&review(40, 2), &c);
+    assert_eq!(
+        refusal(&v),
+        Some((
+            "WQ-2",
+            "Deployment team-a/web needs nvidia.com/gpu=40 (40×1) (nvidia.com/gpu=38 more than now); quota team-a allows at most nvidia.com/gpu=32".into()
+        ))
+    );
+    assert!(WorkloadValidator.validate(&review(3, 2), &c).allowed());
+    assert!(
+        WorkloadValidator
+            .validate(&review(1, 2), &c)
+            .warnings
+            .is_empty()
+    );
+}
