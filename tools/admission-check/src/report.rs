@@ -33,15 +33,18 @@ pub enum Verdict {
     Warned,
     /// A webhook refused it.
     Denied,
+    /// Of a group our webhooks serve, in a version they do not: nothing checked it.
+    Unchecked,
 }
 
 impl Verdict {
-    /// `ADMITTED`, `WARNED` or `DENIED`.
+    /// `ADMITTED`, `WARNED`, `DENIED` or `UNCHECKED`.
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Admitted => "ADMITTED",
             Verdict::Warned => "WARNED",
             Verdict::Denied => "DENIED",
+            Verdict::Unchecked => "UNCHECKED",
         }
     }
 }
@@ -49,7 +52,9 @@ impl Verdict {
 impl Checked {
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
-        if !self.outcome.admitted {
+        if self.outcome.unknown_version.is_some() {
+            Verdict::Unchecked
+        } else if !self.outcome.admitted {
             Verdict::Denied
         } else if self.outcome.warnings.is_empty() {
             Verdict::Admitted
@@ -104,6 +109,8 @@ pub struct Summary {
     pub warned: usize,
     /// Refused.
     pub denied: usize,
+    /// Of a served group in a version nothing here serves.
+    pub unchecked: usize,
 }
 
 /// The counts of `results`.
@@ -117,6 +124,7 @@ pub fn summary(results: &[Checked]) -> Summary {
             Verdict::Admitted => s.admitted += 1,
             Verdict::Warned => s.warned += 1,
             Verdict::Denied => s.denied += 1,
+            Verdict::Unchecked => s.unchecked += 1,
         }
     }
     s
@@ -151,6 +159,9 @@ fn text(results: &[Checked]) -> String {
     for r in results {
         let _ = writeln!(out, "{}  {}  {}", r.source, r.title(), r.verdict().label());
         let o = &r.outcome;
+        if let Some(why) = &o.unknown_version {
+            let _ = writeln!(out, "  {why}");
+        }
         if let Some(why) = &o.skipped {
             let _ = writeln!(out, "  not sent to any webhook: {why}");
         }
@@ -184,11 +195,15 @@ fn text(results: &[Checked]) -> String {
         }
     }
     let s = summary(results);
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{} objects: {} admitted, {} admitted with warnings, {} denied",
         s.objects, s.admitted, s.warned, s.denied
     );
+    if s.unchecked > 0 {
+        let _ = write!(out, ", {} unchecked (unknown version)", s.unchecked);
+    }
+    out.push('\n');
     out
 }
 
@@ -262,6 +277,10 @@ fn junit(results: &[Checked]) -> String {
                 }
             }
             st.set_description(detail);
+            st
+        } else if r.verdict() == Verdict::Unchecked {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(r.outcome.unknown_version.clone().unwrap_or_default());
             st
         } else {
             TestCaseStatus::success()
@@ -367,6 +386,20 @@ pub fn sarif(results: &[Checked]) -> Value {
                     "locations": [location(&field)],
                 }));
             }
+        }
+        if let Some(why) = &r.outcome.unknown_version {
+            let i = index(
+                &mut rules,
+                "unknown-version",
+                "An object of a served API group in a version no webhook here serves".into(),
+            );
+            out.push(json!({
+                "ruleId": "unknown-version",
+                "ruleIndex": i,
+                "level": "warning",
+                "message": {"text": format!("{}: {why}", r.title())},
+                "locations": [location("")],
+            }));
         }
         for w in &r.outcome.warnings {
             let i = index(

@@ -625,3 +625,28 @@ fn workloads_are_judged_whole_against_the_state_quotas() {
         "{text}"
     );
 }
+
+/// An object of a group our webhooks serve, in a version they do not (a newer upstream release),
+/// is UNCHECKED, never ADMITTED; `--strict` fails the run on it. A group nobody here serves is
+/// still just not sent.
+#[test]
+fn a_served_group_in_an_unknown_version_is_unchecked_and_fails_under_strict() {
+    let manifest = "apiVersion: registry.volcano.sh/v1beta1\nkind: Model\nmetadata: {name: m, namespace: team-a}\nspec: {}\n---\napiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t, namespace: team-a}\n";
+    let out = check_with_stdin(&[], Some(manifest));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("-:1  Model team-a/m  UNCHECKED"), "{text}");
+    assert!(
+        text.contains("unchecked, unknown version: the webhooks here serve registry.volcano.sh in v1alpha1 only, not v1beta1"),
+        "{text}"
+    );
+    assert!(text.contains("-:2  Thing team-a/t  ADMITTED"), "{text}");
+    assert!(text.contains("1 unchecked (unknown version)"), "{text}");
+    let strict = check_with_stdin(&["--strict"], Some(manifest));
+    assert_eq!(strict.status.code(), Some(1), "{}", stdout(&strict));
+    let json = json_of(&check_with_stdin(&["-o", "json"], Some(manifest)));
+    assert_eq!(json["results"][0]["result"], "unchecked");
+    assert_eq!(json["summary"]["unchecked"], 1);
+    let junit = stdout(&check_with_stdin(&["-o", "junit"], Some(manifest)));
+    assert!(junit.contains("<skipped"), "{junit}");
+}
