@@ -88,6 +88,7 @@ struct Cli {
     strict: bool,
 }
 
+/// Writes the report; a failure is exit 3 (not 1, which means a denial).
 fn emit(text: &str) -> bool {
     admission_kit::cli::write_stdout(text)
         .map_err(|e| eprintln!("admission-check: cannot write the output: {e}"))
@@ -106,10 +107,18 @@ pub fn main() -> ExitCode {
         return run_suites(&cli);
     }
     let apps = crate::services();
-    let mut state = match StaticState::from_files(&cli.state) {
-        Ok(s) => s,
+    // The state is read as the manifests are (byte-order marks, flow style, duplicate keys,
+    // file:line in errors).
+    let mut state = StaticState::default();
+    let state_objects = match input::read(&cli.state) {
+        Ok(m) => m,
         Err(e) => return unreadable(e),
     };
+    for m in state_objects {
+        if let Err(e) = state.add_value(m.object) {
+            return unreadable(format!("{}: {e}", m.source));
+        }
+    }
     if let Some(kc) = &cli.kubeconfig {
         let loaded = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -121,6 +130,16 @@ pub fn main() -> ExitCode {
             });
         if let Err(e) = loaded {
             return unreadable(e);
+        }
+    }
+    // The objects as they are now are in the cluster: rules that read them find them.
+    let olds = match input::read(&cli.old) {
+        Ok(m) => m,
+        Err(e) => return unreadable(e),
+    };
+    for m in &olds {
+        if let Err(e) = state.add_value(m.object.clone()) {
+            return unreadable(format!("{}: {e}", m.source));
         }
     }
     let mut catalog = match Catalog::new(apps, state) {
@@ -147,13 +166,9 @@ pub fn main() -> ExitCode {
         Ok(m) => m,
         Err(e) => return unreadable(e),
     };
-    let olds = match input::read(&cli.old) {
-        Ok(m) => m,
-        Err(e) => return unreadable(e),
-    };
     let results = check_all(&catalog, &cli, manifests, &olds);
     if !emit(&report::render(&results, cli.output)) {
-        return ExitCode::FAILURE;
+        return ExitCode::from(3);
     }
     let unchecked = |r: &report::Checked| r.verdict() == report::Verdict::Unchecked;
     if results.iter().any(|r| !r.outcome.admitted) || (cli.strict && results.iter().any(unchecked))
@@ -185,15 +200,19 @@ fn check_all(
     manifests: Vec<Manifest>,
     olds: &[Manifest],
 ) -> Vec<Checked> {
-    let by_id: HashMap<_, &Value> = olds
+    // The objects as they are: those of --old, then each object admitted earlier in the run
+    // (the same identity again is the UPDATE `kubectl apply` would send).
+    let mut current: HashMap<_, Value> = olds
         .iter()
-        .map(|m| (identity(&m.object, &cli.namespace), &m.object))
+        .map(|m| (identity(&m.object, &cli.namespace), m.object.clone()))
         .collect();
     let user = json!({"username": cli.user, "groups": cli.groups});
     manifests
         .into_iter()
         .map(|m| {
-            let old = by_id.get(&identity(&m.object, &cli.namespace)).copied();
+            let id = identity(&m.object, &cli.namespace);
+            let old = current.get(&id).cloned();
+            let old = old.as_ref();
             let r = m.review.as_ref();
             let operation = match (cli.operation, r) {
                 (Some(Op::Create), _) => Operation::Create,
@@ -215,6 +234,9 @@ fn check_all(
                 only: &cli.endpoints,
             };
             let outcome = catalog.check(&subject);
+            if outcome.admitted && operation != Operation::Delete {
+                current.insert(id, outcome.object.clone());
+            }
             Checked {
                 source: m.source,
                 object: m.object,
@@ -285,7 +307,7 @@ fn run_suites(cli: &Cli) -> ExitCode {
         s
     };
     if !emit(&text) {
-        return ExitCode::FAILURE;
+        return ExitCode::from(3);
     }
     if failed > 0 {
         ExitCode::from(1)

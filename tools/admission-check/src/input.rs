@@ -198,8 +198,88 @@ fn split_yaml(text: &str) -> Vec<Doc<'_>> {
     docs
 }
 
-/// The objects of one file's text (YAML or JSON).
+/// A JSON value read with every mapping's keys checked: a key given twice is an error (the API
+/// server's strict field validation, `kubectl`'s default, refuses it; a plain decode would keep
+/// the last one silently).
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Strict;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON or YAML value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Strict, E> {
+                Ok(Strict(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(n)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(n)))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(n)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Strict, E> {
+                Ok(Strict(Value::String(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Strict, E> {
+                Ok(Strict(Value::String(s)))
+            }
+            fn visit_unit<E>(self) -> Result<Strict, E> {
+                Ok(Strict(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Strict, E> {
+                Ok(Strict(Value::Null))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Strict, D::Error> {
+                Strict::deserialize(d)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
+                let mut v = Vec::new();
+                while let Some(Strict(x)) = a.next_element()? {
+                    v.push(x);
+                }
+                Ok(Strict(Value::Array(v)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
+                let mut m = serde_json::Map::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    let Strict(v) = a.next_value()?;
+                    if m.insert(k.clone(), v).is_some() {
+                        return Err(serde::de::Error::custom(format_args!(
+                            "duplicate key {k:?} (the API server's strict field validation refuses it)"
+                        )));
+                    }
+                }
+                Ok(Strict(Value::Object(m)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The values of a JSON text (one or a stream), each with its line.
+fn json_values(text: &str) -> Result<Vec<(usize, Value)>, (usize, usize, String)> {
+    let mut values = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Strict>();
+    loop {
+        let at = stream.byte_offset();
+        let line = line_of(text, at);
+        match stream.next() {
+            None => return Ok(values),
+            Some(Ok(Strict(v))) => values.push((line, v)),
+            Some(Err(e)) => return Err((values.len() + 1, e.line(), format!("not JSON: {e}"))),
+        }
+    }
+}
+
+/// The objects of one file's text (YAML or JSON; a UTF-8 byte-order mark is skipped).
 pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut values: Vec<(usize, Value)> = Vec::new();
     let err = |document: usize, line: usize, message: String| InputError::Parse {
         file: file.to_owned(),
@@ -207,30 +287,28 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
         line,
         message,
     };
-    if matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
-        // JSON: one value or a stream of them.
-        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-        loop {
-            let at = stream.byte_offset();
-            let line = line_of(text, at);
-            match stream.next() {
-                None => break,
-                Some(Ok(v)) => values.push((line, v)),
-                Some(Err(e)) => {
-                    return Err(err(values.len() + 1, e.line(), format!("not JSON: {e}")));
-                }
-            }
-        }
-    } else {
-        for doc in split_yaml(text) {
-            let de = serde_yaml_ng::Deserializer::from_str(doc.text);
-            match Value::deserialize(de) {
-                Ok(Value::Null) => {}
-                Ok(v) => values.push((doc.line, v)),
-                Err(e) => {
-                    let line = doc.line + e.location().map_or(0, |l| l.line().saturating_sub(1));
-                    let msg = format!("not YAML: {e}");
-                    return Err(err(values.len() + 1, line, msg));
+    let looks_json = matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['));
+    // JSON first when it looks like JSON; flow-style YAML (`{apiVersion: v1, …}`) looks alike
+    // and is read as YAML when it is not JSON.
+    let json = looks_json.then(|| json_values(text));
+    match json {
+        Some(Ok(v)) => values = v,
+        Some(Err(_)) | None => {
+            for doc in split_yaml(text) {
+                let de = serde_yaml_ng::Deserializer::from_str(doc.text);
+                match Strict::deserialize(de) {
+                    Ok(Strict(Value::Null)) => {}
+                    Ok(Strict(v)) => values.push((doc.line, v)),
+                    Err(e) => {
+                        if let Some(Err((document, line, msg))) = json {
+                            // Neither: JSON's error, since it looked like JSON.
+                            return Err(err(document, line, msg));
+                        }
+                        let line =
+                            doc.line + e.location().map_or(0, |l| l.line().saturating_sub(1));
+                        let msg = format!("not YAML: {e}");
+                        return Err(err(values.len() + 1, line, msg));
+                    }
                 }
             }
         }

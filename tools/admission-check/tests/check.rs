@@ -650,3 +650,82 @@ fn a_served_group_in_an_unknown_version_is_unchecked_and_fails_under_strict() {
     let junit = stdout(&check_with_stdin(&["-o", "junit"], Some(manifest)));
     assert!(junit.contains("<skipped"), "{junit}");
 }
+
+/// Input the manifest reader used to get wrong: a UTF-8 byte-order mark, flow-style YAML that
+/// looks like JSON, and a key given twice (refused with its line, as the API server's strict
+/// field validation refuses it).
+#[test]
+fn boms_flow_yaml_and_duplicate_keys_are_read_as_the_api_server_reads_them() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, image: busybox}]}\n";
+    let out = check_with_stdin(&[], Some(&format!("\u{feff}{pod}")));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let flow = "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: team-a}, spec: {containers: [{name: c, image: busybox}]}}\n";
+    let out = check_with_stdin(&[], Some(flow));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("Pod team-a/p  ADMITTED"),
+        "{}",
+        stdout(&out)
+    );
+    for (text, line) in [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  name: q\n".to_owned(),
+            "document 1 (line 4): not YAML: metadata: duplicate key \"name\"",
+        ),
+        (
+            r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "name": "q"}}"#
+                .to_owned(),
+            "not JSON: duplicate key \"name\" (the API server's strict field validation refuses it) at line 1 column 74",
+        ),
+    ] {
+        let out = check_with_stdin(&[], Some(&text));
+        assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.contains("duplicate key"), "{err}");
+        assert!(err.contains(line), "{err}");
+    }
+}
+
+/// The same object twice in one run is created, then updated, as `kubectl apply` sends them;
+/// objects given with --old are in the cluster state the rules read.
+#[test]
+fn a_repeated_identity_is_an_update_and_old_objects_join_the_state() {
+    let pod = |qos: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: team-a, labels: {{koordinator.sh/qosClass: {qos}}}}}\nspec: {{containers: [{{name: c, image: busybox}}]}}\n"
+        )
+    };
+    // PV-2: the QoS class of a Pod is immutable, so the second is refused as an UPDATE.
+    let out = check_with_stdin(
+        &["-o", "json"],
+        Some(&format!("{}---\n{}", pod("LS"), pod("BE"))),
+    );
+    let json = json_of(&out);
+    assert_eq!(json["results"][0]["operation"], "CREATE", "{json}");
+    assert_eq!(json["results"][1]["operation"], "UPDATE", "{json}");
+    assert_eq!(json["results"][1]["result"], "denied", "{json}");
+    // A quota given only with --old is found by the pod's quota rules.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(
+        &old,
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: team-a, namespace: team-a}\nspec: {max: {cpu: \"1\"}}\n",
+    )
+    .unwrap();
+    let big = "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-a, labels: {quota.scheduling.koordinator.sh/name: team-a}}\nspec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: \"2\"}}}]}\n";
+    let out = check_with_stdin(&["--old", old.to_str().unwrap()], Some(big));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("exceeded quota"), "{}", stdout(&out));
+}
