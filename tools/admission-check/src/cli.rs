@@ -162,16 +162,21 @@ pub fn main() -> ExitCode {
     } else {
         cli.paths.clone()
     };
-    let manifests = match input::read(&paths) {
-        Ok(m) => m,
-        Err(e) => return unreadable(e),
-    };
+    // File by file: each file that cannot be read is named, the others are still checked,
+    // and the run ends with exit 2.
+    let (manifests, unread) = input::read_each(&paths);
+    for e in &unread {
+        eprintln!("admission-check: {e}");
+    }
     let results = check_all(&catalog, &cli, manifests, &olds);
     if !emit(&report::render(&results, cli.output)) {
         return ExitCode::from(3);
     }
     let unchecked = |r: &report::Checked| r.verdict() == report::Verdict::Unchecked;
-    if results.iter().any(|r| !r.outcome.admitted) || (cli.strict && results.iter().any(unchecked))
+    if !unread.is_empty() {
+        ExitCode::from(2)
+    } else if results.iter().any(|r| !r.outcome.admitted)
+        || (cli.strict && results.iter().any(unchecked))
     {
         ExitCode::from(1)
     } else {

@@ -129,29 +129,72 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
-/// Reads every object of `paths` (see [`files`]).
+/// Reads every object of `paths` (see [`files`]); the first file that cannot be read stops it.
 pub fn read(paths: &[PathBuf]) -> Result<Vec<Manifest>, InputError> {
     let mut out = Vec::new();
     for f in files(paths)? {
-        let name = f.display().to_string();
-        let text = if name == "-" {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|source| InputError::Read {
-                    path: "standard input".into(),
-                    source,
-                })?;
-            s
-        } else {
-            std::fs::read_to_string(&f).map_err(|source| InputError::Read {
-                path: name.clone(),
-                source,
-            })?
-        };
-        out.extend(parse(&name, &text)?);
+        out.extend(read_file(&f)?);
     }
     Ok(out)
+}
+
+/// Reads every object of `paths`, file by file: a file that cannot be read is reported among
+/// the errors and every other file is still read (a chart's `Chart.yaml` or a template in a
+/// directory of manifests must not hide the rest).
+pub fn read_each(paths: &[PathBuf]) -> (Vec<Manifest>, Vec<InputError>) {
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    let files = match files(paths) {
+        Ok(f) => f,
+        Err(e) => return (out, vec![e]),
+    };
+    for f in files {
+        match read_file(&f) {
+            Ok(m) => out.extend(m),
+            Err(e) => errors.push(e),
+        }
+    }
+    (out, errors)
+}
+
+fn read_file(f: &Path) -> Result<Vec<Manifest>, InputError> {
+    let name = f.display().to_string();
+    let text = if name == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|source| InputError::Read {
+                path: "standard input".into(),
+                source,
+            })?;
+        s
+    } else {
+        std::fs::read_to_string(f).map_err(|source| InputError::Read {
+            path: name.clone(),
+            source,
+        })?
+    };
+    if let Some(line) = template_line(&text) {
+        return Err(InputError::Parse {
+            file: name,
+            document: 1,
+            line,
+            message: "a Go or Helm template, not a manifest: render it first (`helm template`, \
+                      `kustomize build`) and check the output"
+                .into(),
+        });
+    }
+    parse(&name, &text)
+}
+
+/// The first line holding a Go template action (`{{ … }}`), if any: such a file is a template
+/// (Helm's `templates/`), which no YAML reader reads as its author meant.
+fn template_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            !t.starts_with('#') && t.contains("{{") && t.contains("}}")
+        })
+        .map(|i| i + 1)
 }
 
 /// A document's text and the line it starts on.

@@ -310,8 +310,9 @@ fn exit_codes_say_admitted_denied_or_unreadable() {
         "{err}"
     );
     assert!(
-        stdout(&out).is_empty(),
-        "nothing is reported when input is unreadable"
+        stdout(&out).starts_with("0 objects"),
+        "nothing of an unreadable file is checked: {}",
+        stdout(&out)
     );
 
     let out = check(&["no/such/file.yaml"]);
@@ -728,4 +729,36 @@ fn a_repeated_identity_is_an_update_and_old_objects_join_the_state() {
     let out = check_with_stdin(&["--old", old.to_str().unwrap()], Some(big));
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("exceeded quota"), "{}", stdout(&out));
+}
+
+/// Directory mode file by file: a chart's `Chart.yaml` (not an object) and a Helm template are
+/// each named on stderr, every other file is still checked, and the run ends with exit 2.
+#[test]
+fn one_unreadable_file_does_not_hide_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("deployment.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, image: busybox}]}\n",
+    )
+    .unwrap();
+    let out = check(&[dir.path().to_str().unwrap()]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{text}{err}");
+    assert!(text.contains("Pod team-a/p  ADMITTED"), "{text}");
+    assert!(text.contains("1 objects"), "{text}");
+    assert!(err.contains("Chart.yaml"), "{err}");
+    assert!(
+        err.contains("deployment.yaml: document 1 (line 4): a Go or Helm template, not a manifest"),
+        "{err}"
+    );
 }
