@@ -278,9 +278,15 @@ fn junit(results: &[Checked]) -> String {
             }
             st.set_description(detail);
             st
-        } else if r.verdict() == Verdict::Unchecked {
+        } else if let Some(why) = r
+            .outcome
+            .unknown_version
+            .as_ref()
+            .or(r.outcome.skipped.as_ref())
+        {
+            // Nothing checked it: neither a pass nor a failure.
             let mut st = TestCaseStatus::skipped();
-            st.set_message(r.outcome.unknown_version.clone().unwrap_or_default());
+            st.set_message(why.clone());
             st
         } else {
             TestCaseStatus::success()
@@ -310,9 +316,27 @@ fn junit(results: &[Checked]) -> String {
         .unwrap_or_else(|e| format!("<!-- cannot render JUnit XML: {e} -->\n"))
 }
 
+/// The rule id a warning starts with (`WQ-3: …`, `TR-17: …`), else `warning`.
+fn warning_rule(w: &str) -> &str {
+    let Some((id, _)) = w.split_once(": ") else {
+        return "warning";
+    };
+    let mut parts = id.split('-');
+    let head = parts.next().unwrap_or_default();
+    let well_formed = !head.is_empty()
+        && head.bytes().all(|b| b.is_ascii_uppercase())
+        && parts.clone().count() >= 1
+        && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if well_formed { id } else { "warning" }
+}
+
 /// A file path as a SARIF `artifactLocation.uri`: a relative reference for relative paths, a
-/// `file://` URI for absolute ones, with the characters URIs reserve escaped.
+/// `file://` URI for absolute ones, with the characters URIs reserve escaped; standard input
+/// (`-`) is `stdin`.
 fn uri(path: &str) -> String {
+    if path == "-" {
+        return "stdin".into();
+    }
     let mut out = String::new();
     if path.starts_with('/') {
         out.push_str("file://");
@@ -402,13 +426,15 @@ pub fn sarif(results: &[Checked]) -> Value {
             }));
         }
         for w in &r.outcome.warnings {
-            let i = index(
-                &mut rules,
-                "warning",
-                "A warning returned by an admission webhook".into(),
-            );
+            let id = warning_rule(w);
+            let desc = if id == "warning" {
+                "A warning returned by an admission webhook".to_owned()
+            } else {
+                format!("Admission rule {id} (a warning)")
+            };
+            let i = index(&mut rules, id, desc);
             out.push(json!({
-                "ruleId": "warning",
+                "ruleId": id,
                 "ruleIndex": i,
                 "level": "warning",
                 "message": {"text": format!("{}: {w}", r.title())},
@@ -419,11 +445,16 @@ pub fn sarif(results: &[Checked]) -> Value {
     let rules: Vec<Value> = rules
         .into_iter()
         .map(|(id, text)| {
+            let help = format!(
+                "{text}. The rule id names the spec row (docs/upstream-parity.md says where each \
+                 spec lives; docs/workload-quota.md holds the WQ rules)."
+            );
             json!({
                 "id": id,
                 "name": id.replace(['-', '.'], ""),
                 "shortDescription": {"text": text},
                 "fullDescription": {"text": format!("{text}; the rule id is the spec's.")},
+                "help": {"text": help, "markdown": help},
             })
         })
         .collect();
