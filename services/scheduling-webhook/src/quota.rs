@@ -36,10 +36,13 @@ fn to_quota(d: &DynamicObject) -> Option<ElasticQuota> {
 /// evaluation).
 #[derive(Debug)]
 pub struct StateQuotas {
-    /// Every ElasticQuota that decodes.
-    pub objects: Vec<ElasticQuota>,
+    /// Every ElasticQuota that decodes (shared with the next derivation, which reuses those
+    /// still listed).
+    pub objects: Vec<Arc<ElasticQuota>>,
     /// Their tree.
     pub topology: Topology,
+    /// The address of the state object each of `objects` was decoded from.
+    origin: Vec<usize>,
 }
 
 /// The objects the last [`StateQuotas`] was derived from, and it. Holding the objects keeps
@@ -64,10 +67,38 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     {
         return Ok(derived.clone());
     }
-    let objects: Vec<ElasticQuota> = listed.iter().filter_map(|d| to_quota(d)).collect();
+    // Objects already decoded last time (the same allocation is the same object, held by LAST
+    // so its address is not reused) are reused: a run that adds quotas one at a time
+    // (admission-check on 1,000 quotas) decoded every quota again for each new one.
+    let (objects, origin): (Vec<Arc<ElasticQuota>>, Vec<usize>) = {
+        let guard = last();
+        let before: std::collections::HashMap<usize, &Arc<ElasticQuota>> = guard
+            .as_ref()
+            .map(|(_, derived)| {
+                derived
+                    .origin
+                    .iter()
+                    .copied()
+                    .zip(&derived.objects)
+                    .collect()
+            })
+            .unwrap_or_default();
+        listed
+            .iter()
+            .filter_map(|d| {
+                let at = Arc::as_ptr(d) as usize;
+                let q = match before.get(&at) {
+                    Some(q) => Some(Arc::clone(q)),
+                    None => to_quota(d).map(Arc::new),
+                };
+                q.map(|q| (q, at))
+            })
+            .unzip()
+    };
     let derived = Arc::new(StateQuotas {
-        topology: Topology::from_objects(&objects),
+        topology: Topology::from_objects(objects.iter().map(|q| &**q)),
         objects,
+        origin,
     });
     *last() = Some((listed, derived.clone()));
     Ok(derived)
@@ -211,6 +242,7 @@ pub fn pv_4_quota_admission(
     };
     let found: Vec<&ElasticQuota> = objects
         .iter()
+        .map(|o| &**o)
         .filter(|o| o.metadata.name.as_deref() == Some(quota.as_str()))
         .collect();
     let eq = match found.as_slice() {
