@@ -86,6 +86,37 @@ struct Cli {
     /// not (reported UNCHECKED: a newer upstream release than the one served here).
     #[arg(long)]
     strict: bool,
+    /// Add the objects every installation of an upstream has to the state (repeat for
+    /// several): `koordinator` adds its four PriorityClasses (koord-prod 9000, koord-mid 7000,
+    /// koord-batch 5000, koord-free 3000). Objects of the same name given with --state win.
+    #[arg(long = "profile", value_enum)]
+    profiles: Vec<Profile>,
+}
+
+/// A standard installation's objects (see `--profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Profile {
+    /// Koordinator's PriorityClasses, which its installation creates.
+    Koordinator,
+}
+
+impl Profile {
+    fn objects(self) -> Vec<Value> {
+        match self {
+            Profile::Koordinator => [
+                ("koord-prod", 9000),
+                ("koord-mid", 7000),
+                ("koord-batch", 5000),
+                ("koord-free", 3000),
+            ]
+            .into_iter()
+            .map(|(name, value)| {
+                json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": name}, "value": value})
+            })
+            .collect(),
+        }
+    }
 }
 
 /// Writes the report; a failure is exit 3 (not 1, which means a denial).
@@ -108,8 +139,15 @@ pub fn main() -> ExitCode {
     }
     let apps = crate::services();
     // The state is read as the manifests are (byte-order marks, flow style, duplicate keys,
-    // file:line in errors).
+    // file:line in errors), after the profiles' objects, which it may replace.
     let mut state = StaticState::default();
+    for profile in &cli.profiles {
+        for o in profile.objects() {
+            if let Err(e) = state.add_value(o) {
+                return unreadable(format!("profile {profile:?}: {e}"));
+            }
+        }
+    }
     let state_objects = match input::read(&cli.state) {
         Ok(m) => m,
         Err(e) => return unreadable(e),

@@ -186,13 +186,18 @@ fn read_file(f: &Path) -> Result<Vec<Manifest>, InputError> {
     parse(&name, &text)
 }
 
-/// The first line holding a Go template action (`{{ … }}`), if any: such a file is a template
-/// (Helm's `templates/`), which no YAML reader reads as its author meant.
+/// The first line holding an unquoted Go template action (`{{ … }}` as a value, a list item or
+/// a line of its own), if any: such a file is a template (Helm's `templates/`, an e2e suite's
+/// manifest), which no YAML reader reads as its author meant. An action inside a quoted string
+/// is text.
 fn template_line(text: &str) -> Option<usize> {
     text.lines()
         .position(|l| {
             let t = l.trim_start();
-            !t.starts_with('#') && t.contains("{{") && t.contains("}}")
+            let t = t.strip_prefix("- ").map_or(t, str::trim_start);
+            !t.starts_with('#')
+                && t.contains("}}")
+                && (t.starts_with("{{") || t.contains(": {{") || t.contains(":{{"))
         })
         .map(|i| i + 1)
 }
@@ -523,6 +528,16 @@ fn kind_of(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn template_actions_are_found_only_unquoted() {
+        use super::template_line;
+        assert_eq!(template_line("a: 1\n  image: {{.BusyBoxImage}}\n"), Some(2));
+        assert_eq!(template_line("- {{ include \"x\" . }}\n"), Some(1));
+        assert_eq!(template_line("{{- if .Values.x }}\n"), Some(1));
+        assert_eq!(template_line("description: \"use {{ var }}\"\n"), None);
+        assert_eq!(template_line("# {{ comment }}\n"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -771,3 +771,20 @@ fn one_unreadable_file_does_not_hide_the_others() {
         "{err}"
     );
 }
+
+/// `--profile koordinator`: Koordinator's PriorityClasses, which every installation has, so its
+/// own BE pods are not refused for want of them.
+#[test]
+fn the_koordinator_profile_adds_its_priority_classes() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: be, namespace: team-a, labels: {koordinator.sh/qosClass: BE}}\nspec:\n  priorityClassName: koord-batch\n  containers: [{name: c, image: busybox, resources: {requests: {kubernetes.io/batch-cpu: \"1000\"}, limits: {kubernetes.io/batch-cpu: \"1000\"}}}]\n";
+    let without = check_with_stdin(&[], Some(pod));
+    assert_eq!(without.status.code(), Some(1), "{}", stdout(&without));
+    assert!(stdout(&without).contains("PriorityClass koord-batch is not in the state"));
+    let with = check_with_stdin(&["--profile", "koordinator"], Some(pod));
+    assert_eq!(with.status.code(), Some(0), "{}", stdout(&with));
+    assert!(
+        stdout(&with).contains("Pod team-a/be  ADMITTED"),
+        "{}",
+        stdout(&with)
+    );
+}
