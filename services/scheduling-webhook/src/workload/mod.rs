@@ -164,11 +164,15 @@ fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {
             d.group == k.group && d.version == k.version && d.kind == k.kind
         }
     };
-    kinds::builtin()
-        .into_iter()
-        .find(matches)
+    BUILTIN
+        .iter()
+        .find(|d| matches(d))
+        .cloned()
         .or_else(|| mapped(ctx).iter().find(|d| matches(d)).cloned())
 }
+
+/// The built-in kinds, described once.
+static BUILTIN: std::sync::LazyLock<Vec<Kind>> = std::sync::LazyLock::new(kinds::builtin);
 
 fn is_scale(req: &Request<Value>) -> bool {
     req.sub_resource.as_deref() == Some("scale")
