@@ -300,15 +300,30 @@ fn run_suites(cli: &Cli) -> ExitCode {
     if files.is_empty() {
         return unreadable("--test needs at least one test-suite file");
     }
+    // --state joins every test's state.
+    let extra: Vec<Value> = match input::read(&cli.state) {
+        Ok(m) => m.into_iter().map(|m| m.object).collect(),
+        Err(e) => return unreadable(e),
+    };
+    // Suite by suite: one that cannot be read is named and the others still run (exit 2).
     let mut all = Vec::new();
+    let mut unread = 0;
     for f in &files {
-        match suite::run(f, &apps) {
+        match suite::run(f, &apps, &extra) {
             Ok(r) => all.extend(r),
-            Err(e) => return unreadable(e),
+            Err(e) => {
+                eprintln!("admission-check: {e}");
+                unread += 1;
+            }
         }
     }
     let failed = all.iter().filter(|t| !t.failures.is_empty()).count();
-    let text = if cli.output == Format::Json {
+    let text = if cli.output == Format::Junit {
+        suites_junit(&all)
+    } else if cli.output == Format::Sarif {
+        let checked: Vec<Checked> = all.iter().flat_map(|t| t.checked.clone()).collect();
+        format!("{:#}\n", report::sarif(&checked))
+    } else if cli.output == Format::Json {
         let tests: Vec<Value> = all
             .iter()
             .map(|t| {
@@ -352,9 +367,40 @@ fn run_suites(cli: &Cli) -> ExitCode {
     if !emit(&text) {
         return ExitCode::from(3);
     }
-    if failed > 0 {
+    if unread > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The tests as JUnit XML: a suite per suite, a test case per test, a failure per failed test.
+fn suites_junit(all: &[suite::TestResult]) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("admission-check --test");
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for t in all {
+        if suites.last().is_none_or(|s| s.name.as_str() != t.suite) {
+            suites.push(TestSuite::new(t.suite.clone()));
+        }
+        let status = if t.failures.is_empty() {
+            TestCaseStatus::success()
+        } else {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            st.set_message(t.failures.join("; "));
+            st.set_type("mismatch");
+            st
+        };
+        let mut case = TestCase::new(t.name.clone(), status);
+        case.set_classname(t.suite.clone());
+        if let Some(s) = suites.last_mut() {
+            s.add_test_case(case);
+        }
+    }
+    report.add_test_suites(suites);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- cannot render JUnit XML: {e} -->\n"))
 }

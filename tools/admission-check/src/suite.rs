@@ -173,8 +173,13 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     serde_yaml_ng::from_str(&text).map_err(|e| err(e.to_string()))
 }
 
-/// Runs every test of the suite at `path` against the endpoints of `apps`.
-pub fn run(path: &Path, apps: &[App]) -> Result<Vec<TestResult>, SuiteError> {
+/// Runs every test of the suite at `path` against the endpoints of `apps`, each test's state
+/// holding `extra_state` (the command's `--state`) besides the suite's and its own.
+pub fn run(
+    path: &Path,
+    apps: &[App],
+    extra_state: &[Value],
+) -> Result<Vec<TestResult>, SuiteError> {
     let suite = load(path)?;
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let base = suite.base.as_ref().map_or(dir.clone(), |b| dir.join(b));
@@ -186,7 +191,7 @@ pub fn run(path: &Path, apps: &[App]) -> Result<Vec<TestResult>, SuiteError> {
     let mut results = Vec::new();
     for test in &suite.tests {
         let mut state = StaticState::from_files(&state_files).map_err(|e| fail(e.to_string()))?;
-        for obj in &test.state {
+        for obj in extra_state.iter().chain(&test.state) {
             state
                 .add_value(obj.clone())
                 .map_err(|e| fail(format!("test {:?}: state: {e}", test.name)))?;

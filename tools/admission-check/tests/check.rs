@@ -788,3 +788,73 @@ fn the_koordinator_profile_adds_its_priority_classes() {
         stdout(&with)
     );
 }
+
+/// `--test` honours `--state` (joined to every test's state) and `-o junit`/`sarif`, and one
+/// unreadable suite does not hide the others' results (exit 2 at the end).
+#[test]
+fn test_suites_honour_state_and_outputs_and_survive_an_unreadable_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-a, labels: {quota.scheduling.koordinator.sh/name: team-a}}\nspec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: \"2\"}}}]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("quota.yaml"),
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: team-a, namespace: team-a}\nspec: {max: {cpu: \"1\"}}\n",
+    )
+    .unwrap();
+    let suite = dir.path().join("quota-suite.yaml");
+    std::fs::write(
+        &suite,
+        "name: quota from --state\ntests:\n- name: over the quota\n  resources: [pod.yaml]\n  expect: {result: denied, messageContains: [exceeded quota]}\n",
+    )
+    .unwrap();
+    let broken = dir.path().join("broken-suite.yaml");
+    std::fs::write(&broken, "name: [unclosed\n").unwrap();
+    let state = dir.path().join("quota.yaml");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "--test",
+            "--state",
+            state.to_str().unwrap(),
+            suite.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| check(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(args(&[]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("PASS  quota from --state / over the quota"),
+        "{}",
+        stdout(&out)
+    );
+    let junit = run(args(&["-o", "junit"]));
+    assert!(
+        stdout(&junit).contains("<testcase name=\"over the quota\""),
+        "{}",
+        stdout(&junit)
+    );
+    let sarif = json_of(&run(args(&["-o", "sarif"])));
+    assert_eq!(sarif["version"], "2.1.0");
+    let both = run(args(&[broken.to_str().unwrap()]));
+    assert_eq!(both.status.code(), Some(2), "{}", stdout(&both));
+    assert!(
+        stdout(&both).contains("PASS  quota from --state"),
+        "{}",
+        stdout(&both)
+    );
+    assert!(
+        stderr(&both).contains("broken-suite.yaml"),
+        "{}",
+        stderr(&both)
+    );
+}
