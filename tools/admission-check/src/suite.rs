@@ -235,6 +235,13 @@ pub fn run(
         if manifests.is_empty() {
             failures.push("its resources hold no object".to_owned());
         }
+        // An endpoint the services do not serve is a typo in the suite, not a finding.
+        let known = catalog.paths();
+        for e in &test.endpoints {
+            if !known.contains(&e.as_str()) {
+                failures.push(format!("no endpoint {e:?}; known: {}", known.join(", ")));
+            }
+        }
         let mut checked = Vec::new();
         for mut m in manifests {
             if !test.labels.is_empty()
@@ -280,6 +287,18 @@ pub fn run(
                 }
             }
             found.extend(mismatches(&test.expect, &c));
+            // "admitted" of an object nothing checked would pass whatever the rules say.
+            if c.outcome.endpoints.is_empty() && c.verdict() != Verdict::Denied {
+                found.push(format!(
+                    "nothing checked it{}",
+                    c.outcome
+                        .unknown_version
+                        .as_ref()
+                        .or(c.outcome.skipped.as_ref())
+                        .map(|w| format!(" ({w})"))
+                        .unwrap_or_default()
+                ));
+            }
             for f in found {
                 failures.push(format!("{} {}: {f}", c.source, c.title()));
             }

@@ -858,3 +858,39 @@ fn test_suites_honour_state_and_outputs_and_survive_an_unreadable_suite() {
         stderr(&both)
     );
 }
+
+/// A suite's endpoint typo is named as such, and "admitted" of an object nothing checked fails
+/// (it would pass whatever the rules say).
+#[test]
+fn a_suite_names_endpoint_typos_and_refuses_admitted_for_what_nothing_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("thing.yaml"),
+        "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t, namespace: team-a}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, image: busybox}]}\n",
+    )
+    .unwrap();
+    let suite = dir.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        "name: s\ntests:\n- name: unchecked kind\n  resources: [thing.yaml]\n  expect: {result: admitted}\n- name: typo\n  resources: [pod.yaml]\n  endpoints: [/validate-podd]\n  expect: {result: admitted}\n",
+    )
+    .unwrap();
+    let out = check(&["--test", suite.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL  s / unchecked kind"), "{text}");
+    assert!(
+        text.contains("nothing checked it (no webhook serves Thing example.com/v1 on CREATE)"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL  s / typo"), "{text}");
+    assert!(
+        text.contains("no endpoint \"/validate-podd\"; known: "),
+        "{text}"
+    );
+}
