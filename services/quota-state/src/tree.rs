@@ -139,6 +139,10 @@ pub struct Topology {
     pub namespaces: BTreeMap<String, String>,
     /// Quotas that live in the namespace of their own name (QN-3).
     pub self_named: BTreeSet<String>,
+    /// Whether `koordinator-root-quota` is an object of the cluster: the tree always holds a
+    /// root entry (lookups find it), but upstream's quota map, which QV-C1 reads, holds it only
+    /// once such an object was added.
+    pub root_object: bool,
 }
 
 impl Topology {
@@ -182,6 +186,8 @@ impl Topology {
                     .or_default()
                     .insert(info.name.clone());
                 t.children.entry(info.name.clone()).or_default();
+            } else {
+                t.root_object = true;
             }
             t.quotas.insert(info.name.clone(), info);
         }
@@ -595,7 +601,9 @@ pub fn validate(
     let name = q.metadata.name.clone().unwrap_or_default();
     match operation {
         Operation::Create => {
-            if t.quotas.contains_key(&name) {
+            // The root entry every tree holds is not a quota upstream's map knows (issue 38):
+            // creating the root object while none exists passes.
+            if t.quotas.contains_key(&name) && (name != ROOT || t.root_object) {
                 return Err(("QV-C1", format!("AddQuota quota already exist:{name}")));
             }
             for ns in bound_namespaces(q) {
@@ -731,6 +739,43 @@ mod tests {
             Err("pod can not be linked to a parentQuotaGroup,quota:shared, pod:p".into())
         );
         assert_eq!(pv_3_2_not_on_parent(&t, "zz", "p"), Ok(()));
+    }
+
+    /// QV-C1 on the root quota, as upstream's map knows it (issue 38): its CREATE passes while
+    /// no root object exists, and is "already exist" once one does.
+    #[test]
+    fn qv_c1_the_root_quota_exists_once_created() {
+        struct NoPods;
+        impl PodIndex for NoPods {
+            fn labelled(&self, _: &str) -> Vec<String> {
+                Vec::new()
+            }
+            fn any_bound(&self, _: &str, _: &[String]) -> bool {
+                false
+            }
+        }
+        let root = eq(ROOT, "koordinator-system", &[(IS_PARENT, "true")], "");
+        let create = |t: &Topology| {
+            validate(
+                Operation::Create,
+                &root,
+                None,
+                t,
+                &NoPods,
+                TreeGates::default(),
+            )
+        };
+        let empty = Topology::from_objects(&[]);
+        assert!(
+            empty.quotas.contains_key(ROOT),
+            "lookups still find the root"
+        );
+        assert_eq!(create(&empty), Ok(()));
+        let with_root = Topology::from_objects(std::slice::from_ref(&root));
+        assert_eq!(
+            create(&with_root),
+            Err(("QV-C1", format!("AddQuota quota already exist:{ROOT}")))
+        );
     }
 
     #[test]
