@@ -84,9 +84,6 @@ impl Validator for BindingValidator {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }

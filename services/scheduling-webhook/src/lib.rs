@@ -185,10 +185,34 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
 /// Field errors aggregated as controller-runtime sends them (the kit's).
 pub use admission_kit::field::aggregate;
 
-/// A workload kind's resource, for CREATE and UPDATE (WQ-4 reads the old object).
-fn workloads(group: &str, version: &str, resource: &str, kind: &str) -> Target {
-    Target::resource(group, version, resource, kind)
-}
+/// The workload kinds judged whole (WQ, `docs/workload-quota.md`), a webhook each for CREATE
+/// and UPDATE: path, group, version, resource, kind.
+#[rustfmt::skip]
+const WORKLOADS: [(&str, &str, &str, &str, &str); 12] = [
+    ("/validate-workload-apps-v1-deployment", "apps", "v1", "deployments", "Deployment"),
+    ("/validate-workload-apps-v1-replicaset", "apps", "v1", "replicasets", "ReplicaSet"),
+    ("/validate-workload-apps-v1-statefulset", "apps", "v1", "statefulsets", "StatefulSet"),
+    ("/validate-workload-batch-v1-job", "batch", "v1", "jobs", "Job"),
+    ("/validate-workload-batch-v1-cronjob", "batch", "v1", "cronjobs", "CronJob"),
+    ("/validate-workload-kubeflow-org-v1-pytorchjob", "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+    ("/validate-workload-kubeflow-org-v1-tfjob", "kubeflow.org", "v1", "tfjobs", "TFJob"),
+    ("/validate-workload-kubeflow-org-v1-xgboostjob", "kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
+    ("/validate-workload-kubeflow-org-v1-paddlejob", "kubeflow.org", "v1", "paddlejobs", "PaddleJob"),
+    ("/validate-workload-kubeflow-org-v1-jaxjob", "kubeflow.org", "v1", "jaxjobs", "JAXJob"),
+    ("/validate-workload-kubeflow-org-v1-mpijob", "kubeflow.org", "v1", "mpijobs", "MPIJob"),
+    ("/validate-workload-kubeflow-org-v2beta1-mpijob", "kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
+];
+
+/// The workload kinds whose scale subresource is judged (WQ-4): path, group, version, resource.
+#[rustfmt::skip]
+const SCALES: [(&str, &str, &str, &str); 6] = [
+    ("/validate-workload-apps-v1-deployment-scale", "apps", "v1", "deployments"),
+    ("/validate-workload-apps-v1-replicaset-scale", "apps", "v1", "replicasets"),
+    ("/validate-workload-apps-v1-statefulset-scale", "apps", "v1", "statefulsets"),
+    ("/validate-workload-kubeflow-org-v1-pytorchjob-scale", "kubeflow.org", "v1", "pytorchjobs"),
+    ("/validate-workload-kubeflow-org-v1-paddlejob-scale", "kubeflow.org", "v1", "paddlejobs"),
+    ("/validate-workload-kubeflow-org-v1-jaxjob-scale", "kubeflow.org", "v1", "jaxjobs"),
+];
 
 /// The `scale` subresource of a workload kind, for UPDATE (its object is an autoscaling/v1 Scale).
 fn scales(group: &str, version: &str, resource: &str) -> Target {
@@ -220,115 +244,13 @@ pub fn app() -> App {
     .gate("PodValidatingWebhook")
     // PV-4 reserves the pod's requests in quota-state, except on a dry run.
     .side_effects(SideEffects::NoneOnDryRun)
-    .validate(
-        "/validate-workload-apps-v1-deployment",
-        workloads("apps", "v1", "deployments", "Deployment"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-apps-v1-replicaset",
-        workloads("apps", "v1", "replicasets", "ReplicaSet"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-apps-v1-statefulset",
-        workloads("apps", "v1", "statefulsets", "StatefulSet"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-batch-v1-job",
-        workloads("batch", "v1", "jobs", "Job"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-batch-v1-cronjob",
-        workloads("batch", "v1", "cronjobs", "CronJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-pytorchjob",
-        workloads("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-tfjob",
-        workloads("kubeflow.org", "v1", "tfjobs", "TFJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-xgboostjob",
-        workloads("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-paddlejob",
-        workloads("kubeflow.org", "v1", "paddlejobs", "PaddleJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-jaxjob",
-        workloads("kubeflow.org", "v1", "jaxjobs", "JAXJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-mpijob",
-        workloads("kubeflow.org", "v1", "mpijobs", "MPIJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v2beta1-mpijob",
-        workloads("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
+    .validate_each(WORKLOADS.iter().map(|(path, group, version, resource, kind)| {
+        (*path, Target::resource(group, version, resource, kind))
+    }), Ignore, || workload::WorkloadValidator)
     // WQ-4 on `kubectl scale` and HPAs: the scale subresource of the kinds that have one.
-    .validate(
-        "/validate-workload-apps-v1-deployment-scale",
-        scales("apps", "v1", "deployments"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-apps-v1-replicaset-scale",
-        scales("apps", "v1", "replicasets"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-apps-v1-statefulset-scale",
-        scales("apps", "v1", "statefulsets"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-pytorchjob-scale",
-        scales("kubeflow.org", "v1", "pytorchjobs"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-paddlejob-scale",
-        scales("kubeflow.org", "v1", "paddlejobs"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
-    .validate(
-        "/validate-workload-kubeflow-org-v1-jaxjob-scale",
-        scales("kubeflow.org", "v1", "jaxjobs"),
-        Ignore,
-        workload::WorkloadValidator,
-    )
+    .validate_each(SCALES.iter().map(|(path, group, version, resource)| {
+        (*path, scales(group, version, resource))
+    }), Ignore, || workload::WorkloadValidator)
     // The kinds of --workload-kinds-file (self-registration adds one webhook per kind).
     .validate(
         "/validate-workload",

@@ -466,13 +466,7 @@ impl Validator for PodValidator {
     }
 
     fn validate(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
-        admission_kit::handler::wait_for(self.validate_async(req, ctx)).unwrap_or_else(|| {
-            Verdict::errored(
-                quota_client::UNAVAILABLE_RULE,
-                400,
-                "quota-state calls need the multi-threaded runtime",
-            )
-        })
+        quota_client::blocking_verdict(self.validate_async(req, ctx))
     }
 
     /// With quota-state the server awaits its answer on the review's task.
@@ -497,10 +491,7 @@ impl Validator for PodValidator {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }
 

@@ -418,10 +418,7 @@ impl Validator for QuotaValidator {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }
 

@@ -359,6 +359,21 @@ fn one_by_one(
     }
 }
 
+/// A validator's verdict from its async rules, for the synchronous entry point (`review`, the
+/// in-process server): the worker thread is lent to the wait; without a multi-threaded runtime
+/// the review is refused under [`UNAVAILABLE_RULE`].
+pub fn blocking_verdict(
+    verdict: impl Future<Output = admission_kit::Verdict>,
+) -> admission_kit::Verdict {
+    admission_kit::handler::wait_for(verdict).unwrap_or_else(|| {
+        admission_kit::Verdict::errored(
+            UNAVAILABLE_RULE,
+            400,
+            "quota-state calls need the multi-threaded runtime",
+        )
+    })
+}
+
 /// A quota-state question from synchronous rules (the mutators, the ElasticQuota validator,
 /// the `review` command): the worker thread is lent to the wait
 /// ([`wait_for`](admission_kit::handler::wait_for)).

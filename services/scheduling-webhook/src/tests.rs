@@ -816,6 +816,42 @@ fn item_3_qv_s_compares_and_prints_quantities_as_go() {
     );
 }
 
+/// A context asking the quota-state at `url`, with `options` besides the defaults.
+fn quota_state_at(url: String, options: &[(&'static str, &str)]) -> Context {
+    let app = crate::app();
+    let mut o = app.default_options();
+    o.insert("quota-state-url", url);
+    for (k, v) in options {
+        o.insert(k, (*v).to_owned());
+    }
+    Context::new(Arc::new(StaticState::default()))
+        .with_gates(Arc::new(app.gates.clone()))
+        .with_options(o)
+}
+
+/// Serves `svc` as a plaintext quota-state on a loopback port (as one that predates AdmitPods
+/// and CheckWorkload when `older`); a context asking it.
+async fn loopback_quota_state(svc: quota_state::Service, older: bool) -> Context {
+    use quota_state::proto::quota_state_server::QuotaStateServer;
+    // Held from bind to serve: no other socket can take the port in between.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    let server = tonic::transport::Server::builder();
+    tokio::spawn(if older {
+        server
+            .clone()
+            .add_service(QuotaStateServer::new(BeforeBatches(svc)))
+            .serve_with_incoming(incoming)
+    } else {
+        server
+            .clone()
+            .add_service(QuotaStateServer::new(svc))
+            .serve_with_incoming(incoming)
+    });
+    quota_state_at(format!("http://{addr}"), &[])
+}
+
 /// quota-state as it was before AdmitPods: the method unknown.
 struct BeforeBatches(quota_state::Service);
 
@@ -865,7 +901,6 @@ impl quota_state::proto::quota_state_server::QuotaState for BeforeBatches {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workloads_through_quota_state_current_older_and_absent() {
     use quota_state::ledger::{Amount, Ledger, QuotaSpec};
-    use quota_state::proto::quota_state_server::QuotaStateServer;
     let gpus = |n: i128| -> quota_state::ledger::Amounts {
         [(
             "nvidia.com/gpu".to_owned(),
@@ -902,27 +937,7 @@ async fn workloads_through_quota_state_current_older_and_absent() {
             quota_state::auth::Policy::Anyone,
             quota_state::metrics::Metrics::new().unwrap(),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        let server = tonic::transport::Server::builder();
-        tokio::spawn(if older {
-            server
-                .clone()
-                .add_service(QuotaStateServer::new(BeforeBatches(svc)))
-                .serve_with_incoming(incoming)
-        } else {
-            server
-                .clone()
-                .add_service(QuotaStateServer::new(svc))
-                .serve_with_incoming(incoming)
-        });
-        let app = crate::app();
-        let mut options = app.default_options();
-        options.insert("quota-state-url", format!("http://{addr}"));
-        let c = Context::new(Arc::new(StaticState::default()))
-            .with_gates(Arc::new(app.gates.clone()))
-            .with_options(options);
+        let c = loopback_quota_state(svc, older).await;
         let v = crate::workload::WorkloadValidator
             .validate_async(&review(job(8)), &c)
             .await;
@@ -960,13 +975,10 @@ async fn workloads_through_quota_state_current_older_and_absent() {
         }
     }
     // Nobody listening: admitted, with a warning (WQ is registered Ignore in any case).
-    let app = crate::app();
-    let mut options = app.default_options();
-    options.insert("quota-state-url", "http://127.0.0.1:9".into());
-    options.insert("quota-state-timeout-ms", "300".into());
-    let c = Context::new(Arc::new(StaticState::default()))
-        .with_gates(Arc::new(app.gates.clone()))
-        .with_options(options);
+    let c = quota_state_at(
+        "http://127.0.0.1:9".into(),
+        &[("quota-state-timeout-ms", "300")],
+    );
     let v = crate::workload::WorkloadValidator
         .validate_async(&review(job(8)), &c)
         .await;
@@ -984,7 +996,6 @@ async fn workloads_through_quota_state_current_older_and_absent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quota() {
     use quota_state::ledger::{Amount, Ledger, QuotaSpec};
-    use quota_state::proto::quota_state_server::QuotaStateServer;
     for older in [false, true] {
         let ledger = Arc::new(Ledger::new(std::time::Duration::from_secs(30)));
         let ten = [(
@@ -1002,28 +1013,7 @@ async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quot
             quota_state::auth::Policy::Anyone,
             metrics.clone(),
         );
-        // Held from bind to serve: no other socket can take the port in between.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        let server = tonic::transport::Server::builder();
-        tokio::spawn(if older {
-            server
-                .clone()
-                .add_service(QuotaStateServer::new(BeforeBatches(svc)))
-                .serve_with_incoming(incoming)
-        } else {
-            server
-                .clone()
-                .add_service(QuotaStateServer::new(svc))
-                .serve_with_incoming(incoming)
-        });
-        let app = crate::app();
-        let mut options = app.default_options();
-        options.insert("quota-state-url", format!("http://{addr}"));
-        let c = Context::new(Arc::new(StaticState::default()))
-            .with_gates(Arc::new(app.gates.clone()))
-            .with_options(options);
+        let c = loopback_quota_state(svc, older).await;
         assert!(crate::pod_validate::PodValidator.waits(&c));
         let requests: Vec<Request<Pod>> = (0..12)
             .map(|i| {

@@ -230,10 +230,7 @@ impl<J: JobKind> Validator for JobValidator<J> {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }
 
@@ -443,10 +440,7 @@ impl Validator for MXJobWarner {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }
 

@@ -359,6 +359,19 @@ impl App {
         self
     }
 
+    /// Adds one validating endpoint per `(path, target)`, each with its own validator from
+    /// `validator` (one rule family serving several kinds).
+    pub fn validate_each<V: Validator>(
+        self,
+        endpoints: impl IntoIterator<Item = (&'static str, Target)>,
+        failure_policy: FailurePolicy,
+        validator: impl Fn() -> V,
+    ) -> Self {
+        endpoints.into_iter().fold(self, |app, (path, target)| {
+            app.validate(path, target, failure_policy, validator())
+        })
+    }
+
     /// Adds a mutating endpoint.
     pub fn mutate<M: Mutator>(
         mut self,

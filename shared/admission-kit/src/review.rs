@@ -169,6 +169,14 @@ impl Status {
         }
     }
 
+    /// Controller-runtime's status of an admission (`Allowed("")`): code 200 and nothing else.
+    pub fn allowed() -> Self {
+        Self {
+            code: Some(200),
+            ..Self::default()
+        }
+    }
+
     /// A status with only a code and a message: controller-runtime's `Errored(code, err)`.
     pub fn errored(code: u16, message: impl Into<String>) -> Self {
         Self {

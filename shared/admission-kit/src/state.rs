@@ -289,6 +289,44 @@ impl ClusterState for StaticState {
     }
 }
 
+/// Runs one read from the API server on this worker thread within [`LIVE_READ_DEADLINE`]
+/// (rules are synchronous: `block_in_place` hands the thread's other tasks to the other
+/// workers), counting it in `admission_webhook_state_live_reads_total` by kind and result.
+/// `None` on a runtime where a thread cannot be lent (current-thread), where nothing is read.
+fn read_blocking(
+    kind: &str,
+    read: impl std::future::Future<Output = Result<Option<DynamicObject>, kube::Error>>,
+) -> Option<Result<Option<Arc<DynamicObject>>, String>> {
+    let handle = tokio::runtime::Handle::try_current()
+        .ok()
+        .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)?;
+    let got = tokio::task::block_in_place(|| {
+        handle.block_on(tokio::time::timeout(LIVE_READ_DEADLINE, read))
+    });
+    Some(match got {
+        Ok(Ok(Some(mut o))) => {
+            o.managed_fields_mut().clear();
+            crate::metrics::state_live_read(kind, "found");
+            Ok(Some(Arc::new(o)))
+        }
+        Ok(Ok(None)) => {
+            crate::metrics::state_live_read(kind, "absent");
+            Ok(None)
+        }
+        Ok(Err(e)) => {
+            crate::metrics::state_live_read(kind, "error");
+            Err(e.to_string())
+        }
+        Err(_) => {
+            crate::metrics::state_live_read(kind, "error");
+            Err(format!(
+                "no answer within {} ms",
+                LIVE_READ_DEADLINE.as_millis()
+            ))
+        }
+    })
+}
+
 /// The API of `ar` objects in `namespace`, or in all namespaces.
 fn api_for<K>(client: &Client, namespace: Option<&str>, ar: &ApiResource) -> Api<K>
 where
@@ -445,12 +483,6 @@ impl WatchState {
     /// (`block_in_place` hands its other tasks to the other workers); on a current-thread
     /// runtime, where that is impossible, it answers [`Live::Unknown`].
     fn live_get(&self, w: &Watched, namespace: Option<&str>, name: &str) -> Live {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return Live::Unknown;
-        };
-        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return Live::Unknown;
-        }
         let read = async {
             if w.metadata_only {
                 let api = api_for::<PartialObjectMeta<DynamicObject>>(
@@ -474,28 +506,12 @@ impl WatchState {
                     .await
             }
         };
-        let got = tokio::task::block_in_place(|| {
-            handle.block_on(tokio::time::timeout(LIVE_READ_DEADLINE, read))
-        });
-        let kind = w.resource.kind.as_str();
-        match got {
-            Ok(Ok(Some(mut o))) => {
-                o.managed_fields_mut().clear();
-                crate::metrics::state_live_read(kind, "found");
-                Live::Found(Arc::new(o))
-            }
-            Ok(Ok(None)) => {
-                crate::metrics::state_live_read(kind, "absent");
-                Live::Absent
-            }
-            Ok(Err(e)) => {
-                crate::metrics::state_live_read(kind, "error");
-                tracing::debug!(kind, name, error = %e, "live read failed");
-                Live::Unknown
-            }
-            Err(_) => {
-                crate::metrics::state_live_read(kind, "error");
-                tracing::debug!(kind, name, "live read past its deadline");
+        match read_blocking(&w.resource.kind, read) {
+            None => Live::Unknown,
+            Some(Ok(Some(o))) => Live::Found(o),
+            Some(Ok(None)) => Live::Absent,
+            Some(Err(e)) => {
+                tracing::debug!(kind = %w.resource.kind, name, error = %e, "live read failed");
                 Live::Unknown
             }
         }
@@ -603,38 +619,19 @@ impl ClusterState for WatchState {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        let unreadable = |why: String| {
-            crate::metrics::state_live_read(&resource.kind, "error");
-            LookupError::Unreadable(format!(
-                "{} {}/{name} could not be read: {why}",
-                resource.kind,
-                namespace.unwrap_or_default()
-            ))
-        };
-        let handle = tokio::runtime::Handle::try_current()
-            .ok()
-            .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
-            .ok_or_else(|| unreadable("no multi-threaded runtime to read from".into()))?;
         let api = api_for::<DynamicObject>(&self.client, namespace, resource);
-        let got = tokio::task::block_in_place(|| {
-            handle.block_on(tokio::time::timeout(LIVE_READ_DEADLINE, api.get_opt(name)))
-        });
-        match got {
-            Ok(Ok(Some(mut o))) => {
-                o.managed_fields_mut().clear();
-                crate::metrics::state_live_read(&resource.kind, "found");
-                Ok(Some(Arc::new(o)))
-            }
-            Ok(Ok(None)) => {
-                crate::metrics::state_live_read(&resource.kind, "absent");
-                Ok(None)
-            }
-            Ok(Err(e)) => Err(unreadable(e.to_string())),
-            Err(_) => Err(unreadable(format!(
-                "no answer within {} ms",
-                LIVE_READ_DEADLINE.as_millis()
-            ))),
-        }
+        read_blocking(&resource.kind, api.get_opt(name))
+            .unwrap_or_else(|| {
+                crate::metrics::state_live_read(&resource.kind, "error");
+                Err("no multi-threaded runtime to read from".into())
+            })
+            .map_err(|why| {
+                LookupError::Unreadable(format!(
+                    "{} {}/{name} could not be read: {why}",
+                    resource.kind,
+                    namespace.unwrap_or_default()
+                ))
+            })
     }
 }
 

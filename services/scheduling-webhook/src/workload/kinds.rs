@@ -345,6 +345,15 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<Kind>, MappingError> {
     Ok(m.kinds)
 }
 
+/// Reads and checks the mapping file at `path` (see [`parse`]).
+pub fn read(path: &str) -> Result<Vec<Kind>, MappingError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
 /// One group of a workload as read from an object: where it is, its name, how many pods it
 /// runs at once, and its pod template.
 #[derive(Debug, Clone, PartialEq)]

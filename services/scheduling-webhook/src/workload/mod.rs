@@ -67,13 +67,7 @@ pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
         .as_ref()
         .filter(|(p, _, _)| p == path)
         .map(|(_, _, k)| k.clone());
-    let read = std::fs::read_to_string(path)
-        .map_err(|source| kinds::MappingError::Read {
-            path: path.to_owned(),
-            source,
-        })
-        .and_then(|text| kinds::parse(path, &text));
-    let kinds = match read {
+    let kinds = match kinds::read(path) {
         Ok(k) => {
             tracing::info!(file = path, kinds = k.len(), "workload kinds read");
             Arc::new(k)
@@ -92,14 +86,7 @@ fn kinds_of(options: &admission_kit::app::OptionValues) -> Result<Vec<Kind>, Str
     let Some(path) = options.get("workload-kinds-file").filter(|p| !p.is_empty()) else {
         return Ok(Vec::new());
     };
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        kinds::MappingError::Read {
-            path: path.clone(),
-            source,
-        }
-        .to_string()
-    })?;
-    kinds::parse(path, &text).map_err(|e| e.to_string())
+    kinds::read(path).map_err(|e| e.to_string())
 }
 
 /// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
@@ -585,13 +572,7 @@ impl Validator for WorkloadValidator {
     type Object = Value;
 
     fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
-        admission_kit::handler::wait_for(self.validate_async(req, ctx)).unwrap_or_else(|| {
-            Verdict::errored(
-                quota_client::UNAVAILABLE_RULE,
-                400,
-                "quota-state calls need the multi-threaded runtime",
-            )
-        })
+        quota_client::blocking_verdict(self.validate_async(req, ctx))
     }
 
     fn waits(&self, ctx: &Context) -> bool {
@@ -644,10 +625,7 @@ impl Validator for WorkloadValidator {
     }
 
     fn allowed_status(&self) -> Option<Status> {
-        Some(Status {
-            code: Some(200),
-            ..Status::default()
-        })
+        Some(Status::allowed())
     }
 }
 
