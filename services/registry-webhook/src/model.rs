@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use admission_kit::field::BadValue;
 use admission_kit::go::GoDuration;
 use admission_kit::{
     Context, ErrorList, FieldError, Mutator, Path, Request, Status, Validator, Verdict,
@@ -79,31 +80,42 @@ fn mv_04_max_replicas_sum(spec: &ModelSpec, errs: &mut ErrorList) {
     }
 }
 
-/// MV-05, MV-06: a worker image is not whitespace only and has no ASCII space. An empty image
-/// passes (Q-06).
+/// The two image checks Kthena applies to a worker or container image, pinned and v1.0 alike:
+/// whitespace only (first id) or an ASCII space inside (second id). An empty image passes (Q-06).
+pub(crate) fn image_rule(
+    ids: [&'static str; 2],
+    img: &str,
+    path: impl FnOnce() -> Path,
+    errs: &mut ErrorList,
+) {
+    if img.is_empty() {
+        return;
+    }
+    let (rule, why) = if img.chars().all(char::is_whitespace) {
+        (ids[0], "image cannot be empty or whitespace only")
+    } else if img.contains(' ') {
+        (ids[1], "image cannot contain spaces")
+    } else {
+        return;
+    };
+    errs.push(FieldError::invalid(
+        rule,
+        path(),
+        img,
+        format!("invalid container image reference: {why}"),
+    ));
+}
+
+/// MV-05, MV-06: a worker image is not whitespace only and has no ASCII space.
 fn mv_05_06_image(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
         for (j, w) in b.workers.iter().enumerate() {
-            let img = &w.image;
-            if img.is_empty() {
-                continue;
-            }
-            let path = || backends().index(i).child("workers").index(j).child("image");
-            if img.chars().all(char::is_whitespace) {
-                errs.push(FieldError::invalid(
-                    "MV-05",
-                    path(),
-                    img.as_str(),
-                    "invalid container image reference: image cannot be empty or whitespace only",
-                ));
-            } else if img.contains(' ') {
-                errs.push(FieldError::invalid(
-                    "MV-06",
-                    path(),
-                    img.as_str(),
-                    "invalid container image reference: image cannot contain spaces",
-                ));
-            }
+            image_rule(
+                ["MV-05", "MV-06"],
+                &w.image,
+                || backends().index(i).child("workers").index(j).child("image"),
+                errs,
+            );
         }
     }
 }
@@ -276,56 +288,74 @@ fn mv_17_not_both(errs: &mut ErrorList) {
 /// MV-18..MV-21: worker count and worker types per backend type.
 fn mv_18_21_worker_types(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
-        let workers = || backends().index(i).child("workers");
-        let t = b.type_.as_str();
-        match t {
-            "vLLM" | "SGLang" | "MindIE" => {
-                if b.workers.len() != 1 {
-                    errs.push(FieldError::invalid(
-                        "MV-18",
-                        workers(),
-                        b.workers.len(),
-                        format!("If backend type is '{t}', there must be exactly one worker"),
-                    ));
-                } else if b.workers[0].type_ != "server" {
-                    errs.push(FieldError::invalid(
-                        "MV-19",
-                        workers().index(0).child("type"),
-                        b.workers[0].type_.as_str(),
-                        format!("If backend type is '{t}', the worker type must be 'server'"),
-                    ));
-                }
+        let types: Vec<&str> = b.workers.iter().map(|w| w.type_.as_str()).collect();
+        worker_type_rules(
+            ["MV-18", "MV-19", "MV-20", "MV-21"],
+            |s| BadValue::Str(s.to_owned()),
+            &b.type_,
+            &types,
+            &backends().index(i).child("workers"),
+            errs,
+        );
+    }
+}
+
+/// What a backend type requires of its workers' types, pinned and v1.0 alike: exactly one
+/// `server` worker (ids 0, 1), only prefill/decode (id 2), no `server` in MindIE's
+/// disaggregated form (id 3). `quote` prints a type as that release's apimachinery does.
+pub(crate) fn worker_type_rules(
+    ids: [&'static str; 4],
+    quote: fn(&str) -> BadValue,
+    backend_type: &str,
+    types: &[&str],
+    workers: &Path,
+    errs: &mut ErrorList,
+) {
+    let t = backend_type;
+    match t {
+        "vLLM" | "SGLang" | "MindIE" => {
+            if types.len() != 1 {
+                errs.push(FieldError::invalid(
+                    ids[0],
+                    workers.clone(),
+                    types.len(),
+                    format!("If backend type is '{t}', there must be exactly one worker"),
+                ));
+            } else if types[0] != "server" {
+                errs.push(FieldError::invalid(
+                    ids[1],
+                    workers.index(0).child("type"),
+                    quote(types[0]),
+                    format!("If backend type is '{t}', the worker type must be 'server'"),
+                ));
             }
-            "vLLMDisaggregated" => {
-                for (j, w) in b.workers.iter().enumerate() {
-                    if !matches!(w.type_.as_str(), "prefill" | "decode") {
-                        errs.push(FieldError::invalid(
-                            "MV-20",
-                            workers().index(j).child("type"),
-                            w.type_.as_str(),
-                            "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
-                        ));
-                    }
-                }
-            }
-            "MindIEDisaggregated" => {
-                for (j, w) in b.workers.iter().enumerate() {
-                    if !matches!(
-                        w.type_.as_str(),
-                        "prefill" | "decode" | "controller" | "coordinator"
-                    ) {
-                        errs.push(FieldError::invalid(
-                            "MV-21",
-                            workers().index(j).child("type"),
-                            w.type_.as_str(),
-                            "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', \
-                             'decode', 'controller', or 'coordinator' (not 'server')",
-                        ));
-                    }
-                }
-            }
-            _ => {}
         }
+        "vLLMDisaggregated" => {
+            for (j, w) in types.iter().enumerate() {
+                if !matches!(*w, "prefill" | "decode") {
+                    errs.push(FieldError::invalid(
+                        ids[2],
+                        workers.index(j).child("type"),
+                        quote(w),
+                        "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
+                    ));
+                }
+            }
+        }
+        "MindIEDisaggregated" => {
+            for (j, w) in types.iter().enumerate() {
+                if !matches!(*w, "prefill" | "decode" | "controller" | "coordinator") {
+                    errs.push(FieldError::invalid(
+                        ids[3],
+                        workers.index(j).child("type"),
+                        quote(w),
+                        "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', \
+                         'decode', 'controller', or 'coordinator' (not 'server')",
+                    ));
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -22,9 +22,7 @@ fn pv_01_02_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let metrics = Path::new("spec").child("metrics");
     let mut seen = HashSet::new();
     for (i, m) in spec.metrics.iter().enumerate() {
-        let v = m.target_value.value();
-        let f = v.to_f64();
-        if v.is_zero() || v.negative || !f.is_finite() {
+        if !target_ok(&m.target_value) {
             // FIX Q-11: the quantity as written, not a Go struct dump.
             errs.push(FieldError::invalid(
                 "PV-01",
@@ -44,6 +42,12 @@ fn pv_01_02_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     }
 }
 
+/// A metric target is above zero and finite (PV-01; v1.0's metric rules alike).
+pub(crate) fn target_ok(q: &admission_kit::go::Quantity) -> bool {
+    let v = q.value();
+    !(v.is_zero() || v.negative || !v.to_f64().is_finite())
+}
+
 /// A duration out of 0..=30m, as a field error (FIX Q-21: Go duration text, quoted).
 fn out_of_range(
     rule: &'static str,
@@ -61,15 +65,19 @@ const STABLE_PERIOD: &str = "stable policy period must be between 0 and 30 minut
 const STABLE_WINDOW: &str = "stable policy stabilization window must be between 0 and 30 minutes";
 
 /// PV-03, PV-04: scale-down period and stabilization window within 0..=30m.
-fn pv_03_04_scale_down(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
+fn pv_03_04_scale_down(
+    b: &AutoscalingPolicyBehavior,
+    ids: &[&'static str; 6],
+    errs: &mut ErrorList,
+) {
     let Some(sd) = &b.scale_down else { return };
     let path = Path::new("spec").child("behavior").child("scaleDown");
     if let Some(p) = &sd.period {
-        out_of_range("PV-03", p, path.child("period"), STABLE_PERIOD, errs);
+        out_of_range(ids[0], p, path.child("period"), STABLE_PERIOD, errs);
     }
     if let Some(w) = &sd.stabilization_window {
         out_of_range(
-            "PV-04",
+            ids[1],
             w,
             path.child("stabilizationWindow"),
             STABLE_WINDOW,
@@ -79,7 +87,11 @@ fn pv_03_04_scale_down(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
 }
 
 /// PV-05, PV-06: scale-up stable period and stabilization window within 0..=30m.
-fn pv_05_06_scale_up_stable(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
+fn pv_05_06_scale_up_stable(
+    b: &AutoscalingPolicyBehavior,
+    ids: &[&'static str; 6],
+    errs: &mut ErrorList,
+) {
     let Some(sp) = b.scale_up.as_ref().and_then(|u| u.stable_policy.as_ref()) else {
         return;
     };
@@ -88,11 +100,11 @@ fn pv_05_06_scale_up_stable(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList)
         .child("scaleUp")
         .child("stablePolicy");
     if let Some(p) = &sp.period {
-        out_of_range("PV-05", p, path.child("period"), STABLE_PERIOD, errs);
+        out_of_range(ids[2], p, path.child("period"), STABLE_PERIOD, errs);
     }
     if let Some(w) = &sp.stabilization_window {
         out_of_range(
-            "PV-06",
+            ids[3],
             w,
             path.child("stabilizationWindow"),
             STABLE_WINDOW,
@@ -102,7 +114,7 @@ fn pv_05_06_scale_up_stable(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList)
 }
 
 /// PV-07, PV-08: panic period (always checked) and panic mode hold within 0..=30m.
-fn pv_07_08_panic(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
+fn pv_07_08_panic(b: &AutoscalingPolicyBehavior, ids: &[&'static str; 6], errs: &mut ErrorList) {
     let Some(pp) = b.scale_up.as_ref().and_then(|u| u.panic_policy.as_ref()) else {
         return;
     };
@@ -111,7 +123,7 @@ fn pv_07_08_panic(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
         .child("scaleUp")
         .child("panicPolicy");
     out_of_range(
-        "PV-07",
+        ids[4],
         &pp.period,
         path.child("period"),
         "panic policy period must be between 0 and 30 minutes",
@@ -119,7 +131,7 @@ fn pv_07_08_panic(b: &AutoscalingPolicyBehavior, errs: &mut ErrorList) {
     );
     if let Some(h) = &pp.panic_mode_hold {
         out_of_range(
-            "PV-08",
+            ids[5],
             h,
             path.child("panicModeHold"),
             "panic policy panic mode hold must be between 0 and 30 minutes",
@@ -133,11 +145,25 @@ pub fn validate_policy(spec: &AutoscalingPolicySpec) -> ErrorList {
     let mut errs = ErrorList::new();
     pv_01_02_metrics(spec, &mut errs);
     if let Some(b) = &spec.behavior {
-        pv_03_04_scale_down(b, &mut errs);
-        pv_05_06_scale_up_stable(b, &mut errs);
-        pv_07_08_panic(b, &mut errs);
+        behavior_rules(
+            b,
+            &["PV-03", "PV-04", "PV-05", "PV-06", "PV-07", "PV-08"],
+            &mut errs,
+        );
     }
     errs
+}
+
+/// The duration bounds of a scaling behaviour (PV-03..08), which Kthena v1.0 kept: `ids` name
+/// them in that order.
+pub(crate) fn behavior_rules(
+    b: &AutoscalingPolicyBehavior,
+    ids: &[&'static str; 6],
+    errs: &mut ErrorList,
+) {
+    pv_03_04_scale_down(b, ids, errs);
+    pv_05_06_scale_up_stable(b, ids, errs);
+    pv_07_08_panic(b, ids, errs);
 }
 
 /// `/validate-registry-volcano-sh-v1alpha1-autoscalingpolicy`.
@@ -212,21 +238,27 @@ fn scale_up_empty(u: &Option<ScaleUpPolicy>) -> bool {
 
 /// PM-01..PM-07, in order, stopping where the spec says. Returns the ids that acted.
 pub fn default_policy(spec: &mut AutoscalingPolicySpec) -> Vec<&'static str> {
+    default_behavior(&mut spec.behavior)
+}
+
+/// PM-01..PM-07 on a policy's behaviour (Kthena v1.0's mutator is the pinned one).
+pub(crate) fn default_behavior(
+    behavior: &mut Option<AutoscalingPolicyBehavior>,
+) -> Vec<&'static str> {
     let mut applied = Vec::new();
-    let behavior_empty = spec
-        .behavior
+    let behavior_empty = behavior
         .as_ref()
         .is_none_or(|b| scale_up_empty(&b.scale_up) && stable_empty(&b.scale_down));
     if behavior_empty {
         // PM-01
-        spec.behavior = Some(AutoscalingPolicyBehavior {
+        *behavior = Some(AutoscalingPolicyBehavior {
             scale_up: Some(default_scale_up()),
             scale_down: Some(default_scale_down()),
         });
         applied.push("PM-01");
         return applied;
     }
-    let Some(b) = spec.behavior.as_mut() else {
+    let Some(b) = behavior.as_mut() else {
         return applied;
     };
     match b.scale_down.as_mut() {

@@ -13,6 +13,10 @@ use registry_webhook::types::{AutoscalingPolicy, AutoscalingPolicyBinding, Model
 const CORE_TYPES: &[&str] = &[
     "env",
     "envFrom",
+    "entryTemplate",
+    "workerTemplate",
+    "tolerations",
+    "labelSelector",
     "resources",
     "affinity",
     "targetRef",
@@ -51,7 +55,13 @@ fn paths(
 
 fn upstream(file: &str) -> CustomResourceDefinition {
     let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join("crds/kthena").join(file);
+    // Kthena v1.0's groups are in their own folder.
+    let dir = if file.contains(".serving.volcano.sh_") {
+        "crds/kthena-v1.0.0"
+    } else {
+        "crds/kthena"
+    };
+    let path = root.join(dir).join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml_ng::from_str(&text).unwrap()
 }
@@ -128,6 +138,36 @@ fn autoscaling_policy_binding_crd_matches_upstream() {
     compare(
         registry_webhook::crd::<AutoscalingPolicyBinding>(),
         "registry.volcano.sh_autoscalingpolicybindings.yaml",
+    );
+}
+
+#[test]
+fn v1_crds_match_upstream() {
+    use registry_webhook::v1::networking::{ModelRoute, ModelServer};
+    use registry_webhook::v1::workload::{
+        AutoscalingPolicy as AutoscalingPolicyV1, ModelBooster, ModelServing,
+    };
+    let w = "workload.serving.volcano.sh_";
+    let n = "networking.serving.volcano.sh_";
+    compare(
+        registry_webhook::crd::<ModelBooster>(),
+        &format!("{w}modelboosters.yaml"),
+    );
+    compare(
+        registry_webhook::crd::<ModelServing>(),
+        &format!("{w}modelservings.yaml"),
+    );
+    compare(
+        registry_webhook::crd::<AutoscalingPolicyV1>(),
+        &format!("{w}autoscalingpolicies.yaml"),
+    );
+    compare(
+        registry_webhook::crd::<ModelRoute>(),
+        &format!("{n}modelroutes.yaml"),
+    );
+    compare(
+        registry_webhook::crd::<ModelServer>(),
+        &format!("{n}modelservers.yaml"),
     );
 }
 

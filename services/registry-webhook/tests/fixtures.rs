@@ -35,3 +35,27 @@ fn registry_variants_keep_every_property() {
         "registry",
     );
 }
+
+/// Kthena v1.0's cases (ours, derived from upstream's webhook tests at v1.0.0; the source of
+/// each names the test and the rule ids), in-process and through `registry-webhook review`.
+#[test]
+fn kthena_v1_fixtures_pass() {
+    let app = registry_webhook::app();
+    let bin = Path::new(env!("CARGO_BIN_EXE_registry-webhook"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for (how, n) in [
+        (
+            "in process",
+            run_all(&root, "kthena-v1", |c| check_in_process(&app, c)),
+        ),
+        (
+            "review command",
+            run_all(&root, "kthena-v1", |c| check_with_binary(bin, c)),
+        ),
+    ] {
+        match n {
+            Ok(n) => assert!(n >= 84, "{how}: only {n} cases found"),
+            Err(e) => panic!("{how}: {e}"),
+        }
+    }
+}

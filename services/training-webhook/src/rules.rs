@@ -48,26 +48,9 @@ fn spec() -> Path {
     Path::new("spec")
 }
 
-const DNS1035_PATTERN: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-fn is_dns1035(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[b.len() - 1] != b'-'
-}
-
 /// TR-01: the name is a DNS-1035 label.
 fn tr_01_name(name: &str, errs: &mut ErrorList) {
-    let mut reasons = Vec::new();
-    if name.len() > 63 {
-        reasons.push("must be no more than 63 characters");
-    }
-    if !is_dns1035(name) {
-        reasons.push(DNS1035_PATTERN);
-    }
+    let reasons = admission_kit::validation::dns1035_label_errors(name);
     if !reasons.is_empty() {
         errs.push(FieldError::invalid(
             "TR-01",

@@ -106,6 +106,14 @@ pub enum BadValue {
     Raw(String),
 }
 
+impl BadValue {
+    /// A string printed as Go's JSON encoder writes it ([`go_json_quote`]): how apimachinery
+    /// v0.34 prints values of named string types (`IntOrString`, enums) and quantities.
+    pub fn json_str(s: &str) -> Self {
+        BadValue::Raw(go_json_quote(s))
+    }
+}
+
 impl From<i64> for BadValue {
     fn from(v: i64) -> Self {
         BadValue::Int(v)
@@ -296,6 +304,32 @@ fn go_is_print(c: char) -> bool {
         )
 }
 
+/// A string as Go's `encoding/json` writes it, which is how apimachinery (v0.34) prints a bad
+/// value of a named string type or of a struct: `"`, `\\` and control characters escaped
+/// (`\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX`), `<`, `>`, `&`, U+2028 and U+2029 as `\uXXXX`.
+pub fn go_json_quote(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Quotes a string as Go's `strconv.Quote` (`%q`) does, which is how apimachinery prints string
 /// values: `"nginx latest"`, a tab as `\t`, a no-break space as `\u00a0`, printable non-ASCII
 /// text as it is.
@@ -379,6 +413,15 @@ mod tests {
         assert_eq!(
             FieldError::duplicate("X", p, "a").to_string(),
             "spec: Duplicate value: \"a\""
+        );
+    }
+
+    #[test]
+    fn go_json_quote_escapes_as_encoding_json() {
+        assert_eq!(go_json_quote("50%"), "\"50%\"");
+        assert_eq!(
+            go_json_quote("a\"b\\c\n\u{1}<>&\u{2028}é"),
+            "\"a\\\"b\\\\c\\n\\u0001\\u003c\\u003e\\u0026\\u2028é\""
         );
     }
 

@@ -13,6 +13,28 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Go's `strconv.Atoi` on a 64-bit platform: an optional sign and decimal digits, nothing else;
+/// the error is Go's text (`strconv.Atoi: parsing "x": invalid syntax`, `… value out of range`).
+pub fn atoi(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let fail = |why: &str| format!("strconv.Atoi: parsing {}: {why}", crate::field::go_quote(s));
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(fail("invalid syntax"));
+    }
+    let magnitude: i128 = digits
+        .bytes()
+        .try_fold(0i128, |acc, b| {
+            acc.checked_mul(10)?.checked_add(i128::from(b - b'0'))
+        })
+        .unwrap_or(i128::MAX);
+    let value = if s.starts_with('-') {
+        -magnitude
+    } else {
+        magnitude
+    };
+    i64::try_from(value).map_err(|_| fail("value out of range"))
+}
+
 /// Decodes a JSON `null` as the type's default, the way Go's `encoding/json` leaves a non-pointer
 /// field at its zero value. Use with `#[serde(default, deserialize_with = "null_as_default")]`.
 pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -1000,6 +1022,27 @@ fn exceeds(digits: &str, exp10: i32, limit: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn atoi_as_go() {
+        assert_eq!(atoi("42"), Ok(42));
+        assert_eq!(atoi("-7"), Ok(-7));
+        assert_eq!(atoi("+0"), Ok(0));
+        assert_eq!(
+            atoi(""),
+            Err("strconv.Atoi: parsing \"\": invalid syntax".to_owned())
+        );
+        assert_eq!(
+            atoi("1.5"),
+            Err("strconv.Atoi: parsing \"1.5\": invalid syntax".to_owned())
+        );
+        assert_eq!(atoi("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(
+            atoi("9223372036854775808"),
+            Err("strconv.Atoi: parsing \"9223372036854775808\": value out of range".to_owned())
+        );
+        assert_eq!(atoi("-9223372036854775808"), Ok(i64::MIN));
+    }
+
     use super::*;
 
     fn d(s: &str) -> i64 {

@@ -37,6 +37,7 @@ pub mod state;
 pub mod telemetry;
 pub mod tls;
 pub mod trim;
+pub mod validation;
 pub mod variants;
 
 pub use app::{App, DecodeErrors, FailurePolicy, SideEffects, Target, WebhookKind};
