@@ -65,6 +65,10 @@ pub struct BindingValidator;
 impl Validator for BindingValidator {
     type Object = BindingObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn validate(&self, req: &Request<BindingObj>, ctx: &Context) -> Verdict {
         validate_binding(&req.object, ctx).into()
     }

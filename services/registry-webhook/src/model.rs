@@ -430,6 +430,10 @@ pub struct ModelValidator;
 impl Validator for ModelValidator {
     type Object = ModelObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn check_decoded(&self, model: &ModelObj) -> Result<(), String> {
         check_quantities(model)
     }
@@ -469,6 +473,10 @@ pub struct ModelDefaulter;
 
 impl Mutator for ModelDefaulter {
     type Object = ModelObj;
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 
     fn check_decoded(&self, model: &ModelObj) -> Result<(), String> {
         check_quantities(model)

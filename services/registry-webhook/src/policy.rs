@@ -172,6 +172,10 @@ pub struct PolicyValidator;
 impl Validator for PolicyValidator {
     type Object = PolicyObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn validate(&self, req: &Request<PolicyObj>, _: &Context) -> Verdict {
         validate_policy(&req.object.spec).into()
     }
@@ -305,6 +309,10 @@ pub struct PolicyDefaulter;
 
 impl Mutator for PolicyDefaulter {
     type Object = PolicyObj;
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 
     fn mutate(&self, _: &Request<PolicyObj>, policy: &mut PolicyObj, _: &Context) -> Verdict {
         Verdict {

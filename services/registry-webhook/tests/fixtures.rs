@@ -59,3 +59,43 @@ fn kthena_v1_fixtures_pass() {
         }
     }
 }
+
+/// The mutation fuzzer on Kthena v1.0's cases.
+#[test]
+fn kthena_v1_variants_keep_every_property() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    admission_kit::variants::check_cases(&registry_webhook::app(), &root, "kthena-v1");
+}
+
+/// With `KTHENA_V1_VARIANTS_DIR` set, writes the fuzzer's variants of Kthena v1.0's cases there
+/// as case files, for the differential run against upstream's handlers
+/// (`tools/upstream-oracle/kthena-v1 compare`); otherwise does nothing.
+#[test]
+fn kthena_v1_variants_for_upstream_comparison() {
+    let Ok(dir) = std::env::var("KTHENA_V1_VARIANTS_DIR") else {
+        return;
+    };
+    let (per_case, seed) = admission_kit::variants::bounds_from_env();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, file) in admission_kit::fixtures::case_files(&root, "kthena-v1")
+        .iter()
+        .enumerate()
+    {
+        let case = admission_kit::fixtures::load(file).unwrap();
+        for (n, (body, _)) in admission_kit::variants::bodies(&case, i, per_case, seed)
+            .into_iter()
+            .enumerate()
+        {
+            // Only bodies that are JSON texts fit a case file; the rest are decode failures.
+            let Ok(text) = String::from_utf8(body) else {
+                continue;
+            };
+            if serde_json::from_str::<serde_json::Value>(&text).is_err() {
+                continue;
+            }
+            let out = format!("{{\"path\": {:?}, \"review\": {text}}}", case.path);
+            std::fs::write(format!("{dir}/{i:03}-{n:03}.json"), out).unwrap();
+        }
+    }
+}

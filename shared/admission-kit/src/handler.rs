@@ -235,6 +235,12 @@ pub trait Validator: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the rules read `request.oldObject`. When not (Kthena's handlers never decode
+    /// it), the old object is not typed and cannot fail the review, as upstream's cannot.
+    fn reads_old_object(&self) -> bool {
+        true
+    }
+
     /// Turns the errors into the denial's status. Override to match an upstream's wording.
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         invalid_status(&req.kind.kind, &req.name, errors)
@@ -258,6 +264,12 @@ pub trait Mutator: Send + Sync + 'static {
     /// [`Validator::check_decoded`]).
     fn check_decoded(&self, _object: &Self::Object) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Whether the rules read `request.oldObject`. When not (Kthena's handlers never decode
+    /// it), the old object is not typed and cannot fail the review, as upstream's cannot.
+    fn reads_old_object(&self) -> bool {
+        true
     }
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
@@ -542,12 +554,16 @@ type WithRaw<T> = (Decoded<T>, Box<RawValue>);
 
 /// Decodes a review whose objects are raw: the request with its objects typed, and the raw
 /// JSON of the object under review (mutators diff against it).
-fn decode<T: DeserializeOwned>(review: ReviewIn) -> Result<WithRaw<T>, ReviewError> {
+fn decode<T: DeserializeOwned>(
+    review: ReviewIn,
+    read_old: bool,
+) -> Result<WithRaw<T>, ReviewError> {
     let Decoded { api_version, req } = chosen(review)?;
     let object = decode_raw("object", &req.object)?;
     let old_object = req
         .old_object
         .as_deref()
+        .filter(|_| read_old)
         .map(|o| decode_raw("oldObject", o))
         .transpose()?;
     let Request {
@@ -696,15 +712,20 @@ pub struct Validating<V>(pub V);
 
 impl<V: Validator> Validating<V> {
     fn decoded(&self, review: ReviewIn) -> Result<Decoded<V::Object>, ReviewError> {
-        checked(decode::<V::Object>(review)?.0, |o| self.0.check_decoded(o))
+        let d = decode::<V::Object>(review, self.0.reads_old_object())?.0;
+        checked(d, |o| self.0.check_decoded(o))
     }
 
     /// [`Validating::decoded`] from the body, in one pass when it can.
     fn decoded_body(&self, body: &[u8]) -> Result<Decoded<V::Object>, ReviewError> {
-        let d = match decode_in_one_pass(body) {
+        let read_old = self.0.reads_old_object();
+        let mut d = match decode_in_one_pass(body) {
             Some(d) => d,
-            None => decode::<V::Object>(envelope(body)?)?.0,
+            None => decode::<V::Object>(envelope(body)?, read_old)?.0,
         };
+        if !read_old {
+            d.req.old_object = None;
+        }
         checked(d, |o| self.0.check_decoded(o))
     }
 
@@ -810,14 +831,18 @@ impl<M: Mutator> Mutating<M> {
 
 impl<M: Mutator> Handler for Mutating<M> {
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        self.answer(decode::<M::Object>(review)?, ctx)
+        self.answer(decode::<M::Object>(review, self.0.reads_old_object())?, ctx)
     }
 
     fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
-        let decoded = match decode_old_in_one_pass::<M::Object>(body) {
+        let read_old = self.0.reads_old_object();
+        let mut decoded = match decode_old_in_one_pass::<M::Object>(body) {
             Some(decoded) => decoded?,
-            None => decode::<M::Object>(envelope(body)?)?,
+            None => decode::<M::Object>(envelope(body)?, read_old)?,
         };
+        if !read_old {
+            decoded.0.req.old_object = None;
+        }
         self.answer(decoded, ctx)
     }
 }

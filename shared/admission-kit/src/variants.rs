@@ -109,10 +109,7 @@ pub fn run(
             .with_gates(prepared.gates.clone())
             .with_options(app.default_options());
         report.cases += 1;
-        let mut rng =
-            fastrand::Rng::with_seed(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        for n in 0..per_case {
-            let (body, what) = variant(&mut rng, &case);
+        for (n, (body, what)) in bodies(&case, i, per_case, seed).into_iter().enumerate() {
             let name = format!("{} variant {n} ({what})", case.name);
             watchdog.entered(&name, &body);
             report.variants += 1;
@@ -135,13 +132,26 @@ pub fn run(
     Ok(report)
 }
 
+/// The `per_case` variants of the `index`-th case of a domain under `seed`, as [`run`] makes
+/// them: each request body with what was changed. For differential runs against an upstream's
+/// own handlers (the same bodies, decided by both).
+pub fn bodies(case: &Case, index: usize, per_case: usize, seed: u64) -> Vec<(Vec<u8>, String)> {
+    let mut rng =
+        fastrand::Rng::with_seed(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    (0..per_case).map(|_| variant(&mut rng, case)).collect()
+}
+
 /// The test each service runs: [`run`] over its domain's cases with [`bounds_from_env`],
 /// printing the report and panicking with every broken property (and when too few variants
 /// ran to mean anything).
 pub fn check_domain(app: &App, manifest_dir: &str, domain: &str) {
+    check_cases(app, &crate::fixtures::fixtures_root(manifest_dir), domain);
+}
+
+/// [`check_domain`] on the cases under `root/{reviews,examples}/<domain>` (a service's own).
+pub fn check_cases(app: &App, root: &Path, domain: &str) {
     let (per_case, seed) = bounds_from_env();
-    let root = crate::fixtures::fixtures_root(manifest_dir);
-    let report = run(app, &root, domain, per_case, seed).unwrap_or_else(|e| panic!("{e}"));
+    let report = run(app, root, domain, per_case, seed).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{domain} (seed {seed}, {per_case} per case): {report}");
     assert!(report.variants >= 1000, "{report}");
     assert!(

@@ -322,6 +322,10 @@ pub struct AutoscalingValidator;
 impl Validator for AutoscalingValidator {
     type Object = ApObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn validate(&self, req: &Request<ApObj>, _: &Context) -> Verdict {
         validate_autoscaling(&req.object.spec).into()
     }
@@ -336,6 +340,10 @@ pub struct AutoscalingDefaulter;
 
 impl Mutator for AutoscalingDefaulter {
     type Object = ApObj;
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 
     fn mutate(&self, _: &Request<ApObj>, policy: &mut ApObj, _: &Context) -> Verdict {
         Verdict {

@@ -89,6 +89,10 @@ pub struct BoosterValidator;
 impl Validator for BoosterValidator {
     type Object = BoosterObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn check_decoded(&self, b: &BoosterObj) -> Result<(), String> {
         check_quantities(b)
     }
@@ -108,6 +112,10 @@ pub struct BoosterDefaulter;
 
 impl Mutator for BoosterDefaulter {
     type Object = BoosterObj;
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 
     fn check_decoded(&self, b: &BoosterObj) -> Result<(), String> {
         check_quantities(b)

@@ -144,6 +144,10 @@ pub struct RouteValidator;
 impl Validator for RouteValidator {
     type Object = RouteObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn validate(&self, req: &Request<RouteObj>, _: &Context) -> Verdict {
         validate_route(&req.object.spec).into()
     }
@@ -158,6 +162,10 @@ pub struct ServerValidator;
 
 impl Validator for ServerValidator {
     type Object = ServerObj;
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 
     fn validate(&self, _: &Request<ServerObj>, _: &Context) -> Verdict {
         Verdict::default()

@@ -428,6 +428,10 @@ pub struct ServingValidator;
 impl Validator for ServingValidator {
     type Object = ServingObj;
 
+    fn reads_old_object(&self) -> bool {
+        false
+    }
+
     fn check_decoded(&self, ms: &ServingObj) -> Result<(), String> {
         check_quantities(ms)
     }
