@@ -79,11 +79,141 @@ pub fn app() -> App {
 }
 
 /// The CRD of a kind, with `listKind` spelled out as upstream's (kube-derive leaves it to the
-/// API server's default, which is the same value).
+/// API server's default, which is the same value) and exactly upstream's defaults
+/// ([`crd_defaults`]: the API server applies them before any webhook runs).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     let mut c = K::crd();
     if c.spec.names.list_kind.is_none() {
         c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
     }
+    let defaults = crd_defaults(K::crd_name());
+    let refs: Vec<(&str, serde_json::Value)> = defaults
+        .iter()
+        .map(|(p, v)| (p.as_str(), v.clone()))
+        .collect();
+    admission_kit::object::crd_defaults(&mut c, &refs);
     c
+}
+
+/// The defaults of upstream's CRD named `name`, by schema path.
+fn crd_defaults(name: &str) -> Vec<(String, serde_json::Value)> {
+    use serde_json::json;
+    // An autoscaling policy's own defaults, under `prefix` (the pinned Model inlines two).
+    let policy = |prefix: &str| {
+        let mut d = Vec::new();
+        for (path, stable) in [
+            (".behavior.scaleDown", true),
+            (".behavior.scaleUp.stablePolicy", true),
+        ] {
+            if stable {
+                d.push((format!("{prefix}{path}.instances"), json!(1)));
+                d.push((format!("{prefix}{path}.percent"), json!(100)));
+                d.push((format!("{prefix}{path}.period"), json!("15s")));
+                d.push((format!("{prefix}{path}.selectPolicy"), json!("Or")));
+            }
+        }
+        let panic = format!("{prefix}.behavior.scaleUp.panicPolicy");
+        d.push((format!("{panic}.panicModeHold"), json!("60s")));
+        d.push((format!("{panic}.panicThresholdPercent"), json!(200)));
+        d.push((format!("{panic}.percent"), json!(1000)));
+        d.push((format!("{prefix}.tolerancePercent"), json!(10)));
+        d
+    };
+    let pod_source = |prefix: &str| {
+        vec![
+            (format!("{prefix}.metricSources{{}}.pod.port"), json!(8100)),
+            (
+                format!("{prefix}.metricSources{{}}.pod.uri"),
+                json!("/metrics"),
+            ),
+        ]
+    };
+    let endpoint = |prefix: &str| {
+        vec![
+            (format!("{prefix}.metricEndpoint.port"), json!(8100)),
+            (format!("{prefix}.metricEndpoint.uri"), json!("/metrics")),
+        ]
+    };
+    let plain = |list: &[(&str, serde_json::Value)]| {
+        list.iter()
+            .map(|(p, v)| ((*p).to_owned(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    match name {
+        "models.registry.volcano.sh" => {
+            let mut d = policy(".spec.autoscalingPolicy");
+            d.extend(policy(".spec.backends[].autoscalingPolicy"));
+            d.extend(plain(&[
+                (".spec.backends[].routeWeight", json!(100)),
+                (".spec.backends[].workers[].type", json!("server")),
+            ]));
+            d
+        }
+        "autoscalingpolicies.registry.volcano.sh" => policy(".spec"),
+        "autoscalingpolicybindings.registry.volcano.sh" => {
+            let mut d = plain(&[
+                (
+                    ".spec.optimizerConfiguration.costExpansionRatePercent",
+                    json!(200),
+                ),
+                (".spec.policyRef.name", json!("")),
+            ]);
+            d.extend(endpoint(".spec.optimizerConfiguration.params[].target"));
+            d.extend(endpoint(".spec.scalingConfiguration.target"));
+            d
+        }
+        "autoscalingpolicies.workload.serving.volcano.sh" => {
+            let mut d = policy(".spec");
+            d.extend(pod_source(".spec.disaggregatedTarget.roles{}"));
+            d.extend(pod_source(".spec.heterogeneousTarget.params[].target"));
+            d.extend(pod_source(".spec.homogeneousTarget.target"));
+            d.push((
+                ".spec.heterogeneousTarget.costExpansionRatePercent".to_owned(),
+                json!(200),
+            ));
+            d
+        }
+        "modelboosters.workload.serving.volcano.sh" => {
+            plain(&[(".spec.backend.workers[].type", json!("server"))])
+        }
+        "modelservings.workload.serving.volcano.sh" => plain(&[
+            (".spec.plugins[].type", json!("BuiltIn")),
+            (".spec.recoveryPolicy", json!("RoleRecreate")),
+            (".spec.replicas", json!(1)),
+            (
+                ".spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable",
+                json!(1),
+            ),
+            (
+                ".spec.rolloutStrategy.type",
+                json!("ServingGroupRollingUpdate"),
+            ),
+            (".spec.schedulerName", json!("volcano")),
+            (
+                ".spec.template.networkTopology.groupPolicy.mode",
+                json!("hard"),
+            ),
+            (
+                ".spec.template.networkTopology.rolePolicy.mode",
+                json!("hard"),
+            ),
+            (".spec.template.restartGracePeriodSeconds", json!(0)),
+            (".spec.template.roles[].replicas", json!(1)),
+        ]),
+        "modelroutes.networking.serving.volcano.sh" => plain(&[
+            (
+                ".spec.parentRefs[].group",
+                json!("gateway.networking.k8s.io"),
+            ),
+            (".spec.parentRefs[].kind", json!("Gateway")),
+            (".spec.rateLimit.unit", json!("second")),
+            (".spec.rules[].targetModels[].weight", json!(100)),
+        ]),
+        "modelservers.networking.serving.volcano.sh" => plain(&[
+            (".spec.kvConnector.type", json!("http")),
+            (".spec.trafficPolicy.retry.retryInterval", json!("100ms")),
+            (".spec.workloadPort.protocol", json!("http")),
+        ]),
+        _ => Vec::new(),
+    }
 }

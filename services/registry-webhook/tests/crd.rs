@@ -29,6 +29,12 @@ fn paths(
     out: &mut BTreeSet<String>,
     core: &mut BTreeSet<String>,
 ) {
+    // A default is part of the field: the API server fills it in before any webhook runs.
+    if let Some(d) = &s.default
+        && !core.iter().any(|c| c == prefix)
+    {
+        out.insert(format!("{prefix} = {}", d.0));
+    }
     if let Some(props) = &s.properties {
         for (k, v) in props {
             let p = format!("{prefix}.{k}");

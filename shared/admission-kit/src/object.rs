@@ -18,3 +18,73 @@ pub struct SpecView<S> {
     #[serde(default, deserialize_with = "null_as_default")]
     pub spec: S,
 }
+
+/// Gives a generated CRD exactly the defaults of `defaults`, each a schema path
+/// (`.spec.backends[].workers[].type`; `[]` an array's items, `{}` a map's values) and its
+/// value, as the upstream's CRD has them. schemars writes a `default` for every
+/// `#[serde(default)]` field (Go's zero values: `""`, `0`, `[]`, `{…}`), which the API server
+/// would then write into every object before any webhook sees it; those are dropped. A path the
+/// schema lacks is skipped (the CRD tests compare every default with upstream's).
+pub fn crd_defaults(
+    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    defaults: &[(&str, serde_json::Value)],
+) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    };
+    fn strip(s: &mut JSONSchemaProps) {
+        s.default = None;
+        for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
+            strip(p);
+        }
+        if let Some(JSONSchemaPropsOrArray::Schema(i)) = &mut s.items {
+            strip(i);
+        }
+        if let Some(JSONSchemaPropsOrBool::Schema(a)) = &mut s.additional_properties {
+            strip(a);
+        }
+        for list in [&mut s.all_of, &mut s.any_of, &mut s.one_of]
+            .into_iter()
+            .flatten()
+        {
+            list.iter_mut().for_each(strip);
+        }
+    }
+    fn at<'a>(mut s: &'a mut JSONSchemaProps, path: &str) -> Option<&'a mut JSONSchemaProps> {
+        for seg in path.split('.').filter(|p| !p.is_empty()) {
+            let (name, suffixes) = seg.find(['[', '{']).map_or((seg, ""), |i| seg.split_at(i));
+            s = s.properties.as_mut()?.get_mut(name)?;
+            for suffix in [suffixes.get(..2), suffixes.get(2..4)]
+                .into_iter()
+                .flatten()
+            {
+                s = match suffix {
+                    "[]" => match s.items.as_mut()? {
+                        JSONSchemaPropsOrArray::Schema(i) => i,
+                        JSONSchemaPropsOrArray::Schemas(_) => return None,
+                    },
+                    "{}" => match s.additional_properties.as_mut()? {
+                        JSONSchemaPropsOrBool::Schema(a) => a,
+                        JSONSchemaPropsOrBool::Bool(_) => return None,
+                    },
+                    _ => return None,
+                };
+            }
+        }
+        Some(s)
+    }
+    for v in &mut crd.spec.versions {
+        if let Some(s) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            strip(s);
+            for (path, value) in defaults {
+                if let Some(field) = at(s, path) {
+                    field.default = Some(JSON(value.clone()));
+                }
+            }
+        }
+    }
+}

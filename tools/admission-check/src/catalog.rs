@@ -63,6 +63,8 @@ impl ClusterState for RunState {
 /// Every endpoint of the services, with the state their rules read.
 pub struct Catalog {
     services: Vec<Service>,
+    /// The CRDs of the kinds served, whose defaults the API server applies before admission.
+    crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
     state: Arc<RunState>,
     /// Objects in these namespaces are not sent to namespaced endpoints.
     pub excluded_namespaces: Vec<String>,
@@ -161,7 +163,9 @@ impl Catalog {
     pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
         let state = Arc::new(RunState(RwLock::new(state)));
         let mut services = Vec::new();
+        let mut crds = Vec::new();
         for app in apps {
+            crds.extend(app.custom_resource_definitions());
             let prepared = app.prepare(None)?;
             let ctx = Context::new(state.clone() as Arc<dyn ClusterState>)
                 .with_gates(prepared.gates.clone())
@@ -178,6 +182,7 @@ impl Catalog {
         services.sort_by_key(|s| s.name);
         Ok(Self {
             services,
+            crds,
             state,
             excluded_namespaces: EXCLUDED_NAMESPACES
                 .iter()
@@ -305,6 +310,10 @@ impl Catalog {
         }
         if group.is_empty() && kind == "Pod" && s.operation == Operation::Create {
             self.priority(&mut outcome);
+        }
+        // A custom resource reaches the webhooks with its CRD's defaults in.
+        if let Some(schema) = crate::defaults::schema_of(&self.crds, group, version, kind) {
+            crate::defaults::apply(schema, &mut outcome.object);
         }
         outcome.sent = outcome.object.clone();
         let excluded = namespace

@@ -11,6 +11,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod cluster;
+pub mod defaults;
 pub mod input;
 pub mod report;
 pub mod suite;

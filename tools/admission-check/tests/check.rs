@@ -894,3 +894,49 @@ fn a_suite_names_endpoint_typos_and_refuses_admitted_for_what_nothing_checked() 
         "{text}"
     );
 }
+
+/// Kthena v1.0's published examples: admission-check decides each object of a Kthena kind as the
+/// real API server with upstream's CRDs and handlers does (the e2e test's expected answers,
+/// `shared/e2e/tests/kthena_v1_examples.json`); that takes the CRD's defaults, applied before
+/// any webhook (a ModelServing without `replicas` is sent with 1, not refused by MS-5).
+#[test]
+fn kthena_v1_examples_are_decided_as_the_cluster_decides_them() {
+    let dir = fixtures().join("examples/raw/kthena-v1.0.0");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    let args: Vec<&str> = ["-o", "json"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let report = json_of(&check(&args));
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("shared/e2e/tests/kthena_v1_examples.json")).unwrap(),
+    )
+    .unwrap();
+    let mut seen = 0;
+    for r in report["results"].as_array().unwrap() {
+        let group = r["apiVersion"].as_str().unwrap_or_default();
+        if !group.contains(".serving.volcano.sh/") {
+            continue;
+        }
+        let file = std::path::Path::new(r["file"].as_str().unwrap());
+        let id = format!(
+            "{}#{}",
+            file.file_name().unwrap().to_string_lossy(),
+            r["document"].as_u64().unwrap() - 1
+        );
+        let want = if expected[&id]["allowed"].as_bool().unwrap() {
+            "admitted"
+        } else {
+            "denied"
+        };
+        assert_eq!(r["result"].as_str(), Some(want), "{id}: {r}");
+        seen += 1;
+    }
+    assert_eq!(seen, expected.as_object().unwrap().len());
+}
