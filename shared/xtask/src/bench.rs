@@ -64,7 +64,7 @@ const WORKLOAD_QUOTA_STATE: Row = Row {
 };
 
 /// The suite.
-pub const ROWS: [Row; 11] = [
+pub const ROWS: [Row; 14] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -81,6 +81,36 @@ pub const ROWS: [Row; 11] = [
         state: Some("services/registry-webhook/examples/state.yaml"),
         path: "/mutate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review-mutate.json",
+        expect: 200,
+        quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "registry validate ModelServing, Kthena v1.0 (6.9 KB)",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/validate-workload-ai-v1alpha1-modelserving",
+        body: "services/registry-webhook/benches/modelserving-review.json",
+        expect: 200,
+        quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "registry mutate AutoscalingPolicy, Kthena v1.0 (2.1 KB)",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/mutate/autoscalingpolicy",
+        body: "services/registry-webhook/benches/autoscalingpolicy-v1-review-mutate.json",
+        expect: 200,
+        quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "registry validate ModelRoute, Kthena v1.0 (1.0 KB)",
+        service: "registry-webhook",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        path: "/validate/modelroute",
+        body: "services/registry-webhook/benches/modelroute-review.json",
         expect: 200,
         quota_state: false,
         connections: None,
