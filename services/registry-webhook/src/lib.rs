@@ -101,16 +101,11 @@ fn crd_defaults(name: &str) -> Vec<(String, serde_json::Value)> {
     // An autoscaling policy's own defaults, under `prefix` (the pinned Model inlines two).
     let policy = |prefix: &str| {
         let mut d = Vec::new();
-        for (path, stable) in [
-            (".behavior.scaleDown", true),
-            (".behavior.scaleUp.stablePolicy", true),
-        ] {
-            if stable {
-                d.push((format!("{prefix}{path}.instances"), json!(1)));
-                d.push((format!("{prefix}{path}.percent"), json!(100)));
-                d.push((format!("{prefix}{path}.period"), json!("15s")));
-                d.push((format!("{prefix}{path}.selectPolicy"), json!("Or")));
-            }
+        for stable in [".behavior.scaleDown", ".behavior.scaleUp.stablePolicy"] {
+            d.push((format!("{prefix}{stable}.instances"), json!(1)));
+            d.push((format!("{prefix}{stable}.percent"), json!(100)));
+            d.push((format!("{prefix}{stable}.period"), json!("15s")));
+            d.push((format!("{prefix}{stable}.selectPolicy"), json!("Or")));
         }
         let panic = format!("{prefix}.behavior.scaleUp.panicPolicy");
         d.push((format!("{panic}.panicModeHold"), json!("60s")));

@@ -27,7 +27,7 @@ pub struct SpecView<S> {
 /// schema lacks is skipped (the CRD tests compare every default with upstream's).
 pub fn crd_defaults(
     crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    defaults: &[(&str, serde_json::Value)],
+    defaults: &[(impl AsRef<str>, serde_json::Value)],
 ) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
         JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
@@ -81,7 +81,7 @@ pub fn crd_defaults(
         {
             strip(s);
             for (path, value) in defaults {
-                if let Some(field) = at(s, path) {
+                if let Some(field) = at(s, path.as_ref()) {
                     field.default = Some(JSON(value.clone()));
                 }
             }

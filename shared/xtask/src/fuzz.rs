@@ -101,12 +101,13 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     let fixtures = crate::fixtures();
     let mut n = 0;
-    let cases = |domain: &str| -> Vec<admission_kit::fixtures::Case> {
-        admission_kit::fixtures::case_files(&fixtures, domain)
+    let cases_under = |root: &Path, domain: &str| -> Vec<admission_kit::fixtures::Case> {
+        admission_kit::fixtures::case_files(root, domain)
             .iter()
             .filter_map(|f| admission_kit::fixtures::load(f).ok())
             .collect()
     };
+    let cases = |domain: &str| cases_under(&fixtures, domain);
     if let Some(domain) = domain {
         let app = match domain {
             "registry" => registry_webhook::app(),
@@ -114,7 +115,13 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
             "training" => training_webhook::app(),
             _ => scheduling_webhook::app(),
         };
-        for case in cases(domain) {
+        let mut all = cases(domain);
+        if domain == "registry" {
+            // Kthena v1.0's cases are the service's own.
+            let own = root.join("services/registry-webhook/fixtures");
+            all.extend(cases_under(&own, "kthena-v1"));
+        }
+        for case in all {
             let Some(i) = app.endpoints.iter().position(|e| e.path == case.path) else {
                 continue;
             };
