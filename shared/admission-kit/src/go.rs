@@ -45,12 +45,36 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// Why a Go duration did not parse.
+/// Why a Go duration did not parse, in `time.ParseDuration`'s words: `time: invalid duration
+/// "x"`, `time: missing unit in duration "1"`, `time: unknown unit "d" in duration "1d"`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("time: invalid duration {text:?}: {why}")]
+#[error("time: {what} {}", time_quote(text))]
 pub struct DurationError {
+    what: String,
     text: String,
-    why: &'static str,
+}
+
+/// Go's `time.quote`: double quotes, `"` and `\\` escaped, every byte of a non-ASCII or control
+/// character as `\xNN`.
+fn time_quote(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c.is_ascii() && c >= ' ' {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 const NS: u64 = 1;
@@ -153,9 +177,9 @@ impl schemars::JsonSchema for GoDuration {
 }
 
 fn parse_go_duration(orig: &str) -> Result<i64, DurationError> {
-    let err = |why| DurationError {
+    let err = |what: &str| DurationError {
+        what: what.to_owned(),
         text: orig.to_owned(),
-        why,
     };
     let mut s = orig.as_bytes();
     let mut neg = false;
@@ -169,23 +193,23 @@ fn parse_go_duration(orig: &str) -> Result<i64, DurationError> {
         return Ok(0);
     }
     if s.is_empty() {
-        return Err(err("empty"));
+        return Err(err("invalid duration"));
     }
     let mut total: u64 = 0;
     while !s.is_empty() {
         if !(s[0] == b'.' || s[0].is_ascii_digit()) {
-            return Err(err("expected a number"));
+            return Err(err("invalid duration"));
         }
         // Integer part.
         let mut v: u64 = 0;
         let mut i = 0;
         while i < s.len() && s[i].is_ascii_digit() {
             if v > (1 << 63) / 10 {
-                return Err(err("overflow"));
+                return Err(err("invalid duration"));
             }
             v = v * 10 + u64::from(s[i] - b'0');
             if v > 1 << 63 {
-                return Err(err("overflow"));
+                return Err(err("invalid duration"));
             }
             i += 1;
         }
@@ -214,7 +238,7 @@ fn parse_go_duration(orig: &str) -> Result<i64, DurationError> {
             s = &s[j..];
         }
         if !pre && !post {
-            return Err(err("expected a number"));
+            return Err(err("invalid duration"));
         }
         // Unit.
         let mut k = 0;
@@ -222,7 +246,7 @@ fn parse_go_duration(orig: &str) -> Result<i64, DurationError> {
             k += 1;
         }
         if k == 0 {
-            return Err(err("missing unit"));
+            return Err(err("missing unit in duration"));
         }
         let unit = match &s[..k] {
             b"ns" => NS,
@@ -231,30 +255,36 @@ fn parse_go_duration(orig: &str) -> Result<i64, DurationError> {
             b"s" => SEC,
             b"m" => MIN,
             b"h" => HOUR,
-            _ => return Err(err("unknown unit")),
+            other => {
+                let unit = String::from_utf8_lossy(other);
+                return Err(err(&format!(
+                    "unknown unit {} in duration",
+                    time_quote(&unit)
+                )));
+            }
         };
         s = &s[k..];
         if v > (1 << 63) / unit {
-            return Err(err("overflow"));
+            return Err(err("invalid duration"));
         }
         v *= unit;
         if f > 0 {
             // Go adds the fraction through float64, truncating.
             v += (f as f64 * (unit as f64 / scale)) as u64;
             if v > 1 << 63 {
-                return Err(err("overflow"));
+                return Err(err("invalid duration"));
             }
         }
         total += v;
         if total > 1 << 63 {
-            return Err(err("overflow"));
+            return Err(err("invalid duration"));
         }
     }
     if neg {
         return Ok((total as i128).wrapping_neg() as i64);
     }
     if total > (1 << 63) - 1 {
-        return Err(err("overflow"));
+        return Err(err("invalid duration"));
     }
     Ok(total as i64)
 }
@@ -1022,6 +1052,41 @@ fn exceeds(digits: &str, exp10: i32, limit: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn duration_errors_in_go_words() {
+        // Each line as Go 1.26's time.ParseDuration prints it.
+        let cases = [
+            ("", r#"time: invalid duration """#),
+            ("x", r#"time: invalid duration "x""#),
+            ("1", r#"time: missing unit in duration "1""#),
+            ("1d", r#"time: unknown unit "d" in duration "1d""#),
+            ("1.5.5s", r#"time: missing unit in duration "1.5.5s""#),
+            ("-", r#"time: invalid duration "-""#),
+            (".s", r#"time: invalid duration ".s""#),
+            (
+                "99999999999999999999s",
+                r#"time: invalid duration "99999999999999999999s""#,
+            ),
+            (
+                "1µx",
+                r#"time: unknown unit "\xc2\xb5x" in duration "1\xc2\xb5x""#,
+            ),
+            ("3h\"q", r#"time: unknown unit "h\"q" in duration "3h\"q""#),
+            (
+                "1é",
+                r#"time: unknown unit "\xc3\xa9" in duration "1\xc3\xa9""#,
+            ),
+            ("+", r#"time: invalid duration "+""#),
+            ("1s2", r#"time: missing unit in duration "1s2""#),
+        ];
+        for (text, want) in cases {
+            let got = GoDuration::parse(text)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            assert_eq!(got, Err(want.to_owned()), "{text:?}");
+        }
+    }
+
     #[test]
     fn atoi_as_go() {
         assert_eq!(atoi("42"), Ok(42));
