@@ -54,7 +54,7 @@ fn kthena_v1_fixtures_pass() {
         ),
     ] {
         match n {
-            Ok(n) => assert!(n >= 84, "{how}: only {n} cases found"),
+            Ok(n) => assert!(n >= 88, "{how}: only {n} cases found"),
             Err(e) => panic!("{how}: {e}"),
         }
     }
