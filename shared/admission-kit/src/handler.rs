@@ -1187,6 +1187,43 @@ mod tests {
         bodies
     }
 
+    /// A handler whose rules never read the old object (Kthena's) is not refused for one that
+    /// does not decode or fails the decode check, and its rules see none; one that reads it is.
+    #[test]
+    fn an_unread_old_object_is_never_typed() {
+        struct IgnoresOld;
+        impl Validator for IgnoresOld {
+            type Object = Obj;
+            fn validate(&self, req: &Request<Obj>, ctx: &Context) -> Verdict {
+                assert!(req.old_object.is_none());
+                NonNegative.validate(req, ctx)
+            }
+            fn check_decoded(&self, o: &Obj) -> Result<(), String> {
+                NonNegative.check_decoded(o)
+            }
+            fn reads_old_object(&self) -> bool {
+                false
+            }
+        }
+        let ctx = Context::default();
+        for old in [
+            r#"{"spec":{"replicas":"x"}}"#,
+            r#"{"spec":{"replicas":99}}"#,
+            r#"{"spec":{"replicas":5}}"#,
+        ] {
+            let body = review_of(&format!(
+                r#"{{"uid":"u","kind":{{"kind":"Obj"}},"operation":"UPDATE","object":{{"spec":{{"replicas":1}}}},"oldObject":{old}}}"#
+            ));
+            let a = Validating(IgnoresOld).review_bytes(&body, &ctx);
+            assert!(a.as_ref().is_ok_and(|a| a.decision.allowed), "{old}: {a:?}");
+            let b = Validating(NonNegative).review_bytes(&body, &ctx);
+            assert!(
+                !b.as_ref().is_ok_and(|a| a.decision.allowed),
+                "{old}: {b:?}"
+            );
+        }
+    }
+
     /// A validator decodes the envelope and its object in one pass; whatever the body, the
     /// answer (or the error, word for word) is the one the raw decode followed by the typed one
     /// gives, including the bodies that one pass refuses and the raw decode accepts.
