@@ -37,7 +37,7 @@ pub struct ModelRouteSpec {
     /// Gateways the route attaches to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_refs: Option<Vec<ParentReference>>,
-    /// Routing rules; `null` items are kept (MR-4).
+    /// Routing rules; `null` items are kept (MR-3).
     #[serde(default, deserialize_with = "null_as_default")]
     pub rules: Vec<Option<Rule>>,
     /// Token rate limits.
@@ -131,7 +131,7 @@ pub struct TargetModel {
     /// The ModelServer.
     #[serde(default, deserialize_with = "null_as_default")]
     pub model_server_name: String,
-    /// Share of traffic; absent counts 100 (MR-8).
+    /// Share of traffic; absent counts 100 (MR-7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
 }

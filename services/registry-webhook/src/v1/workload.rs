@@ -189,7 +189,7 @@ pub struct ModelBoosterStatus {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ModelServingSpec {
-    /// Serving groups; a pointer upstream, so absent and 0 differ (MS-4).
+    /// Serving groups; a pointer upstream, so absent and 0 differ (MS-5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
     /// Scheduler of the pods.
@@ -283,7 +283,7 @@ pub struct ServingGroup {
     /// Volcano network topology of groups and roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_topology: Option<NetworkTopology>,
-    /// The roles; a nil list and an empty one print differently (MS-5).
+    /// The roles; a nil list and an empty one print differently (MS-6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<Vec<Role>>,
 }
