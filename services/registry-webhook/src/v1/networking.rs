@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use admission_kit::go::{GoDuration, null_as_default};
 use kube::CustomResource;
+
+// A matcher and the body match are the pinned kinds' (v1.0 kept them field for field).
+pub use crate::types::{BodyMatch, StringMatch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -100,28 +103,6 @@ pub struct ModelMatch {
     /// Body matcher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<BodyMatch>,
-}
-
-/// One of exact / prefix / regex.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct StringMatch {
-    /// Exact value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exact: Option<String>,
-    /// Prefix.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix: Option<String>,
-    /// Regular expression, Go (RE2) syntax.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub regex: Option<String>,
-}
-
-/// `…modelMatch.body`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BodyMatch {
-    /// The model name in the request body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
 }
 
 /// `spec.rules[i].targetModels[j]`.
