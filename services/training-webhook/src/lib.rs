@@ -1,9 +1,11 @@
 //! Kubeflow Training Operator v1 job validation (`../shared/spec/training.md`): PyTorchJob,
 //! TFJob, XGBoostJob, PaddleJob and JAXJob (v1.9.0 rules, TR-01..TR-16 with the FIX rows), and
-//! the v1.8.x MXJob endpoint that only warns (TR-17).
+//! the v1.8.x MXJob endpoint that only warns (TR-17); and Kubeflow Trainer v2.3
+//! (`docs/spec/trainer-v2.md`): TrainJob, TrainingRuntime, ClusterTrainingRuntime.
 
 pub mod rules;
 pub mod types;
+pub mod v2;
 
 use admission_kit::{App, FailurePolicy, Operation, Target};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -28,12 +30,48 @@ pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     c
 }
 
+/// The option naming a fixed time for the TrainJob defaulter (fixtures); empty: the clock.
+pub const CLOCK_OPTION: &str = "trainjob-clock";
+
+/// The CRD of a Trainer v2 kind with upstream's defaults (spec §2).
+pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
+    use serde_json::json;
+    let mut c = K::crd();
+    if c.spec.names.list_kind.is_none() {
+        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
+    }
+    admission_kit::object::crd_defaults(
+        &mut c,
+        &[
+            (
+                ".spec.managedBy",
+                json!("trainer.kubeflow.org/trainjob-controller"),
+            ),
+            (".spec.runtimeRef.apiGroup", json!("trainer.kubeflow.org")),
+            (".spec.runtimeRef.kind", json!("ClusterTrainingRuntime")),
+            (".spec.suspend", json!(false)),
+            (".spec.mlPolicy.flux.numProcPerNode", json!(1)),
+            (".spec.mlPolicy.mpi.mpiImplementation", json!("OpenMPI")),
+            (".spec.mlPolicy.mpi.numProcPerNode", json!(1)),
+            (".spec.mlPolicy.mpi.runLauncherAsNode", json!(false)),
+            (".spec.mlPolicy.mpi.sshAuthMountPath", json!("/root/.ssh")),
+            (
+                ".spec.template.spec.replicatedJobs[].groupName",
+                json!("default"),
+            ),
+            (".spec.template.spec.replicatedJobs[].replicas", json!(1)),
+        ],
+    );
+    c
+}
+
 /// The service: upstream paths (controller-runtime's naming), every webhook failurePolicy Fail.
 pub fn app() -> App {
     use FailurePolicy::Fail;
+    use v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRuntime};
     App::new(
         "training-webhook",
-        "Kubeflow Training Operator v1 job validation: PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MXJob (warning only).",
+        "Kubeflow Training Operator v1 job validation: PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MXJob (warning only); Kubeflow Trainer v2.3: TrainJob, TrainingRuntime, ClusterTrainingRuntime.",
     )
     .validate("/validate-kubeflow-org-v1-pytorchjob", Target::of::<PyTorchJob>(), Fail, JobValidator::<PyTorchJobSpec>::default())
     .validate("/validate-kubeflow-org-v1-tfjob", Target::of::<TFJob>(), Fail, JobValidator::<TFJobSpec>::default())
@@ -46,10 +84,21 @@ pub fn app() -> App {
         Fail,
         MXJobWarner,
     )
+    .mutate("/mutate-trainer-kubeflow-org-v1alpha1-trainjob", Target::of::<TrainJob>(), Fail, v2::defaulter::TrainJobDefaulter)
+    .validate("/validate-trainer-kubeflow-org-v1alpha1-trainjob", Target::of::<TrainJob>(), Fail, v2::trainjob::TrainJobValidator)
+    .validate("/validate-trainer-kubeflow-org-v1alpha1-trainingruntime", Target::of::<TrainingRuntime>(), Fail, v2::runtimes::TrainingRuntimeValidator)
+    .validate("/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime", Target::of::<ClusterTrainingRuntime>(), Fail, v2::runtimes::ClusterTrainingRuntimeValidator)
+    .watch::<TrainingRuntime>()
+    .watch::<ClusterTrainingRuntime>()
+    .watch_metadata::<k8s_openapi::api::scheduling::v1::PriorityClass>()
+    .option(CLOCK_OPTION, "A fixed RFC 3339 time the TrainJob defaulter stamps runtime patches with (fixtures); empty: the system clock.", "")
     .crd(crd::<PyTorchJob>)
     .crd(crd::<TFJob>)
     .crd(crd::<XGBoostJob>)
     .crd(crd::<PaddleJob>)
     .crd(crd::<JAXJob>)
     .crd(crd::<MXJob>)
+    .crd(v2_crd::<TrainJob>)
+    .crd(v2_crd::<TrainingRuntime>)
+    .crd(v2_crd::<ClusterTrainingRuntime>)
 }

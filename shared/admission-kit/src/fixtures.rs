@@ -142,9 +142,14 @@ pub fn check_in_process(app: &App, case: &Case) -> Result<(), String> {
 
 /// Runs a case through `<binary> review --path <path> [--state FILE]` and checks it.
 pub fn check_with_binary(binary: &Path, case: &Case) -> Result<(), String> {
+    check_with_binary_args(binary, case, &[])
+}
+
+/// As [`check_with_binary`], with service options for `review` (`--name value` pairs).
+pub fn check_with_binary_args(binary: &Path, case: &Case, args: &[&str]) -> Result<(), String> {
     let dir = tempfile_dir()?;
     let mut cmd = Command::new(binary);
-    cmd.arg("review").arg("--path").arg(&case.path);
+    cmd.arg("review").arg("--path").arg(&case.path).args(args);
     if !case.state.is_empty() {
         let f = dir.join("state.json");
         let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": case.state});
