@@ -139,6 +139,47 @@ impl Target {
     }
 }
 
+/// How an [`ObjectSelector`] compares a label with its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SelectorOperator {
+    /// The label is present with one of the values.
+    In,
+    /// The label is absent, or present with none of the values.
+    NotIn,
+}
+
+impl SelectorOperator {
+    /// The operator's name in a `LabelSelectorRequirement`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SelectorOperator::In => "In",
+            SelectorOperator::NotIn => "NotIn",
+        }
+    }
+}
+
+/// An endpoint's `objectSelector`: one label requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectSelector {
+    /// The label.
+    pub key: &'static str,
+    /// How its value is compared.
+    pub operator: SelectorOperator,
+    /// The values.
+    pub values: &'static [&'static str],
+}
+
+impl ObjectSelector {
+    /// Whether an object with this value of the label (`None`: no such label) is sent.
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let listed = value.is_some_and(|v| self.values.contains(&v));
+        match self.operator {
+            SelectorOperator::In => listed,
+            SelectorOperator::NotIn => !listed,
+        }
+    }
+}
+
 /// One webhook endpoint.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -154,8 +195,8 @@ pub struct Endpoint {
     pub target: Target,
     /// The feature gate that switches this endpoint's rules on; when off it admits everything.
     pub gate: Option<&'static str>,
-    /// Only objects with one of these values of this label are sent (`objectSelector`).
-    pub object_selector: Option<(&'static str, &'static [&'static str])>,
+    /// Only objects whose labels meet this requirement are sent (`objectSelector`).
+    pub object_selector: Option<ObjectSelector>,
     /// What it changes besides its answer.
     pub side_effects: SideEffects,
 }
@@ -448,9 +489,31 @@ impl App {
     }
 
     /// Restricts the endpoint added last to objects whose label `key` has one of `values`.
-    pub fn object_selector(mut self, key: &'static str, values: &'static [&'static str]) -> Self {
+    pub fn object_selector(self, key: &'static str, values: &'static [&'static str]) -> Self {
+        self.selecting(ObjectSelector {
+            key,
+            operator: SelectorOperator::In,
+            values,
+        })
+    }
+
+    /// Restricts the endpoint added last to objects whose label `key` is absent or has none of
+    /// `values` (an opt-out label).
+    pub fn object_selector_not_in(
+        self,
+        key: &'static str,
+        values: &'static [&'static str],
+    ) -> Self {
+        self.selecting(ObjectSelector {
+            key,
+            operator: SelectorOperator::NotIn,
+            values,
+        })
+    }
+
+    fn selecting(mut self, selector: ObjectSelector) -> Self {
         if let Some(e) = self.endpoints.last_mut() {
-            e.object_selector = Some((key, values));
+            e.object_selector = Some(selector);
         }
         self
     }

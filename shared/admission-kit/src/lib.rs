@@ -40,7 +40,10 @@ pub mod trim;
 pub mod validation;
 pub mod variants;
 
-pub use app::{App, DecodeErrors, FailurePolicy, SideEffects, Target, WebhookKind};
+pub use app::{
+    App, DecodeErrors, FailurePolicy, ObjectSelector, SelectorOperator, SideEffects, Target,
+    WebhookKind,
+};
 pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};
 pub use handler::{Context, Mutator, Request, Validator, Verdict};
 pub use object::SpecView;

@@ -17,6 +17,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::{App, FailurePolicy, WebhookKind};
 
+/// An endpoint's `objectSelector` as the endpoint table lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectorInfo {
+    /// The label.
+    pub key: String,
+    /// `In` or `NotIn`.
+    pub operator: crate::app::SelectorOperator,
+    /// The values.
+    pub values: Vec<String>,
+}
+
 /// One endpoint as registration sees it; `<binary> endpoints` prints these as JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,9 +46,9 @@ pub struct EndpointInfo {
     pub resource: String,
     /// Operations.
     pub operations: Vec<String>,
-    /// `objectSelector`: label key and the values it may have.
+    /// `objectSelector`: one label requirement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object_selector: Option<(String, Vec<String>)>,
+    pub object_selector: Option<SelectorInfo>,
     /// `sideEffects`: `None` or `NoneOnDryRun`.
     #[serde(default = "no_side_effects")]
     pub side_effects: String,
@@ -75,9 +86,11 @@ impl EndpointInfo {
                     .iter()
                     .map(|o| o.as_str().to_owned())
                     .collect(),
-                object_selector: e
-                    .object_selector
-                    .map(|(k, v)| (k.to_owned(), v.iter().map(|s| (*s).to_owned()).collect())),
+                object_selector: e.object_selector.map(|s| SelectorInfo {
+                    key: s.key.to_owned(),
+                    operator: s.operator,
+                    values: s.values.iter().map(|v| (*v).to_owned()).collect(),
+                }),
                 side_effects: e.side_effects.as_str().to_owned(),
                 name: None,
             })
@@ -209,11 +222,11 @@ pub fn configurations(
     };
     let versions = Some(vec!["v1".to_owned(), "v1beta1".to_owned()]);
     let object_selector = |e: &EndpointInfo| {
-        let exprs = e.object_selector.as_ref().map(|(k, v)| {
+        let exprs = e.object_selector.as_ref().map(|s| {
             vec![LabelSelectorRequirement {
-                key: k.clone(),
-                operator: "In".into(),
-                values: Some(v.clone()),
+                key: s.key.clone(),
+                operator: s.operator.as_str().into(),
+                values: Some(s.values.clone()),
             }]
         });
         let labels = (!reg.object_labels.is_empty()).then(|| reg.object_labels.clone());

@@ -384,12 +384,21 @@ fn registered_as_served(service: &str, rendered: &str) {
                 .filter_map(|o| o.as_str())
                 .collect();
             assert_eq!(ops, ep.operations, "{service} {path}");
-            if let Some((key, values)) = &ep.object_selector {
+            if let Some(sel) = &ep.object_selector {
                 let expr = &hook["objectSelector"]["matchExpressions"][0];
-                assert_eq!(expr["key"].as_str(), Some(key.as_str()), "{service} {path}");
+                assert_eq!(
+                    expr["key"].as_str(),
+                    Some(sel.key.as_str()),
+                    "{service} {path}"
+                );
+                assert_eq!(
+                    expr["operator"].as_str(),
+                    Some(sel.operator.as_str()),
+                    "{service} {path}"
+                );
                 assert_eq!(
                     expr["values"],
-                    serde_json::json!(values),
+                    serde_json::json!(sel.values),
                     "{service} {path}"
                 );
             }

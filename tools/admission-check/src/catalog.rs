@@ -448,14 +448,10 @@ impl Catalog {
 /// Whether an endpoint's objectSelector sends this object (the API server sends it when either
 /// the new or the old object matches).
 fn selector_matches(e: &Endpoint, object: &Value, old: Option<&Value>) -> bool {
-    let Some((key, values)) = e.object_selector else {
+    let Some(selector) = e.object_selector else {
         return true;
     };
-    let has = |o: &Value| {
-        o["metadata"]["labels"][key]
-            .as_str()
-            .is_some_and(|v| values.contains(&v))
-    };
+    let has = |o: &Value| selector.matches(o["metadata"]["labels"][selector.key].as_str());
     has(object) || old.is_some_and(has)
 }
 

@@ -24,6 +24,9 @@ pub const GROUP: &str = "trainer.kubeflow.org";
 
 /// `trainer.kubeflow.org/trainjob-ancestor-step`: which TrainJob step a replicated job runs.
 pub const LABEL_ANCESTOR: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
+/// `trainer.kubeflow.org/webhook-validation`: `disabled` keeps a runtime from the runtime
+/// validators (their webhooks' objectSelector), for runtimes validated ahead of time.
+pub const LABEL_VALIDATION: &str = "trainer.kubeflow.org/webhook-validation";
 /// `trainer.kubeflow.org/support`: a runtime's support status (`deprecated`).
 pub const LABEL_SUPPORT: &str = "trainer.kubeflow.org/support";
 
