@@ -288,6 +288,8 @@ impl Catalog {
                     .unwrap_or_default(),
                 s.operation.as_str()
             ));
+            // The cluster stores it all the same: later objects may name it.
+            self.remember_unless_deleted(&outcome.object, s.operation);
             return outcome;
         }
         let namespaced = routes.iter().any(|(_, e)| e.target.namespaced);
@@ -329,6 +331,7 @@ impl Catalog {
                 Some(excluded.unwrap_or_else(|| {
                     "no webhook's objectSelector matches its labels".to_owned()
                 }));
+            self.remember_unless_deleted(&outcome.object, s.operation);
             return outcome;
         }
         let mutating = selected
@@ -369,10 +372,16 @@ impl Catalog {
                 }
             }
         }
-        if outcome.admitted && s.operation != Operation::Delete {
-            self.remember(&outcome.object);
+        if outcome.admitted {
+            self.remember_unless_deleted(&outcome.object, s.operation);
         }
         outcome
+    }
+
+    fn remember_unless_deleted(&self, object: &Value, operation: Operation) {
+        if operation != Operation::Delete {
+            self.remember(object);
+        }
     }
 
     /// The Priority admission plugin, which runs before any webhook: a new Pod's

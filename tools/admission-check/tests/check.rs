@@ -940,3 +940,52 @@ fn kthena_v1_examples_are_decided_as_the_cluster_decides_them() {
     }
     assert_eq!(seen, expected.as_object().unwrap().len());
 }
+
+/// Kubeflow Trainer v2.3's published examples: admission-check decides each as the real API
+/// server with upstream's CRDs and handlers does (`shared/e2e/tests/trainer_v2_examples.json`),
+/// given the runtimes first, as the e2e test creates them first: a TrainJob is judged against
+/// the runtime it names, which admission-check finds among the manifests before it.
+#[test]
+fn trainer_v2_examples_are_decided_as_the_cluster_decides_them() {
+    let dir = fixtures().join("examples/raw/kubeflow-trainer-v2.3.0");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    // Files holding only runtimes first; a file with both has its runtime first already.
+    let only_runtimes = |p: &std::path::PathBuf| {
+        !std::fs::read_to_string(p)
+            .unwrap()
+            .contains("kind: TrainJob")
+    };
+    files.sort_by_key(|p| (!only_runtimes(p), p.clone()));
+    let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let args: Vec<&str> = ["-o", "json"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let report = json_of(&check(&args));
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("shared/e2e/tests/trainer_v2_examples.json")).unwrap(),
+    )
+    .unwrap();
+    let mut seen = 0;
+    for r in report["results"].as_array().unwrap() {
+        let file = std::path::Path::new(r["file"].as_str().unwrap());
+        let id = format!(
+            "{}#{}",
+            file.file_name().unwrap().to_string_lossy(),
+            r["document"].as_u64().unwrap() - 1
+        );
+        let want = if expected[&id]["allowed"].as_bool().unwrap() {
+            "admitted"
+        } else {
+            "denied"
+        };
+        assert_eq!(r["result"].as_str(), Some(want), "{id}: {r}");
+        seen += 1;
+    }
+    // The e2e test's two extra TrainJobs are not files.
+    assert_eq!(seen, expected.as_object().unwrap().len() - 2);
+}
