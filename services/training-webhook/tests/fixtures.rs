@@ -86,3 +86,33 @@ fn trainer_v2_variants_keep_every_property() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     admission_kit::variants::check_cases(&app_on_fixed_clock(), &root, "trainer-v2");
 }
+
+/// With `TRAINER_V2_VARIANTS_DIR` set, writes the fuzzer's variants of Trainer v2.3's cases there
+/// as case files (with the case's cluster state), for the differential run against upstream's
+/// handlers (`tools/upstream-oracle/trainer-v2.3.0/compare.py`); otherwise does nothing.
+#[test]
+fn trainer_v2_variants_for_upstream_comparison() {
+    let Ok(dir) = std::env::var("TRAINER_V2_VARIANTS_DIR") else {
+        return;
+    };
+    let (per_case, seed) = admission_kit::variants::bounds_from_env();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, file) in admission_kit::fixtures::case_files(&root, "trainer-v2")
+        .iter()
+        .enumerate()
+    {
+        let case = admission_kit::fixtures::load(file).unwrap();
+        for (n, (body, _)) in admission_kit::variants::bodies(&case, i, per_case, seed)
+            .into_iter()
+            .enumerate()
+        {
+            // Only bodies that are JSON texts fit a case file; the rest are decode failures.
+            let Ok(review) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                continue;
+            };
+            let out = serde_json::json!({"path": case.path, "state": case.state, "review": review});
+            std::fs::write(format!("{dir}/{i:03}-{n:03}.json"), out.to_string()).unwrap();
+        }
+    }
+}

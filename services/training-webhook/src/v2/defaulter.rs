@@ -61,6 +61,10 @@ pub fn td_01_patch_times(object: &mut Value, old: Option<&Value>, now: &str) -> 
         .collect();
     let mut changed = false;
     for p in patches.iter_mut() {
+        // Go decodes a null patch as the zero patch.
+        if p.is_null() {
+            *p = Value::Object(serde_json::Map::new());
+        }
         let manager = p.get("manager").and_then(Value::as_str).unwrap_or_default();
         let time = match (old, old_by_manager.get(manager)) {
             (Some(_), Some(prev)) => {
@@ -88,6 +92,17 @@ pub fn td_01_patch_times(object: &mut Value, old: Option<&Value>, now: &str) -> 
     changed
 }
 
+/// An object with an absent `metadata` or `spec` given Go's zero value for it.
+fn with_zero_parts(mut v: Value) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        for k in ["metadata", "spec"] {
+            m.entry(k)
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        }
+    }
+    v
+}
+
 /// `/mutate-trainer-kubeflow-org-v1alpha1-trainjob`.
 #[derive(Debug, Clone, Default)]
 pub struct TrainJobDefaulter;
@@ -95,18 +110,27 @@ pub struct TrainJobDefaulter;
 impl Mutator for TrainJobDefaulter {
     type Object = Value;
 
-    fn check_decoded(&self, object: &Value) -> Result<(), String> {
-        use serde::Deserialize;
-        Doc::<TrainJob>::deserialize(object)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-
     fn mutate(&self, req: &Request<Value>, object: &mut Value, ctx: &Context) -> Verdict {
+        use serde::Deserialize;
+        // The object goes through controller-runtime's decoder (400 when it does not decode);
+        // the stored one through the defaulter's own `json.Unmarshal` (an error it returns,
+        // which controller-runtime sends as a 403 denial).
+        if let Err(e) = Doc::<TrainJob>::deserialize(&*object) {
+            return Verdict::errored("TD-01", 400, e.to_string());
+        }
         let old = match req.operation {
             Operation::Update => req.old_object.as_ref(),
             _ => None,
         };
+        if let Some(o) = old
+            && let Err(e) = gojson::go_decode_view(o, &TRAIN_JOB, "")
+                .and_then(|v| TrainJob::deserialize(&with_zero_parts(v)).map_err(|e| e.to_string()))
+        {
+            return Verdict {
+                refusal: Some(("TD-01", Status::failure(403, "Forbidden", e))),
+                ..Verdict::default()
+            };
+        }
         if td_01_patch_times(object, old, &now(ctx)) {
             gojson::add_go_fields(object, &TRAIN_JOB);
             return Verdict {

@@ -347,6 +347,154 @@ pub static TRAIN_JOB: Ty = Ty::Struct(&[
     f("status", &ANY, Nil),
 ]);
 
+static ENV_INJECTION_TARGETS: Ty = Ty::List(&ENV_INJECTION_TARGET);
+static ENV_INJECTION: Ty = Ty::Struct(&[f("targets", &ENV_INJECTION_TARGETS, Empty)]);
+static ML_POLICY: Ty = Ty::Struct(&[
+    f("numNodes", &INT, Nil),
+    f("torch", &TORCH_POLICY, Nil),
+    f("mpi", &MPI_POLICY, Nil),
+    f("flux", &FLUX_POLICY, Nil),
+    f("jax", &ANY, Nil),
+    f("xgboost", &ANY, Nil),
+]);
+static TORCH_POLICY: Ty = Ty::Struct(&[f("envInjection", &ENV_INJECTION, Nil)]);
+static MPI_POLICY: Ty = Ty::Struct(&[
+    f("numProcPerNode", &INT, Nil),
+    f("mpiImplementation", &STR, Nil),
+    f("sshAuthMountPath", &STR, Nil),
+    f("runLauncherAsNode", &BOOL, Nil),
+]);
+static FLUX_POLICY: Ty = Ty::Struct(&[f("numProcPerNode", &INT, Nil)]);
+/// The pod spec fields the rules read (the others are kept as sent).
+static POD_SPEC: Ty = Ty::Struct(&[
+    f("initContainers", &CONTAINERS, Empty),
+    f("containers", &CONTAINERS, Empty),
+    f("priorityClassName", &STR, Empty),
+]);
+static POD_TEMPLATE: Ty = Ty::Struct(&[
+    f("metadata", &OBJECT_META, Never),
+    f("spec", &POD_SPEC, Never),
+]);
+static JOB_SPEC: Ty = Ty::Struct(&[
+    f("parallelism", &INT, Nil),
+    f("template", &POD_TEMPLATE, Never),
+]);
+static JOB_TEMPLATE: Ty = Ty::Struct(&[
+    f("metadata", &OBJECT_META, Never),
+    f("spec", &JOB_SPEC, Never),
+]);
+static REPLICATED_JOB: Ty = Ty::Struct(&[
+    f("name", &STR, Never),
+    f("groupName", &STR, Empty),
+    f("template", &JOB_TEMPLATE, Never),
+    f("replicas", &INT, Never),
+]);
+static REPLICATED_JOBS: Ty = Ty::List(&REPLICATED_JOB);
+static JOBSET_SPEC: Ty = Ty::Struct(&[
+    f("replicatedJobs", &REPLICATED_JOBS, Empty),
+    f("suspend", &BOOL, Nil),
+    f("managedBy", &STR, Nil),
+    f("ttlSecondsAfterFinished", &INT, Nil),
+]);
+static JOBSET_TEMPLATE: Ty = Ty::Struct(&[
+    f("metadata", &OBJECT_META, Never),
+    f("spec", &JOBSET_SPEC, Never),
+]);
+static RUNTIME_SPEC: Ty = Ty::Struct(&[
+    f("mlPolicy", &ML_POLICY, Nil),
+    f("podGroupPolicy", &ANY, Nil),
+    f("template", &JOBSET_TEMPLATE, Never),
+]);
+/// `trainer.TrainingRuntime` and `trainer.ClusterTrainingRuntime`, as far as the rules read them.
+pub static RUNTIME: Ty = Ty::Struct(&[
+    f("apiVersion", &STR, Empty),
+    f("kind", &STR, Empty),
+    f("metadata", &OBJECT_META, Nil),
+    f("spec", &RUNTIME_SPEC, Nil),
+]);
+
+/// `resource.Quantity`'s refusal of text that is no quantity.
+const QUANTITY_MESSAGE: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/// `v` as Go's decoder reads it into a `ty`: a value of the wrong JSON type is an error (Go's
+/// `UnmarshalTypeError`, in our words: spec Q-9), `null` is the zero value (a member left out,
+/// a list item or map value zeroed). Members of types not laid out are only cleared of `null`s.
+pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
+    let wrong = |want: &str| {
+        Err(format!(
+            "json: cannot unmarshal {} into Go value {} of type {want}",
+            admission_kit::go::go_json_kind(v),
+            if path.is_empty() {
+                "(the object)"
+            } else {
+                path
+            }
+        ))
+    };
+    match (ty, v) {
+        (_, Value::Null) => Ok(Value::Null),
+        (Ty::Str | Ty::Time, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),
+        (Ty::Quantity, Value::String(q)) => match Quantity::from_json_text(q) {
+            Ok(_) => Ok(v.clone()),
+            Err(_) => Err(QUANTITY_MESSAGE.to_owned()),
+        },
+        (Ty::Quantity, Value::Number(n)) => match Quantity::from_json_text(&n.to_string()) {
+            Ok(_) => Ok(v.clone()),
+            Err(_) => Err(QUANTITY_MESSAGE.to_owned()),
+        },
+        (Ty::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(v.clone()),
+        (Ty::Str | Ty::Time, _) => wrong("string"),
+        (Ty::Bool, _) => wrong("bool"),
+        (Ty::Int, _) => wrong("integer"),
+        (Ty::Quantity, _) => wrong("quantity"),
+        (Ty::Struct(fields), Value::Object(m)) => {
+            let mut out = Map::new();
+            for (k, x) in m {
+                if x.is_null() {
+                    continue;
+                }
+                let sub = format!("{path}.{k}");
+                let x = match fields.iter().find(|fl| fl.key == k) {
+                    Some(fl) => go_decode_view(x, fl.ty, &sub)?,
+                    None => go_decode_view(x, &ANY, &sub)?,
+                };
+                out.insert(k.clone(), x);
+            }
+            Ok(Value::Object(out))
+        }
+        (Ty::Struct(_), _) => wrong("object"),
+        (Ty::List(item), Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::Null => Ok(zero_value(item)),
+                x => go_decode_view(x, item, &format!("{path}[]")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        (Ty::List(_), _) => wrong("array"),
+        (Ty::Map(item), Value::Object(m)) => m
+            .iter()
+            .map(|(k, x)| {
+                let x = match x {
+                    Value::Null => zero_value(item),
+                    x => go_decode_view(x, item, &format!("{path}.{k}"))?,
+                };
+                Ok((k.clone(), x))
+            })
+            .collect::<Result<Map<_, _>, String>>()
+            .map(Value::Object),
+        (Ty::Map(_), _) => wrong("map"),
+        (Ty::Any, Value::Object(m)) => m
+            .iter()
+            .filter(|(_, x)| !x.is_null())
+            .map(|(k, x)| Ok((k.clone(), go_decode_view(x, &ANY, path)?)))
+            .collect::<Result<Map<_, _>, String>>()
+            .map(Value::Object),
+        (Ty::Any, other) => Ok(other.clone()),
+    }
+}
+
 /// The text Go's `json.Marshal` writes for `v` read as a `ty`.
 pub fn print(v: &Value, ty: &Ty) -> String {
     let mut out = String::new();
@@ -358,6 +506,9 @@ fn write(v: &Value, ty: &Ty, out: &mut String) {
     match (ty, v) {
         (_, Value::Null) => out.push_str(zero_text(ty)),
         (Ty::Quantity, Value::String(s)) => out.push_str(&go_json_quote(&quantity_text(s))),
+        (Ty::Quantity, Value::Number(n)) => {
+            out.push_str(&go_json_quote(&quantity_text(&n.to_string())));
+        }
         (Ty::Time, Value::String(s)) => out.push_str(&go_json_quote(&time_text(s))),
         (Ty::Struct(fields), Value::Object(m)) => {
             out.push('{');
@@ -387,7 +538,12 @@ fn write(v: &Value, ty: &Ty, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write(x, item, out);
+                // Go decodes a null item of a struct list as the zero struct.
+                if x.is_null() {
+                    write_zero(item, out);
+                } else {
+                    write(x, item, out);
+                }
             }
             out.push(']');
         }
@@ -517,7 +673,13 @@ pub fn add_go_fields(v: &mut Value, ty: &Ty) {
                 }
             }
         }
-        (Ty::List(item), Value::Array(a)) => a.iter_mut().for_each(|x| add_go_fields(x, item)),
+        (Ty::List(item), Value::Array(a)) => a.iter_mut().for_each(|x| {
+            if x.is_null() {
+                *x = zero_value(item);
+            } else {
+                add_go_fields(x, item);
+            }
+        }),
         (Ty::Map(item), Value::Object(m)) => m.values_mut().for_each(|x| add_go_fields(x, item)),
         _ => {}
     }
@@ -566,6 +728,24 @@ pub fn semantic(v: &Value, ty: &Ty) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_decode_view_zeroes_nulls_and_refuses_wrong_types() {
+        let v = json!({"spec": {"runtimeRef": null, "trainer": {"env": [null, {"name": null}], "numNodes": 2},
+            "runtimePatches": [{"manager": "m", "x": null}]}});
+        assert_eq!(
+            go_decode_view(&v, &TRAIN_JOB, "").unwrap(),
+            json!({"spec": {"trainer": {"env": [{"name": ""}, {}], "numNodes": 2},
+                "runtimePatches": [{"manager": "m"}]}})
+        );
+        let bad = json!({"spec": {"runtimeRef": []}});
+        assert_eq!(
+            go_decode_view(&bad, &TRAIN_JOB, "").unwrap_err(),
+            "json: cannot unmarshal array into Go value .spec.runtimeRef of type object"
+        );
+        let bad = json!({"spec": {"trainer": {"numNodes": 1.5}}});
+        assert!(go_decode_view(&bad, &TRAIN_JOB, "").is_err());
+    }
 
     #[test]
     fn containers_print_in_go_order_with_go_zero_fields() {

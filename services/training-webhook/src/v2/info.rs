@@ -126,9 +126,11 @@ fn merge_containers(
     patches: &[ContainerPatch],
     which: &'static str,
 ) -> Result<(), (&'static str, usize)> {
+    // A list the runtime lacks takes the patch's as it is: only a merge needs the keys.
+    let merging = !into.is_empty();
     for (i, p) in patches.iter().enumerate() {
         // Go's encoder leaves an empty name out, and the merge then finds no key.
-        if p.name.is_empty() {
+        if p.name.is_empty() && merging {
             return Err((which, i));
         }
         let at = match into.iter().position(|c| c.name == p.name) {
@@ -156,12 +158,40 @@ fn merge_job(jobs: &mut Vec<Job>, p: &ReplicatedJobPatch) -> Result<(), (&'stati
     let at = match jobs.iter().position(|j| j.name == p.name) {
         Some(at) => at,
         None => {
-            // Upstream restores the runtime's order from a map that gives unknown names 0.
+            // Upstream restores the runtime's order from a map that gives unknown names 0. A new
+            // job is the patch's as it is (its lists are not merged into anything).
             jobs.push(Job {
                 name: p.name.clone(),
                 ..Job::default()
             });
-            jobs.len() - 1
+            let job = jobs.len() - 1;
+            let lists = |c: &[ContainerPatch]| -> Vec<Container> {
+                c.iter()
+                    .map(|c| Container {
+                        name: c.name.clone(),
+                        mounts: c
+                            .volume_mounts
+                            .iter()
+                            .map(|m| (m.mount_path.clone(), m.name.clone()))
+                            .collect(),
+                        resources: None,
+                    })
+                    .collect()
+            };
+            let t = p.template.as_ref();
+            jobs[job].labels = t
+                .and_then(|t| t.metadata.as_ref())
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default();
+            if let Some(pod) = t
+                .and_then(|t| t.spec.as_ref())
+                .and_then(|s| s.template.as_ref())
+                .and_then(|t| t.spec.as_ref())
+            {
+                jobs[job].containers = lists(&pod.containers);
+                jobs[job].init_containers = lists(&pod.init_containers);
+            }
+            return Ok(());
         }
     };
     let job = &mut jobs[at];
@@ -240,7 +270,8 @@ pub fn runtime_info(
                 job: ji,
                 container,
             };
-            if rj.name.is_empty() {
+            // With no replicated jobs to merge into, the patch's list is taken as it is.
+            if rj.name.is_empty() && !jobs.is_empty() {
                 return Err(err(None));
             }
             merge_job(&mut jobs, rj).map_err(|c| err(Some(c)))?;

@@ -192,7 +192,10 @@ pub fn vc_02_priority_class(info: &Info, ctx: &Context, errs: &mut ErrorList) {
         }
         let why = match ctx.get::<PriorityClass>(None, pc) {
             Ok(Some(_)) => continue,
-            Ok(None) => format!("priorityclasses.scheduling.k8s.io \"{pc}\" not found"),
+            Ok(None) => format!(
+                "priorityclasses.scheduling.k8s.io {} not found",
+                admission_kit::field::go_quote(pc)
+            ),
             Err(e) => e.to_string(),
         };
         errs.push(FieldError::invalid(
@@ -430,7 +433,8 @@ pub fn js_07_09_patch_immutability(job: &Job, ctx: &Context, errs: &mut ErrorLis
     let ns = job.new.typed.metadata.namespace.as_deref();
     let name = job.new.typed.metadata.name.as_deref().unwrap_or_default();
     match ctx.read_now(&jobset_resource(), ns, name) {
-        Ok(None) => {}
+        // No name finds no JobSet, as upstream's cached client finds none.
+        Ok(None) | Err(admission_kit::state::LookupError::EmptyName) => {}
         Ok(Some(js)) => {
             let statuses = js
                 .data

@@ -128,10 +128,6 @@ pub struct TrainingRuntimeValidator;
 impl Validator for TrainingRuntimeValidator {
     type Object = Doc<TrainingRuntime>;
 
-    fn reads_old_object(&self) -> bool {
-        false
-    }
-
     fn validate(&self, req: &Request<Self::Object>, _: &Context) -> Verdict {
         if req.operation != Operation::Create {
             return Verdict::default();
@@ -151,10 +147,6 @@ pub struct ClusterTrainingRuntimeValidator;
 
 impl Validator for ClusterTrainingRuntimeValidator {
     type Object = Doc<ClusterTrainingRuntime>;
-
-    fn reads_old_object(&self) -> bool {
-        false
-    }
 
     fn validate(&self, req: &Request<Self::Object>, _: &Context) -> Verdict {
         let o = &req.object;

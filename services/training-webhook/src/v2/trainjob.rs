@@ -66,6 +66,11 @@ fn tj_02_03_lookup(
         ),
     };
     let why = match found {
+        // A cache lookup of the empty name finds nothing, as upstream's cached client does.
+        Err(admission_kit::state::LookupError::EmptyName) | Ok(None) => format!(
+            "{plural}.{GROUP} {} not found",
+            admission_kit::field::go_quote(name)
+        ),
         Ok(Some(o)) => match decode_runtime(&o) {
             Ok(spec) => {
                 let deprecated = kind == Kind::Cluster && is_deprecated(o.metadata.labels.as_ref());
@@ -73,7 +78,6 @@ fn tj_02_03_lookup(
             }
             Err(e) => e,
         },
-        Ok(None) => format!("{plural}.{GROUP} \"{name}\" not found"),
         Err(e) => e.to_string(),
     };
     Err(FieldError::invalid(
