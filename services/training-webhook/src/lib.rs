@@ -90,8 +90,9 @@ pub fn app() -> App {
     .object_selector_not_in(v2::types::LABEL_VALIDATION, &["disabled"])
     .validate("/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime", Target::of::<ClusterTrainingRuntime>(), Fail, v2::runtimes::ClusterTrainingRuntimeValidator)
     .object_selector_not_in(v2::types::LABEL_VALIDATION, &["disabled"])
-    .watch::<TrainingRuntime>()
-    .watch::<ClusterTrainingRuntime>()
+    // Trainer's CRDs may be absent where only the v1 jobs run.
+    .watch_optional::<TrainingRuntime>()
+    .watch_optional::<ClusterTrainingRuntime>()
     .watch_metadata::<k8s_openapi::api::scheduling::v1::PriorityClass>()
     .option(CLOCK_OPTION, "A fixed RFC 3339 time the TrainJob defaulter stamps runtime patches with (fixtures); empty: the system clock.", "")
     .crd(crd::<PyTorchJob>)

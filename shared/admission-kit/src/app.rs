@@ -212,6 +212,9 @@ pub struct WatchSpec {
     pub unless: Option<&'static str>,
     /// Keep only metadata (a metadata-only watch): the rules read nothing else of this kind.
     pub metadata_only: bool,
+    /// The kind may not be installed (a CRD of another project): until it is, the cache counts
+    /// as synced and empty, so the service is ready and its other rules answer.
+    pub optional: bool,
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -445,7 +448,19 @@ impl App {
             only,
             unless,
             metadata_only,
+            optional: false,
         });
+        self
+    }
+
+    /// As [`App::watch`] for a kind whose CRD may be absent from the cluster (the rules of other
+    /// kinds must not wait for it): while the API server does not know the kind, lookups find
+    /// nothing; the watch keeps retrying and fills the cache once the CRD is installed.
+    pub fn watch_optional<K: Resource<DynamicType = ()>>(mut self) -> Self {
+        self = self.with_watch::<K>(None, None, false);
+        if let Some(w) = self.watches.last_mut() {
+            w.optional = true;
+        }
         self
     }
 

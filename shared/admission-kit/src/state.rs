@@ -447,11 +447,24 @@ impl WatchState {
                 .modify(|o| o.managed_fields_mut().clear())
                 .reflect(writer)
                 .applied_objects();
+            let (optional, absent_flag) = (spec.optional, synced.clone());
             tokio::spawn(async move {
                 futures::pin_mut!(stream);
+                let mut said_absent = false;
                 while let Some(ev) = stream.next().await {
-                    if let Err(e) = ev {
-                        tracing::warn!(kind = %kind, error = %e, "watch error; retrying");
+                    match ev {
+                        // An optional kind the API server does not serve: empty until it does.
+                        Err(watcher::Error::InitialListFailed(kube::Error::Api(s)))
+                            if optional && s.code == 404 =>
+                        {
+                            absent_flag.store(true, Ordering::Release);
+                            if !said_absent {
+                                tracing::info!(kind = %kind, "kind not installed; its lookups find nothing until it is");
+                                said_absent = true;
+                            }
+                        }
+                        Err(e) => tracing::warn!(kind = %kind, error = %e, "watch error; retrying"),
+                        Ok(_) => {}
                     }
                 }
             });

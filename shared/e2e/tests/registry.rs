@@ -320,6 +320,7 @@ async fn item_4_a_cache_miss_is_read_from_the_api_server() {
             only: Some(("ns", "name")),
             unless: None,
             metadata_only: false,
+            optional: false,
         }],
         &options,
     );

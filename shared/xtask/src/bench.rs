@@ -64,7 +64,7 @@ const WORKLOAD_QUOTA_STATE: Row = Row {
 };
 
 /// The suite.
-pub const ROWS: [Row; 14] = [
+pub const ROWS: [Row; 16] = [
     Row {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -128,9 +128,29 @@ pub const ROWS: [Row; 14] = [
     Row {
         name: "training validate PyTorchJob (4.9 KB)",
         service: "training-webhook",
-        state: None,
+        state: Some("services/training-webhook/examples/state.yaml"),
         path: "/validate-kubeflow-org-v1-pytorchjob",
         body: "services/training-webhook/benches/pytorchjob-review.json",
+        expect: 200,
+        quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "training validate TrainJob, Trainer v2.3, runtime from state (2.9 KB)",
+        service: "training-webhook",
+        state: Some("services/training-webhook/examples/state.yaml"),
+        path: "/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+        body: "services/training-webhook/benches/trainjob-review.json",
+        expect: 200,
+        quota_state: false,
+        connections: None,
+    },
+    Row {
+        name: "training mutate TrainJob, Trainer v2.3 (2.9 KB)",
+        service: "training-webhook",
+        state: Some("services/training-webhook/examples/state.yaml"),
+        path: "/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+        body: "services/training-webhook/benches/trainjob-review-mutate.json",
         expect: 200,
         quota_state: false,
         connections: None,

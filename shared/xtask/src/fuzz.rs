@@ -116,10 +116,14 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
             _ => scheduling_webhook::app(),
         };
         let mut all = cases(domain);
+        // Kthena v1.0's and Trainer v2.3's cases are their services' own.
         if domain == "registry" {
-            // Kthena v1.0's cases are the service's own.
             let own = root.join("services/registry-webhook/fixtures");
             all.extend(cases_under(&own, "kthena-v1"));
+        }
+        if domain == "training" {
+            let own = root.join("services/training-webhook/fixtures");
+            all.extend(cases_under(&own, "trainer-v2"));
         }
         for case in all {
             let Some(i) = app.endpoints.iter().position(|e| e.path == case.path) else {

@@ -60,7 +60,10 @@ fn loads(root: &Path, quota_state: &str) -> Vec<Load> {
         },
         Load {
             service: "training-webhook",
-            serve_args: String::new(),
+            serve_args: format!(
+                "--state {}",
+                p("services/training-webhook/examples/state.yaml")
+            ),
             cases: vec![format!(
                 "/validate-kubeflow-org-v1-pytorchjob={}",
                 p("services/training-webhook/benches/pytorchjob-review.json")

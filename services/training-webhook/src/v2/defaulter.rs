@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use admission_kit::{Context, FieldError, Mutator, Operation, Request, Status, Verdict};
 use serde_json::Value;
 
+use super::denial;
 use super::gojson::{self, RUNTIME_PATCH, TRAIN_JOB};
 use super::types::TrainJob;
-use super::{Doc, denial};
 
 /// Now, at Go's precision: the system clock, or the service option's fixed time (fixtures).
 fn now(ctx: &Context) -> String {
@@ -115,8 +115,8 @@ impl Mutator for TrainJobDefaulter {
         // The object goes through controller-runtime's decoder (400 when it does not decode);
         // the stored one through the defaulter's own `json.Unmarshal` (an error it returns,
         // which controller-runtime sends as a 403 denial).
-        if let Err(e) = Doc::<TrainJob>::deserialize(&*object) {
-            return Verdict::errored("TD-01", 400, e.to_string());
+        if let Err(e) = super::check_decodes::<TrainJob>(object) {
+            return Verdict::errored("TD-01", 400, e);
         }
         let old = match req.operation {
             Operation::Update => req.old_object.as_ref(),

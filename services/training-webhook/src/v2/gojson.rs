@@ -434,7 +434,14 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
     };
     match (ty, v) {
         (_, Value::Null) => Ok(Value::Null),
-        (Ty::Str | Ty::Time, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),
+        (Ty::Time, Value::String(t)) => match t.parse::<jiff::Timestamp>() {
+            Ok(_) => Ok(v.clone()),
+            Err(e) => Err(format!(
+                "parsing time {}: {e}",
+                admission_kit::field::go_quote(t)
+            )),
+        },
+        (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),
         (Ty::Quantity, Value::String(q)) => match Quantity::from_json_text(q) {
             Ok(_) => Ok(v.clone()),
             Err(_) => Err(QUANTITY_MESSAGE.to_owned()),

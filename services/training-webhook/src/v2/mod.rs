@@ -62,6 +62,13 @@ impl GoDecoded for types::ClusterTrainingRuntime {
     const LAYOUT: &'static gojson::Ty = &gojson::RUNTIME;
 }
 
+/// Whether `raw` decodes as a `T` (kind, version and every field's JSON type), without building
+/// the typed object: for the defaulter, which edits the JSON.
+pub fn check_decodes<T: GoDecoded>(raw: &Value) -> Result<(), String> {
+    check_kind::<T>(raw)?;
+    gojson::go_decode_view(raw, T::LAYOUT, "").map(|_| ())
+}
+
 /// What controller-runtime's decoder refuses before the object is typed: an `apiVersion` or
 /// `kind` that is not a string, or a kind and version other than the endpoint's (either may be
 /// absent: the decoder then takes the endpoint's). Its texts name Go's scheme, which differs

@@ -583,3 +583,84 @@ pub fn validate(info: &Info, job: &Job, ctx: &Context, errs: &mut ErrorList) {
     js_11_patched_envs(job, errs);
     xg_01_reserved_envs(info, job, errs);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use admission_kit::state::{ClusterState, LookupError, TypeKey};
+    use kube::api::DynamicObject;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A state whose API server cannot be reached.
+    struct Unreachable;
+
+    impl ClusterState for Unreachable {
+        fn get(
+            &self,
+            _: &TypeKey,
+            _: Option<&str>,
+            _: &str,
+        ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+            Err(LookupError::Unreadable("connection refused".into()))
+        }
+        fn list(
+            &self,
+            _: &TypeKey,
+            _: Option<&str>,
+        ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+            Err(LookupError::Unreadable("connection refused".into()))
+        }
+        fn read_now(
+            &self,
+            _: &ApiResource,
+            _: Option<&str>,
+            _: &str,
+        ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+            Err(LookupError::Unreadable("connection refused".into()))
+        }
+    }
+
+    fn job(patch_manager: &str, suspend: bool) -> Doc<TrainJob> {
+        Doc::deserialize(json!({
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "tj", "namespace": "ns"},
+            "spec": {"runtimeRef": {"name": "rt"}, "suspend": suspend,
+                     "runtimePatches": [{"manager": patch_manager}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn js_09_a_jobset_that_cannot_be_read_denies() {
+        let (old, new) = (job("a.io/x", true), job("b.io/y", true));
+        let j = Job {
+            new: &new,
+            old: Some(&old),
+        };
+        let ctx = Context::new(Arc::new(Unreachable));
+        let mut errs = ErrorList::new();
+        js_07_09_patch_immutability(&j, &ctx, &mut errs);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].rule, "JS-09");
+        assert_eq!(
+            errs[0].to_string(),
+            "spec.runtimePatches: Internal error: connection refused"
+        );
+    }
+
+    #[test]
+    fn js_07_unchanged_patches_need_no_lookup() {
+        let (old, new) = (job("a.io/x", false), job("a.io/x", false));
+        let j = Job {
+            new: &new,
+            old: Some(&old),
+        };
+        let mut errs = ErrorList::new();
+        js_07_09_patch_immutability(&j, &Context::new(Arc::new(Unreachable)), &mut errs);
+        assert!(errs.is_empty());
+    }
+}
