@@ -549,3 +549,26 @@ impl App {
         self.endpoints.iter().find(|e| e.path == path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_selectors_match_as_the_api_server_does() {
+        let opt_in = ObjectSelector {
+            key: "k",
+            operator: SelectorOperator::In,
+            values: &["a"],
+        };
+        let opt_out = ObjectSelector {
+            operator: SelectorOperator::NotIn,
+            values: &["disabled"],
+            ..opt_in
+        };
+        assert!(opt_in.matches(Some("a")));
+        assert!(!opt_in.matches(Some("b")) && !opt_in.matches(None));
+        assert!(opt_out.matches(None) && opt_out.matches(Some("enabled")));
+        assert!(!opt_out.matches(Some("disabled")));
+    }
+}
