@@ -413,10 +413,6 @@ pub static RUNTIME: Ty = Ty::Struct(&[
     f("spec", &RUNTIME_SPEC, Nil),
 ]);
 
-/// `resource.Quantity`'s refusal of text that is no quantity.
-const QUANTITY_MESSAGE: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-
 /// `v` as Go's decoder reads it into a `ty`: a value of the wrong JSON type is an error (Go's
 /// `UnmarshalTypeError`, in our words: spec Q-9), `null` is the zero value (a member left out,
 /// a list item or map value zeroed). Members of types not laid out are only cleared of `null`s.
@@ -442,14 +438,13 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
             )),
         },
         (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),
-        (Ty::Quantity, Value::String(q)) => match Quantity::from_json_text(q) {
-            Ok(_) => Ok(v.clone()),
-            Err(_) => Err(QUANTITY_MESSAGE.to_owned()),
-        },
-        (Ty::Quantity, Value::Number(n)) => match Quantity::from_json_text(&n.to_string()) {
-            Ok(_) => Ok(v.clone()),
-            Err(_) => Err(QUANTITY_MESSAGE.to_owned()),
-        },
+        // apimachinery's own texts (`quantities must match …`, `unable to parse …`).
+        (Ty::Quantity, Value::String(q)) => Quantity::from_json_text(q)
+            .map(|_| v.clone())
+            .map_err(|e| e.to_string()),
+        (Ty::Quantity, Value::Number(n)) => Quantity::from_json_text(&n.to_string())
+            .map(|_| v.clone())
+            .map_err(|e| e.to_string()),
         (Ty::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(v.clone()),
         (Ty::Str | Ty::Time, _) => wrong("string"),
         (Ty::Bool, _) => wrong("bool"),

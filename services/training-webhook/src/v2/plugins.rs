@@ -407,9 +407,8 @@ fn jobset_resource() -> ApiResource {
 
 fn patches_semantic(d: &Doc<TrainJob>) -> Value {
     match d.at("/spec/runtimePatches") {
-        Some(Value::Array(a)) if !a.is_empty() => {
-            gojson::semantic(&Value::Array(a.clone()), &RUNTIME_PATCHES)
-        }
+        // No patches and an empty list are the same to Go's semantic equality.
+        Some(v @ Value::Array(a)) if !a.is_empty() => gojson::semantic(v, &RUNTIME_PATCHES),
         _ => Value::Null,
     }
 }

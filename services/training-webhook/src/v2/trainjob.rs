@@ -33,11 +33,15 @@ fn tj_01_kind(job: &TrainJob) -> Result<Kind, String> {
     }
 }
 
-/// The runtime's spec and labels from a stored object; a stored object that does not decode is
-/// reported as the API client would report it.
+/// The runtime's spec from a stored object, read in place; one that does not decode is reported
+/// as the API client would report it.
 fn decode_runtime(o: &DynamicObject) -> Result<TrainingRuntimeSpec, String> {
-    let spec = o.data.get("spec").cloned().unwrap_or_default();
-    TrainingRuntimeSpec::deserialize(&spec).map_err(|e| e.to_string())
+    match o.data.get("spec") {
+        Some(spec) if !spec.is_null() => {
+            TrainingRuntimeSpec::deserialize(spec).map_err(|e| e.to_string())
+        }
+        _ => Ok(TrainingRuntimeSpec::default()),
+    }
 }
 
 /// TJ-02, TJ-03: the runtime exists (the namespaced one in the TrainJob's namespace). Upstream
