@@ -159,9 +159,16 @@ pub fn prometheus() -> Result<Prometheus, ToolsError> {
 /// attempt fails). Packaged services are not started (no init system runs them here): tests run
 /// their own processes on loopback.
 fn apt_install(package: &str) -> Result<(), ToolsError> {
+    apt_install_all(&[package])
+}
+
+/// Installs Debian `packages` with one apt-get call (refreshing the lists once if it fails).
+fn apt_install_all(packages: &[&str]) -> Result<(), ToolsError> {
+    let package = packages.join(" ");
     let install = || {
         Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", package])
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .map(|s| s.success())
@@ -203,6 +210,25 @@ pub fn ensure_haproxy() -> Result<PathBuf, ToolsError> {
     }
     apt_install("haproxy")?;
     haproxy()
+}
+
+/// The container tools of the images (`cargo xtask image`, the images' end-to-end test):
+/// Debian's buildah, podman, skopeo and runc (crun refuses this VM's cgroup layout), installed
+/// together when one is missing; returns the `containers.conf` podman is run with (in the
+/// cache, written by `images::Tools::locate`).
+pub fn ensure_image_tools() -> Result<PathBuf, ToolsError> {
+    if ["buildah", "podman", "skopeo", "runc"]
+        .iter()
+        .any(|t| on_path(t).is_none() && !Path::new("/usr/sbin").join(t).is_file())
+    {
+        apt_install_all(&["buildah", "podman", "skopeo", "runc"])?;
+    }
+    Ok(containers_conf())
+}
+
+/// The `containers.conf` the project runs podman with (see `images::CONTAINERS_CONF`).
+pub fn containers_conf() -> PathBuf {
+    cache_dir().join("containers.conf")
 }
 
 /// valgrind (its callgrind tool counts instructions per review: `cargo xtask instructions`).

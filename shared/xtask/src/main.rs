@@ -17,6 +17,7 @@ mod check_speed;
 mod counts;
 mod footprint;
 mod fuzz;
+mod image;
 mod runner;
 mod soak;
 mod stages;
@@ -131,7 +132,27 @@ enum Cmd {
         #[command(flatten)]
         load: LoadArgs,
     },
-    /// Instructions per review of the in-process paths under callgrind (release build),
+    /// Every service's OCI image, built with buildah from Debian's packages and the `image`
+    /// build: into podman's store (`localhost/<service>:<commit>` and `:latest`) and as OCI
+    /// archives with an SBOM each, listed in `<out>/images.json`.
+    Image {
+        /// Only these services (comma-separated; all by default).
+        #[arg(long, value_delimiter = ',')]
+        services: Vec<String>,
+        /// Where the archives, SBOMs and images.json go.
+        #[arg(long, default_value = "target/images")]
+        out: PathBuf,
+        /// Cargo profile of the binaries.
+        #[arg(long, default_value = IMAGE_PROFILE)]
+        profile: String,
+        /// Also name each image so (`{service}` is replaced), e.g. the reference Tilt expects.
+        #[arg(long)]
+        tag: Vec<String>,
+        /// Copy each image to the registry its --tag names (skopeo; Tilt's custom_build).
+        #[arg(long)]
+        push: bool,
+    },
+    /// Instructions per review of the in-process paths under callgrind (the `image` build),
     /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
     Instructions {
         /// Write the counts as the new baseline instead of comparing.
@@ -228,6 +249,8 @@ fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
     testenv::tools::ensure_haproxy()?;
+    image::tools()?;
+    image::cargo_cyclonedx()?;
     testenv::tools::ensure_valgrind()?;
     testenv::tools::ensure_report_validators()?;
     Ok(bins)
@@ -247,6 +270,12 @@ fn main() -> ExitCode {
             }
             if let Ok(h) = testenv::tools::haproxy() {
                 println!("haproxy:        {}", h.display());
+            }
+            if let Ok(t) = image::tools() {
+                println!("buildah:        {}", t.buildah.display());
+                println!("podman:         {}", t.podman.display());
+                println!("skopeo:         {}", t.skopeo.display());
+                println!("containers.conf: {}", t.containers_conf.display());
             }
             if let Ok(v) = testenv::tools::valgrind() {
                 println!("valgrind:       {}", v.display());
@@ -270,6 +299,13 @@ fn main() -> ExitCode {
             }
         }),
         Cmd::Instructions { update } => instruction_counts(update),
+        Cmd::Image {
+            services,
+            out,
+            profile,
+            tag,
+            push,
+        } => images(services, out, profile, tag, push).map(drop),
         Cmd::Stages { seconds, load } => build_profile("release", SERVED_UNDER_LOAD)
             .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds))),
         Cmd::Bench {
@@ -393,12 +429,48 @@ fn test(jobs: usize) -> Result<()> {
     let mut build = cargo();
     build.args(["test", "--workspace", "--no-run"]);
     let bins = runner::build(build)?;
+    // The release build, once: every service for its image and review-loop for the instruction
+    // counts, linked side by side. The images come before the test binaries, which include their
+    // end-to-end test (it fails on a missing images.json, so none is left from an earlier run).
+    let mut failed_early = Vec::new();
+    let out = root().join("target/images");
+    let _ = std::fs::remove_file(out.join(images::MANIFEST));
+    let svcs = services()?;
+    let mut release: Vec<&str> = svcs.iter().map(String::as_str).collect();
+    release.push("instructions");
+    let release_dir = build_profile(IMAGE_PROFILE, &release)?;
+    let imaging = Instant::now();
+    let imaged = image::build(
+        &root(),
+        &release_dir,
+        &image::Options {
+            services: svcs.clone(),
+            out,
+            profile: IMAGE_PROFILE.into(),
+            extra_tags: Vec::new(),
+            push: false,
+        },
+    );
+    match imaged {
+        Ok(b) => eprintln!(
+            "{} images built in {:.0?} (release build done after {:.0?})",
+            b.images.len(),
+            imaging.elapsed(),
+            started.elapsed()
+        ),
+        Err(e) => {
+            eprintln!("cargo xtask image: {e:#}");
+            failed_early.push("cargo xtask image".to_owned());
+        }
+    }
     eprintln!(
         "==> {} test binaries, {jobs} at a time (tests built after {:.0?})",
         bins.len(),
         started.elapsed()
     );
     let mut totals = runner::run(bins, jobs, &root().join("target/xtask-test-times.json"));
+    totals.failed += failed_early.len() as u64;
+    totals.failed_binaries.extend(failed_early);
     eprintln!("==> cargo test --workspace --doc");
     let mut doc = cargo();
     doc.args(["test", "--workspace", "--doc"]);
@@ -422,7 +494,7 @@ fn test(jobs: usize) -> Result<()> {
     }
     // Instructions per review of the in-process paths against the committed baseline
     // (callgrind counts, stable on a busy machine; never wall-clock time).
-    match instruction_counts(false) {
+    match instruction_counts_in(&release_dir, false) {
         Ok(()) => totals.passed += 1,
         Err(e) => {
             eprintln!("instructions: {e:#}");
@@ -537,6 +609,9 @@ async fn create(
 fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     let mut build = cargo();
     build.args(["build", "--profile", profile]);
+    if profile == IMAGE_PROFILE {
+        build.env("RUSTFLAGS", image::remap_rustflags(&root()));
+    }
     for p in packages {
         build.args(["-p", p]);
     }
@@ -552,11 +627,57 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     Ok(root().join("target").join(dir))
 }
 
+/// The profile images ship (release code, no debug info, stripped); the instruction counts are
+/// taken on it too, so the test command links every release binary in one build.
+const IMAGE_PROFILE: &str = "image";
+
+/// `cargo xtask image`: builds the binaries of `services` (all when empty) with `profile`, then
+/// their images.
+fn images(
+    only: Vec<String>,
+    out: PathBuf,
+    profile: String,
+    extra_tags: Vec<String>,
+    push: bool,
+) -> Result<images::Built> {
+    let all = services()?;
+    if let Some(unknown) = only.iter().find(|s| !all.contains(s)) {
+        bail!(
+            "no service named {unknown}; the services are {}",
+            all.join(", ")
+        );
+    }
+    let services = if only.is_empty() { all } else { only };
+    let names: Vec<&str> = services.iter().map(String::as_str).collect();
+    let bin_dir = build_profile(&profile, &names)?;
+    let out = if out.is_absolute() {
+        out
+    } else {
+        root().join(out)
+    };
+    image::build(
+        &root(),
+        &bin_dir,
+        &image::Options {
+            services,
+            out,
+            profile,
+            extra_tags,
+            push,
+        },
+    )
+}
+
 /// `cargo xtask instructions [--update]`.
 fn instruction_counts(update: bool) -> Result<()> {
-    let bin_dir = build_profile("release", &["instructions"])?;
+    let bin_dir = build_profile(IMAGE_PROFILE, &["instructions"])?;
+    instruction_counts_in(&bin_dir, update)
+}
+
+/// Counts with the `review-loop` of `bin_dir`, against the baseline (or writing it).
+fn instruction_counts_in(bin_dir: &Path, update: bool) -> Result<()> {
     eprintln!("==> instructions per review under callgrind");
-    let rows = counts::measure(&root(), &bin_dir)?;
+    let rows = counts::measure(&root(), bin_dir)?;
     let (table, failed) = counts::report(&rows);
     print!("{table}");
     if update {
