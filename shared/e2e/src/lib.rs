@@ -355,3 +355,33 @@ pub async fn metric(addr: &str, name: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// The API of `obj`'s kind, found by discovery, in its namespace (`default_namespace` when it
+/// names none) or cluster-wide as the kind is scoped; for objects read from manifests.
+pub async fn dynamic_api(
+    client: &kube::Client,
+    obj: &kube::api::DynamicObject,
+    default_namespace: &str,
+) -> Api<kube::api::DynamicObject> {
+    let tm = must(
+        obj.types.clone().ok_or("no apiVersion or kind"),
+        "manifest object",
+    );
+    let (group, version) = tm
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", tm.api_version.as_str()));
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, &tm.kind);
+    let (ar, caps) = must(kube::discovery::pinned_kind(client, &gvk).await, &tm.kind);
+    match caps.scope {
+        kube::discovery::Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            obj.metadata
+                .namespace
+                .as_deref()
+                .unwrap_or(default_namespace),
+            &ar,
+        ),
+        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
+    }
+}

@@ -21,7 +21,6 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -45,30 +44,14 @@ fn render(overlay: &str) -> Vec<DynamicObject> {
         .collect()
 }
 
-/// Creates (or replaces) `obj` for real.
+/// Creates (or replaces) `obj` for real (the overlay names every namespaced object's namespace).
 async fn apply(client: &kube::Client, obj: &DynamicObject) {
-    let tm = obj.types.clone().unwrap();
-    let (group, version) = tm
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", tm.api_version.as_str()));
-    let (ar, caps) =
-        kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, &tm.kind))
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", tm.kind));
-    let api: Api<DynamicObject> = match caps.scope {
-        kube::discovery::Scope::Namespaced => Api::namespaced_with(
-            client.clone(),
-            obj.metadata.namespace.as_deref().unwrap(),
-            &ar,
-        ),
-        _ => Api::all_with(client.clone(), &ar),
-    };
+    let api = e2e::dynamic_api(client, obj, "default").await;
     let name = obj.metadata.name.clone().unwrap();
     let pp = PatchParams::apply("e2e-access").force();
     api.patch(&name, &pp, &Patch::Apply(obj))
         .await
-        .unwrap_or_else(|e| panic!("{} {name}: {e}", tm.kind));
+        .unwrap_or_else(|e| panic!("{:?} {name}: {e}", obj.types));
 }
 
 /// A client acting as `user` in `groups`.

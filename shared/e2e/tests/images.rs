@@ -27,7 +27,6 @@ use images::{Built, Tools};
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -145,23 +144,7 @@ fn spec_of(deployment: &Value, pod_name: &str) -> Spec {
 
 /// Applies `obj` (server-side, as `kubectl apply --server-side` would).
 async fn apply(client: &kube::Client, obj: &DynamicObject) {
-    let tm = obj.types.clone().unwrap();
-    let (group, version) = tm
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", tm.api_version.as_str()));
-    let (ar, caps) =
-        kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, &tm.kind))
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", tm.kind));
-    let api: Api<DynamicObject> = match caps.scope {
-        kube::discovery::Scope::Namespaced => Api::namespaced_with(
-            client.clone(),
-            obj.metadata.namespace.as_deref().unwrap_or(NS),
-            &ar,
-        ),
-        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
-    };
+    let api = e2e::dynamic_api(client, obj, NS).await;
     let name = obj.metadata.name.clone().unwrap();
     api.patch(
         &name,
@@ -169,7 +152,7 @@ async fn apply(client: &kube::Client, obj: &DynamicObject) {
         &Patch::Apply(obj),
     )
     .await
-    .unwrap_or_else(|e| panic!("{} {name}: {e}", tm.kind));
+    .unwrap_or_else(|e| panic!("{} {name}: {e}", kind(obj)));
 }
 
 /// A token of `sa` and the cluster CA, where a Pod has them
@@ -244,23 +227,7 @@ fn samples(svc: &str) -> Vec<(String, DynamicObject, bool)> {
 
 /// Creates a sample; `Err(message)` when refused.
 async fn create(client: &kube::Client, obj: &DynamicObject) -> Result<(), String> {
-    let tm = obj.types.clone().unwrap();
-    let (group, version) = tm
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", tm.api_version.as_str()));
-    let (ar, caps) =
-        kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, &tm.kind))
-            .await
-            .unwrap();
-    let api: Api<DynamicObject> = match caps.scope {
-        kube::discovery::Scope::Namespaced => Api::namespaced_with(
-            client.clone(),
-            obj.metadata.namespace.as_deref().unwrap_or("default"),
-            &ar,
-        ),
-        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
-    };
+    let api = e2e::dynamic_api(client, obj, "default").await;
     match api.create(&PostParams::default(), obj).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) => Err(e.message),

@@ -33,21 +33,23 @@ pub struct Package {
 /// machine's apt sources, so a base is as current as `apt-get update` made them.
 pub fn fetch_packages(cache: &Path) -> Result<Vec<Package>, ImageError> {
     std::fs::create_dir_all(cache).map_err(io(cache.display().to_string()))?;
-    let uris = || {
-        let mut c = Command::new("apt-get");
-        c.args(["download", "--print-uris"]).args(BASE_PACKAGES);
-        run(c, "apt-get download --print-uris")
-    };
-    let listing = match uris() {
-        Ok(l) => l,
+    match fetch_listed(cache) {
+        Ok(p) => Ok(p),
         Err(_) => {
-            // Stale or missing package lists: refresh once.
+            // Missing or stale package lists (the mirror no longer has the version they name):
+            // refresh once.
             let mut update = Command::new("apt-get");
             update.arg("update");
             run(update, "apt-get update")?;
-            uris()?
+            fetch_listed(cache)
         }
-    };
+    }
+}
+
+fn fetch_listed(cache: &Path) -> Result<Vec<Package>, ImageError> {
+    let mut uris = Command::new("apt-get");
+    uris.args(["download", "--print-uris"]).args(BASE_PACKAGES);
+    let listing = run(uris, "apt-get download --print-uris")?;
     let mut out = Vec::new();
     for line in listing.lines().filter(|l| !l.trim().is_empty()) {
         // 'URL' FILE SIZE SHA256:HEX

@@ -174,7 +174,12 @@ fn apt_install_all(packages: &[&str]) -> Result<(), ToolsError> {
             .map(|s| s.success())
             .map_err(|e| ToolsError::PackageInstall(format!("apt-get: {e}")))
     };
-    eprintln!("installing Debian's {package} package, first time only");
+    let noun = if packages.len() == 1 {
+        "package"
+    } else {
+        "packages"
+    };
+    eprintln!("installing Debian's {package} {noun}, first time only");
     if !install()? {
         let _ = Command::new("apt-get").arg("update").status();
         if !install()? {

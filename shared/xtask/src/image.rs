@@ -82,8 +82,10 @@ pub fn build(root: &Path, bin_dir: &Path, o: &Options) -> Result<Built> {
         for extra in &o.extra_tags {
             let name = extra.replace("{service}", svc);
             images::tag(&tools, &reference, &name)?;
-            if o.push {
+            if o.push && names_a_registry(&name) {
                 images::push(&tools, &name)?;
+            } else if o.push {
+                eprintln!("{name} names no registry: not pushed (podman's store has it)");
             }
         }
         let archive = out.join(format!("{svc}.oci.tar"));
@@ -127,6 +129,14 @@ fn dirty_suffix(revision: &str) -> &'static str {
     } else {
         ""
     }
+}
+
+/// Whether an image name starts with a registry host (`host.domain/…`, `host:port/…`), as the
+/// container tools read names: `localhost/…` is podman's own store, and a bare `name:tag` would
+/// go to Docker Hub.
+fn names_a_registry(name: &str) -> bool {
+    name.split_once('/')
+        .is_some_and(|(first, _)| first.contains('.') || first.contains(':'))
 }
 
 /// Per image: the compressed base and binary layers (as the archive holds them) and the binary.
@@ -409,6 +419,17 @@ mod tests {
             labels("svc", "rev", 0, "src").len(),
             "no label the xtask does not set"
         );
+    }
+
+    #[test]
+    fn pushes_only_to_a_named_registry() {
+        assert!(names_a_registry(
+            "registry.example/admission/quota-state:v1"
+        ));
+        assert!(names_a_registry("localhost:5000/quota-state:tilt-0123"));
+        assert!(!names_a_registry("quota-state:tilt-0123"));
+        assert!(!names_a_registry("team/quota-state:v1"));
+        assert!(!names_a_registry("localhost/quota-state:latest"));
     }
 
     #[test]

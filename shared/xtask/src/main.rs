@@ -5,6 +5,8 @@
 //! - `cargo xtask test`: builds the control-plane binaries if needed, then fmt check, clippy and
 //!   every test (unit, fixture, server, end-to-end through the real API server).
 //! - `cargo xtask tools`: builds kube-apiserver, etcd and kustomize with Go (cached by version).
+//! - `cargo xtask image`: every service's OCI image with buildah, into podman's store and as
+//!   OCI archives with SBOMs.
 //! - `cargo xtask footprint`: each service's memory and CPU on a real control plane under pods
 //!   and nodes (the Deployments' requests and limits come from it).
 
