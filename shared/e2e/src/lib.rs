@@ -385,3 +385,27 @@ pub async fn dynamic_api(
         kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
     }
 }
+
+/// The objects of a kustomize overlay (`overlay` relative to the workspace root), rendered with
+/// the pinned kustomize as `kubectl apply -k` would send them.
+pub fn render_overlay(overlay: &str) -> Vec<kube::api::DynamicObject> {
+    use serde::Deserialize;
+    let bins = must(testenv::tools::locate(), "tools");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = must(
+        std::process::Command::new(&bins.kustomize)
+            .arg("build")
+            .arg(root.join(overlay))
+            .output(),
+        "kustomize build",
+    );
+    assert!(
+        out.status.success(),
+        "kustomize build {overlay}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = must(std::str::from_utf8(&out.stdout), "kustomize output");
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| must(kube::api::DynamicObject::deserialize(d), overlay))
+        .collect()
+}

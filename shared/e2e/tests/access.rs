@@ -21,28 +21,9 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde::Deserialize;
 use serde_json::json;
 
 const NS: &str = "admission-webhooks";
-
-fn render(overlay: &str) -> Vec<DynamicObject> {
-    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(&bins.kustomize)
-        .arg("build")
-        .arg(root.join(overlay))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).unwrap())
-        .map(|d| DynamicObject::deserialize(d).unwrap())
-        .collect()
-}
 
 /// Creates (or replaces) `obj` for real (the overlay names every namespaced object's namespace).
 async fn apply(client: &kube::Client, obj: &DynamicObject) {
@@ -161,7 +142,7 @@ fn merge(v: serde_json::Value) -> Patch<serde_json::Value> {
 async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     let env = Env::new("e2e-access").await;
     env.install_crds(&scheduling_webhook::app()).await;
-    let objects = render("kustomize/all");
+    let objects = e2e::render_overlay("kustomize/all");
     for o in &objects {
         let kind = o.types.as_ref().unwrap().kind.as_str();
         let name = o.metadata.name.as_deref().unwrap_or_default();
@@ -411,7 +392,7 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
 
     // 5. The cert-manager variant of scheduling-webhook: it still reads its quota-state client
     // certificate, and every file a flag names is mounted.
-    let variant = render("kustomize/with-cert-manager/scheduling-webhook");
+    let variant = e2e::render_overlay("kustomize/with-cert-manager/scheduling-webhook");
     // As installed alone: only the variant's Roles and bindings of scheduling-webhook.
     let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(env.client.clone(), NS);
     let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =

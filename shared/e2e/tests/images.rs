@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use images::{Built, Tools};
@@ -105,6 +104,25 @@ impl Drop for Container {
             .args(["rm", "--force", "--time", "10", &self.name])
             .output();
     }
+}
+
+/// `podman run` of `image` to completion, with no network and a read-only root: `flags` before
+/// the image, `args` after it.
+fn run_once(tools: &Tools, image: &str, flags: &[&str], args: &[&str]) -> std::process::Output {
+    tools
+        .podman()
+        .args([
+            "run",
+            "--rm",
+            "--pull=never",
+            "--network=none",
+            "--read-only",
+        ])
+        .args(flags)
+        .arg(image)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// The first container of a rendered Deployment: arguments and environment.
@@ -288,36 +306,17 @@ async fn every_image_runs_as_deployed_against_the_api_server() {
             i.reference
         );
         // No shell to start.
-        let sh = tools
-            .podman()
-            .args([
-                "run",
-                "--rm",
-                "--pull=never",
-                "--network=none",
-                "--entrypoint",
-                "/bin/sh",
-            ])
-            .arg(&i.reference)
-            .args(["-c", "true"])
-            .output()
-            .unwrap();
+        let sh = run_once(
+            &tools,
+            &i.reference,
+            &["--entrypoint", "/bin/sh"],
+            &["-c", "true"],
+        );
         assert!(!sh.status.success(), "{}: has no /bin/sh", i.reference);
     }
 
     // The overlay, as `kubectl apply -k kustomize/all` would send it.
-    let kustomize = testenv::tools::locate().unwrap().kustomize;
-    let rendered = Command::new(&kustomize)
-        .arg("build")
-        .arg(root().join("kustomize/all"))
-        .output()
-        .unwrap();
-    assert!(
-        rendered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rendered.stderr)
-    );
-    let objects = docs(&String::from_utf8(rendered.stdout).unwrap());
+    let objects = e2e::render_overlay("kustomize/all");
     let mut ports: BTreeMap<String, u16> = BTreeMap::new();
     let mut metrics_ports: BTreeMap<String, u16> = BTreeMap::new();
     for s in &services {
@@ -343,19 +342,7 @@ async fn every_image_runs_as_deployed_against_the_api_server() {
             // Each webhook's CRDs as its image prints them (`crd`), for the kinds the overlay
             // leaves to the upstream installations.
             for svc in services.iter().filter(|s| s.ends_with("-webhook")) {
-                let out = tools
-                    .podman()
-                    .args([
-                        "run",
-                        "--rm",
-                        "--pull=never",
-                        "--network=none",
-                        "--read-only",
-                    ])
-                    .arg(image(svc))
-                    .arg("crd")
-                    .output()
-                    .unwrap();
+                let out = run_once(&tools, &image(svc), &[], &["crd"]);
                 if out.status.success() {
                     testenv::system::apply_crds(&client, &String::from_utf8_lossy(&out.stdout))
                         .await
