@@ -241,7 +241,13 @@ pub struct App {
     pub start_checks: Vec<StartCheck>,
     /// Endpoints self-registration adds ([`App::registers_also`]).
     pub extra_endpoints: Vec<ExtraEndpoints>,
+    /// Seconds the API server waits for an answer (`timeoutSeconds` of every webhook).
+    pub timeout_seconds: i32,
 }
+
+/// The API server's wait for an answer when a service does not set its own (Kubernetes'
+/// default and upstream's).
+pub const DEFAULT_TIMEOUT_SECONDS: i32 = 10;
 
 /// A service's option values by name (`--name value`).
 pub type OptionValues = std::collections::BTreeMap<&'static str, String>;
@@ -303,7 +309,15 @@ impl App {
             decode_errors: DecodeErrors::default(),
             start_checks: Vec::new(),
             extra_endpoints: Vec::new(),
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         }
+    }
+
+    /// How long the API server waits for this service's answers (self-registration's
+    /// `timeoutSeconds`; [`DEFAULT_TIMEOUT_SECONDS`] unless set).
+    pub fn timeout_seconds(mut self, seconds: i32) -> Self {
+        self.timeout_seconds = seconds;
+        self
     }
 
     /// A check `serve` runs once its options are known, before anything else: an `Err` stops

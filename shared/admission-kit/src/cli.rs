@@ -378,7 +378,7 @@ impl RegistrationArgs {
                         name,
                         client,
                         ca_bundle: Vec::new(),
-                        timeout_seconds: 10,
+                        timeout_seconds: app.timeout_seconds,
                         namespace_selector,
                         failure_policy: None,
                         object_labels: Default::default(),

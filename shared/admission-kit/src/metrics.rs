@@ -60,6 +60,43 @@ static WORKLOAD_DECISIONS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     .ok()
 });
 
+/// Drains (lifecycle-webhook), by outcome. Process-wide like the others; every [`Metrics`]
+/// registers it.
+static DRAINS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
+    IntCounterVec::new(
+        Opts::new(
+            "admission_webhook_drains_total",
+            "Drains before deletion, by outcome: started, done, timed_out (counted once per drain across replicas); unanswered (the Pod's endpoint did not answer), unrecorded (the drain record could not be written), undecided (no decision within the review deadline), per review.",
+        ),
+        &["outcome"],
+    )
+    .ok()
+});
+
+/// The drain outcomes, each at 0 until it happens, so that dashboards and alerts find the
+/// series of a service that drains (called by lifecycle-webhook's endpoint table).
+pub fn drains_known() {
+    if let Some(c) = DRAINS.as_ref() {
+        for o in [
+            "started",
+            "done",
+            "timed_out",
+            "unanswered",
+            "unrecorded",
+            "undecided",
+        ] {
+            c.with_label_values(&[o]);
+        }
+    }
+}
+
+/// Records one drain event.
+pub fn drain(outcome: &str) {
+    if let Some(c) = DRAINS.as_ref() {
+        c.with_label_values(&[outcome]).inc();
+    }
+}
+
 /// Records one workload quota decision.
 pub fn workload_quota_decision(kind: &str, outcome: &str) {
     if let Some(c) = WORKLOAD_DECISIONS.as_ref() {
@@ -332,6 +369,9 @@ impl Metrics {
             registry.register(Box::new(c.clone()))?;
         }
         if let Some(c) = WORKLOAD_DECISIONS.as_ref() {
+            registry.register(Box::new(c.clone()))?;
+        }
+        if let Some(c) = DRAINS.as_ref() {
             registry.register(Box::new(c.clone()))?;
         }
         if let Some(k) = koord::KOORD.as_ref() {

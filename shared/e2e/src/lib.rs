@@ -326,6 +326,30 @@ pub async fn create_eventually(
     .await
 }
 
+/// A client of the shared control plane with its configuration edited by `edit`.
+pub async fn client_with(edit: impl FnOnce(&mut kube::Config)) -> kube::Client {
+    let shared = must(testenv::shared(), "control plane");
+    let kc = must(
+        kube::config::Kubeconfig::read_from(&shared.kubeconfig),
+        "kubeconfig",
+    );
+    let mut cfg = must(
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await,
+        "kubeconfig",
+    );
+    edit(&mut cfg);
+    must(kube::Client::try_from(cfg), "kube client")
+}
+
+/// A client of the shared control plane acting as `user` in `groups` (impersonation).
+pub async fn as_user(user: &str, groups: &[&str]) -> kube::Client {
+    client_with(|cfg| {
+        cfg.auth_info.impersonate = Some(user.to_owned());
+        cfg.auth_info.impersonate_groups = Some(groups.iter().map(|g| (*g).to_owned()).collect());
+    })
+    .await
+}
+
 /// Retries `f` until it succeeds or `limit` passes (then panics with the last error).
 pub async fn eventually<T, F, Fut>(limit: Duration, mut f: F) -> T
 where

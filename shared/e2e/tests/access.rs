@@ -8,6 +8,8 @@
 //!   each still updates its own;
 //! - a service account may change the caBundle of its own webhook configurations and nothing
 //!   else of them (rules, address);
+//! - lifecycle-webhook's account updates its drain record and creates nothing; no other account
+//!   or tenant writes the record (nobody else moves a drain's deadline);
 //! - quota-state may change an ElasticQuota's `child-request` annotation and nothing else;
 //! - only administrators may set a namespace's `admission-webhooks.io/exclude` label;
 //! - the cert-manager variant of scheduling-webhook still lets it read the client certificate
@@ -19,7 +21,7 @@ use std::process::Command;
 use e2e::Env;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -35,21 +37,8 @@ async fn apply(client: &kube::Client, obj: &DynamicObject) {
         .unwrap_or_else(|e| panic!("{:?} {name}: {e}", obj.types));
 }
 
-/// A client acting as `user` in `groups`.
-async fn as_user(user: &str, groups: &[&str]) -> kube::Client {
-    let shared = testenv::shared().unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&shared.kubeconfig).unwrap();
-    let mut cfg =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    cfg.auth_info.impersonate = Some(user.to_owned());
-    cfg.auth_info.impersonate_groups = Some(groups.iter().map(|g| (*g).to_owned()).collect());
-    kube::Client::try_from(cfg).unwrap()
-}
-
 async fn service_account(name: &str) -> kube::Client {
-    as_user(
+    e2e::as_user(
         &format!("system:serviceaccount:{NS}:{name}"),
         &[
             "system:serviceaccounts",
@@ -207,6 +196,35 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
         .await
         .unwrap();
 
+    // The drain record: lifecycle-webhook's account updates it (compare-and-swap on its
+    // resourceVersion) and creates no ConfigMap; no other account, and no tenant, writes it, so
+    // nobody but the service moves a drain's deadline.
+    let drains: Api<ConfigMap> = Api::namespaced(service_account("lifecycle-webhook").await, NS);
+    let mut record = drains.get("lifecycle-webhook-drains").await.unwrap();
+    record.data = Some([("a-pod-uid".to_owned(), "{}".to_owned())].into());
+    drains
+        .replace("lifecycle-webhook-drains", &pp, &record)
+        .await
+        .unwrap();
+    let other: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "lifecycle-webhook-drains-2"}}))
+            .unwrap();
+    let (code, _) = refused(drains.create(&pp, &other).await, "create a ConfigMap");
+    assert_eq!(code, 403);
+    let later = merge(json!({"data": {"a-pod-uid": "{\"deadline\": \"2999-01-01T00:00:00Z\"}"}}));
+    for who in [
+        service_account("registry-webhook").await,
+        e2e::as_user("tenant-admin", &["system:authenticated"]).await,
+    ] {
+        let (code, _) = refused(
+            Api::<ConfigMap>::namespaced(who, NS)
+                .patch("lifecycle-webhook-drains", &PatchParams::default(), &later)
+                .await,
+            "move a drain's deadline",
+        );
+        assert_eq!(code, 403);
+    }
+
     // The service itself, run as its service account (no `create` anywhere): it fills the
     // shipped Secret, holds the Lease, patches its configurations' caBundle and turns ready.
     let dir = testenv::shared()
@@ -357,7 +375,8 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     }))
     .unwrap();
     apply(&env.client, &binding).await;
-    let tenant: Api<Namespace> = Api::all(as_user("tenant-admin", &["system:authenticated"]).await);
+    let tenant: Api<Namespace> =
+        Api::all(e2e::as_user("tenant-admin", &["system:authenticated"]).await);
     let label = |v: serde_json::Value| {
         merge(json!({"metadata": {"labels": {"admission-webhooks.io/exclude": v}}}))
     };

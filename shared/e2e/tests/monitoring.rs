@@ -252,6 +252,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
         "registry-webhook",
         "training-webhook",
         "node-config-webhook",
+        "lifecycle-webhook",
     ]
     .map(str::to_owned)
     .to_vec();

@@ -1,0 +1,69 @@
+//! Drain before delete (`docs/drain.md`): a Pod that opts in is asked to drain when it is
+//! deleted or evicted, and the deletion is refused (and retried by its sender) until the Pod
+//! says it has drained or its deadline passes. Rule functions and answers carry the ids LD-1 …
+//! LD-11.
+//!
+//! - [`rules`]: the rules and the two validators;
+//! - [`call`]: the drain call to the Pod's own IP;
+//! - [`record`]: each drain's start and deadline, one record every replica shares;
+//! - [`cluster`]: what the rules read and write through the API;
+//! - [`options`]: the service's flags.
+
+pub mod call;
+pub mod cluster;
+pub mod options;
+pub mod record;
+pub mod rules;
+
+use std::sync::Arc;
+
+use admission_kit::{App, FailurePolicy, Operation, SideEffects, Target};
+
+/// The label a Pod opts in with (value `"true"`): the deletion webhook's objectSelector, so no
+/// other deletion in the cluster reaches the service.
+pub const LABEL: &str = "drain.admission-webhooks.io/enabled";
+/// The drain port: a number or the name of a container port.
+pub const PORT_ANNOTATION: &str = "drain.admission-webhooks.io/port";
+/// The drain path (default [`rules::DEFAULT_PATH`]).
+pub const PATH_ANNOTATION: &str = "drain.admission-webhooks.io/path";
+/// How long the Pod may drain (a Go duration; `--default-drain-timeout`, at most
+/// `--max-drain-timeout`).
+pub const TIMEOUT_ANNOTATION: &str = "drain.admission-webhooks.io/timeout";
+
+/// The service, with the API from its environment and drain calls over HTTP.
+pub fn app() -> App {
+    app_with(rules::Drainer::new(
+        Arc::new(cluster::Kube::from_environment()),
+        Arc::new(call::Http::default()),
+    ))
+}
+
+/// The service with these rules' dependencies (tests give their own API client).
+pub fn app_with(drainer: rules::Drainer) -> App {
+    use FailurePolicy::Ignore;
+    admission_kit::metrics::drains_known();
+    let drainer = Arc::new(drainer);
+    let pods = Target::resource("", "v1", "pods", "Pod").operations(&[Operation::Delete]);
+    let evictions =
+        Target::resource("", "v1", "pods/eviction", "Eviction").operations(&[Operation::Create]);
+    let mut app = App::new(
+        "lifecycle-webhook",
+        "Drain before delete: deletions and evictions of opted-in Pods wait until they have drained.",
+    )
+    // A drain call waits on a Pod: the API server's own limit backs up --review-deadline (≤ 1 s).
+    .timeout_seconds(2)
+    .check_at_start(|values| {
+        options::Options::read(|n| values.get(n).map(String::as_str).unwrap_or_default())
+            .map(|_| ())
+    })
+    // Ignore: when the service is down, deletions proceed (without a drain).
+    .validate("/validate-pod-deletion", pods, Ignore, rules::PodDeletion(drainer.clone()))
+    .object_selector(LABEL, &["true"])
+    .side_effects(SideEffects::NoneOnDryRun)
+    .validate("/validate-pod-eviction", evictions, Ignore, rules::PodEviction(drainer))
+    .side_effects(SideEffects::NoneOnDryRun);
+    for (name, help, default) in options::DECLARED {
+        app = app.option(name, help, default);
+    }
+    app
+}

@@ -1,0 +1,6 @@
+//! `lifecycle-webhook`: `serve`, `review`, `endpoints`; the endpoint table is
+//! [`lifecycle_webhook::app`].
+
+fn main() -> std::process::ExitCode {
+    admission_kit::cli::main(lifecycle_webhook::app())
+}

@@ -1,0 +1,194 @@
+//! The service's options (`serve --name value`), read into [`Options`] at start (to refuse a
+//! bad value before serving) and by each review from its context.
+
+use std::time::Duration;
+
+use crate::cluster::RecordAt;
+
+/// The options as declared in the endpoint table: name, help, default.
+pub const DECLARED: [(&str, &str, &str); 8] = [
+    (
+        "default-drain-timeout",
+        "How long a Pod may drain when its annotation drain.admission-webhooks.io/timeout does not say.",
+        "10m",
+    ),
+    (
+        "max-drain-timeout",
+        "The longest drain any Pod may ask for; longer timeouts are cut to this.",
+        "1h",
+    ),
+    (
+        "drain-call-timeout",
+        "How long a Pod's drain endpoint has to answer one call; a Pod that does not answer is deleted (with a warning).",
+        "500ms",
+    ),
+    (
+        "review-deadline",
+        "Every review is answered within this (at most 1s); what is not decided by then is allowed, with a warning.",
+        "900ms",
+    ),
+    (
+        "admin-users",
+        "Comma-separated users whose deletions and evictions never wait for a drain.",
+        "",
+    ),
+    (
+        "admin-groups",
+        "Comma-separated groups whose deletions and evictions never wait for a drain (e.g. system:masters).",
+        "",
+    ),
+    (
+        "drain-record",
+        "Name of the ConfigMap in the service's namespace that records every drain's start and deadline.",
+        "lifecycle-webhook-drains",
+    ),
+    (
+        "drain-record-namespace",
+        "Namespace of the drain record [default: $POD_NAMESPACE, else the service account's namespace].",
+        "",
+    ),
+];
+
+/// The longest `--review-deadline`: the API server is never held longer than this per review.
+pub const MAX_REVIEW_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The options, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `--default-drain-timeout`.
+    pub default_timeout: Duration,
+    /// `--max-drain-timeout`.
+    pub max_timeout: Duration,
+    /// `--drain-call-timeout`.
+    pub call_timeout: Duration,
+    /// `--review-deadline`.
+    pub review_deadline: Duration,
+    /// `--admin-users`.
+    pub admin_users: Vec<String>,
+    /// `--admin-groups`.
+    pub admin_groups: Vec<String>,
+    /// `--drain-record` in its namespace.
+    pub record: RecordAt,
+}
+
+/// The service account's namespace, as mounted in every Pod.
+const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// Where the record lives when `--drain-record-namespace` is empty; read once.
+fn own_namespace() -> &'static str {
+    static NS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NS.get_or_init(|| {
+        std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string(SA_NAMESPACE)
+                    .ok()
+                    .map(|n| n.trim().to_owned())
+            })
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_owned())
+    })
+}
+
+impl Options {
+    /// Reads the options from `value` (an option's text by name).
+    pub fn read<'a>(value: impl Fn(&str) -> &'a str) -> Result<Self, String> {
+        let duration = |name: &str| {
+            admission_kit::cli::duration(value(name)).map_err(|e| format!("--{name}: {e}"))
+        };
+        let list = |name: &str| -> Vec<String> {
+            value(name)
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let o = Self {
+            default_timeout: duration("default-drain-timeout")?,
+            max_timeout: duration("max-drain-timeout")?,
+            call_timeout: duration("drain-call-timeout")?,
+            review_deadline: duration("review-deadline")?,
+            admin_users: list("admin-users"),
+            admin_groups: list("admin-groups"),
+            record: RecordAt {
+                namespace: match value("drain-record-namespace") {
+                    "" => own_namespace().to_owned(),
+                    ns => ns.to_owned(),
+                },
+                name: value("drain-record").to_owned(),
+            },
+        };
+        if o.review_deadline.is_zero() || o.review_deadline > MAX_REVIEW_DEADLINE {
+            return Err("--review-deadline: must be more than 0 and at most 1s".into());
+        }
+        if o.call_timeout.is_zero() || o.call_timeout >= o.review_deadline {
+            return Err(
+                "--drain-call-timeout: must be more than 0 and less than --review-deadline".into(),
+            );
+        }
+        if o.default_timeout.is_zero() || o.max_timeout.is_zero() {
+            return Err(
+                "--default-drain-timeout and --max-drain-timeout: must be more than 0".into(),
+            );
+        }
+        if o.record.name.is_empty() {
+            return Err("--drain-record: must name a ConfigMap".into());
+        }
+        Ok(o)
+    }
+
+    /// The defaults (as declared), with `overrides`.
+    pub fn with(overrides: &[(&str, &str)]) -> Result<Self, String> {
+        Self::read(|name| {
+            overrides
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+                .or_else(|| DECLARED.iter().find(|(n, ..)| *n == name).map(|(.., d)| *d))
+                .unwrap_or_default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_read() {
+        let o = Options::with(&[("drain-record-namespace", "ops")]).unwrap();
+        assert_eq!(o.default_timeout, Duration::from_secs(600));
+        assert_eq!(o.max_timeout, Duration::from_secs(3600));
+        assert_eq!(o.call_timeout, Duration::from_millis(500));
+        assert_eq!(o.review_deadline, Duration::from_millis(900));
+        assert!(o.admin_users.is_empty() && o.admin_groups.is_empty());
+        assert_eq!(
+            o.record,
+            RecordAt {
+                namespace: "ops".into(),
+                name: "lifecycle-webhook-drains".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_flag() {
+        for (flag, value, says) in [
+            (
+                "review-deadline",
+                "2s",
+                "--review-deadline: must be more than 0 and at most 1s",
+            ),
+            ("drain-call-timeout", "900ms", "--drain-call-timeout"),
+            ("max-drain-timeout", "soon", "--max-drain-timeout"),
+            ("drain-record", "", "--drain-record"),
+        ] {
+            let err = Options::with(&[(flag, value)]).unwrap_err();
+            assert!(err.starts_with(says), "{flag}={value}: {err}");
+        }
+        let o = Options::with(&[("admin-groups", " ops, system:masters ,")]).unwrap();
+        assert_eq!(o.admin_groups, ["ops", "system:masters"]);
+    }
+}

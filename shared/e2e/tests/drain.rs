@@ -1,0 +1,407 @@
+//! lifecycle-webhook through the real kube-apiserver: Pods opted in to drain before delete, their
+//! status set through the API (`podIP: 127.0.0.1`), and a loopback HTTP server playing the model
+//! server. Deletions and evictions are refused naming the progress until the server says done;
+//! a dry run calls nothing; past the deadline the deletion proceeds; an administrator group is
+//! never held; annotations naming another host are never called; the service down lets
+//! deletions through (failure policy Ignore).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2e::{Env, Webhook, eventually};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams, PostParams};
+use lifecycle_webhook::{LABEL, PATH_ANNOTATION, PORT_ANNOTATION, TIMEOUT_ANNOTATION};
+use serde_json::json;
+
+/// What the model server answers per path, and every POST it saw (path, Host header).
+#[derive(Default)]
+struct Script {
+    answers: BTreeMap<String, (u16, String)>,
+    posts: Vec<(String, String)>,
+}
+
+/// A loopback HTTP server playing the Pods' drain endpoints.
+#[derive(Clone)]
+struct ModelServer {
+    addr: SocketAddr,
+    script: Arc<Mutex<Script>>,
+}
+
+impl ModelServer {
+    async fn start(ip: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let script = Arc::new(Mutex::new(Script::default()));
+        let s = script.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        move |req: hyper::Request<hyper::body::Incoming>| {
+                            let s = s.clone();
+                            async move {
+                                let path = req.uri().path().to_owned();
+                                let host = req
+                                    .headers()
+                                    .get(http::header::HOST)
+                                    .and_then(|h| h.to_str().ok())
+                                    .unwrap_or_default()
+                                    .to_owned();
+                                let (status, body) = {
+                                    let mut s = s.lock().unwrap();
+                                    if req.method() == http::Method::POST {
+                                        s.posts.push((path.clone(), host));
+                                    }
+                                    s.answers
+                                        .get(&path)
+                                        .cloned()
+                                        .unwrap_or((404, String::new()))
+                                };
+                                let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
+                                *resp.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                                Ok::<_, std::convert::Infallible>(resp)
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { addr, script }
+    }
+
+    fn answer(&self, pod: &str, status: u16, body: &str) {
+        self.script
+            .lock()
+            .unwrap()
+            .answers
+            .insert(format!("/drain/{pod}"), (status, body.to_owned()));
+    }
+
+    /// The POSTs seen for `pod`'s path, with their Host headers.
+    fn posts(&self, pod: &str) -> Vec<String> {
+        let path = format!("/drain/{pod}");
+        let s = self.script.lock().unwrap();
+        s.posts
+            .iter()
+            .filter(|(p, _)| *p == path)
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+
+    fn all_posts(&self) -> usize {
+        self.script.lock().unwrap().posts.len()
+    }
+}
+
+/// Creates Pod `name`, opted in with `annotations` (a drain at the server's `/drain/<name>`
+/// unless they say otherwise), on `node`, then sets its status as a kubelet would.
+async fn running_pod(
+    pods: &Api<Pod>,
+    name: &str,
+    node: &str,
+    server: &ModelServer,
+    annotations: serde_json::Value,
+) {
+    let mut ann = json!({PORT_ANNOTATION: server.addr.port().to_string(), PATH_ANNOTATION: format!("/drain/{name}")});
+    json_merge(&mut ann, annotations);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {LABEL: "true"}, "annotations": ann},
+        "spec": {"nodeName": node, "containers": [{"name": "server", "image": "model-server:1"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+}
+
+fn json_merge(into: &mut serde_json::Value, from: serde_json::Value) {
+    if let (Some(a), serde_json::Value::Object(b)) = (into.as_object_mut(), from) {
+        for (k, v) in b {
+            if v.is_null() {
+                a.remove(&k);
+            } else {
+                a.insert(k, v);
+            }
+        }
+    }
+}
+
+/// The API error of `r`: (code, message); panics when it succeeded.
+fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
+    match r {
+        Err(kube::Error::Api(e)) => (e.code, e.message),
+        Err(e) => panic!("{what}: {e}"),
+        Ok(_) => panic!("{what}: allowed"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletions_and_evictions_wait_for_the_drain() {
+    let env = Env::new("e2e-drain").await;
+    let server = ModelServer::start("127.0.0.1").await;
+    let decoy = ModelServer::start("127.0.0.2").await;
+    let app = lifecycle_webhook::app_with(lifecycle_webhook::rules::Drainer::new(
+        Arc::new(lifecycle_webhook::cluster::Kube::with_client(
+            env.client.clone(),
+        )),
+        Arc::new(lifecycle_webhook::call::Http::default()),
+    ));
+    let mut options = app.default_options();
+    options.insert("drain-record-namespace", env.ns.clone());
+    options.insert("admin-groups", "drain-admins".into());
+    let mut hook = Webhook::start_with(&app, &env.client, options).await;
+    env.register("drain", &app, &hook, None, app.timeout_seconds)
+        .await;
+    // As kubectl: a refusal is an answer, not retried by the client (kube-rs retries 429s).
+    let once = e2e::client_with(|c| c.default_retry = false).await;
+    let pods: Api<Pod> = Api::namespaced(once.clone(), &env.ns);
+    let node = format!("node-{}", env.ns);
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
+    let (lk, lv) = env.label();
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": node, "labels": {lk: lv}}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let dp = DeleteParams::default();
+
+    // Until the registration is active a deletion goes through: probe with throwaway Pods.
+    let mut n = 0;
+    eventually(Duration::from_secs(30), || {
+        n += 1;
+        let (pods, server, node) = (pods.clone(), server.clone(), node.clone());
+        async move {
+            let name = format!("probe-{n}");
+            server.answer(&name, 202, "");
+            running_pod(&pods, &name, &node, &server, json!({})).await;
+            match pods
+                .delete(&name, &DeleteParams::default().grace_period(0))
+                .await
+            {
+                Err(kube::Error::Api(e)) if e.code == 403 => Ok(()),
+                other => Err(format!("not active yet: {:?}", other.map(|_| ()))),
+            }
+        }
+    })
+    .await;
+
+    // A model server draining: deletion refused naming the progress, again on retry, then
+    // allowed once it says done.
+    server.answer("llm-0", 202, "12 requests in flight\n");
+    running_pod(&pods, "llm-0", &node, &server, json!({})).await;
+    let (code, msg) = refused(pods.delete("llm-0", &dp).await, "delete llm-0");
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("denied the request: draining llm-0: 12 requests in flight, started ")
+            && msg.ends_with("; deletion proceeds when drained or at 10m0s"),
+        "{msg}"
+    );
+    println!("kubectl delete pod llm-0 → Error from server (Forbidden): {msg}");
+    let (code, _) = refused(pods.delete("llm-0", &dp).await, "delete llm-0 again");
+    assert_eq!(code, 403);
+    server.answer("llm-0", 200, "");
+    pods.delete("llm-0", &dp).await.unwrap();
+    assert!(
+        pods.get("llm-0")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    let posts = server.posts("llm-0");
+    assert_eq!(posts.len(), 3, "one drain call per review: {posts:?}");
+    assert!(
+        posts
+            .iter()
+            .all(|h| *h == format!("127.0.0.1:{}", server.addr.port())),
+        "{posts:?}"
+    );
+
+    // The eviction API: 429 (kubectl drain retries), then allowed.
+    server.answer("trainer-0", 202, "writing checkpoint step 1200");
+    running_pod(&pods, "trainer-0", &node, &server, json!({})).await;
+    let (code, msg) = refused(
+        pods.evict("trainer-0", &EvictParams::default()).await,
+        "evict",
+    );
+    assert_eq!(code, 429, "{msg}");
+    assert!(
+        msg.contains("draining trainer-0: writing checkpoint step 1200, started "),
+        "{msg}"
+    );
+    println!("kubectl drain → error when evicting pods/\"trainer-0\" (will retry after 5s): {msg}");
+    server.answer("trainer-0", 200, "");
+    pods.evict("trainer-0", &EvictParams::default())
+        .await
+        .unwrap();
+
+    // Dry runs, of a deletion and of an eviction, start nothing.
+    server.answer("dry-0", 202, "");
+    running_pod(&pods, "dry-0", &node, &server, json!({})).await;
+    pods.delete(
+        "dry-0",
+        &DeleteParams {
+            dry_run: true,
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .unwrap();
+    let dry_evict = EvictParams {
+        delete_options: Some(DeleteParams {
+            dry_run: true,
+            ..DeleteParams::default()
+        }),
+        post_options: PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        },
+    };
+    pods.evict("dry-0", &dry_evict).await.unwrap();
+    assert!(server.posts("dry-0").is_empty(), "a dry run called the Pod");
+    assert!(
+        pods.get("dry-0")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+
+    // Past the deadline the deletion proceeds although the server still says draining.
+    server.answer("slow-0", 202, "still busy");
+    running_pod(
+        &pods,
+        "slow-0",
+        &node,
+        &server,
+        json!({TIMEOUT_ANNOTATION: "3s"}),
+    )
+    .await;
+    let (code, msg) = refused(pods.delete("slow-0", &dp).await, "delete slow-0");
+    assert!(code == 403 && msg.ends_with("or at 3s"), "{msg}");
+    eventually(Duration::from_secs(30), || async {
+        pods.delete("slow-0", &dp)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    assert!(
+        server.posts("slow-0").len() >= 2,
+        "called until the deadline"
+    );
+
+    // An administrator group deletes at once; the same deletion by another user waits.
+    server.answer("admin-0", 202, "");
+    running_pod(&pods, "admin-0", &node, &server, json!({})).await;
+    let rbac: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(env.client.clone(), &env.ns);
+    rbac.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "pod-deleters"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"},
+                         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let bob: Api<Pod> = Api::namespaced(
+        e2e::as_user("bob", &["system:authenticated"]).await,
+        &env.ns,
+    );
+    let (code, _) = refused(bob.delete("admin-0", &dp).await, "delete by bob");
+    assert_eq!(code, 403);
+    let alice: Api<Pod> = Api::namespaced(
+        e2e::as_user("alice", &["drain-admins", "system:authenticated"]).await,
+        &env.ns,
+    );
+    alice.delete("admin-0", &dp).await.unwrap();
+
+    // Annotations naming another host: the only address called is the Pod's own IP.
+    let elsewhere = format!("127.0.0.2:{}", decoy.addr.port());
+    decoy.answer("evil-0", 202, "");
+    server.answer("evil-0", 202, "");
+    running_pod(
+        &pods,
+        "evil-0",
+        &node,
+        &server,
+        json!({"drain.admission-webhooks.io/host": "127.0.0.2",
+               "drain.admission-webhooks.io/url": format!("http://{elsewhere}/drain/evil-0")}),
+    )
+    .await;
+    refused(pods.delete("evil-0", &dp).await, "delete evil-0");
+    running_pod(
+        &pods,
+        "evil-1",
+        &node,
+        &server,
+        json!({PATH_ANNOTATION: format!("http://{elsewhere}/drain/evil-1")}),
+    )
+    .await;
+    pods.delete("evil-1", &dp).await.unwrap();
+    assert_eq!(decoy.all_posts(), 0, "another host was called");
+    assert_eq!(server.posts("evil-0").len(), 1);
+
+    // A Pod whose Node is gone is deleted at once.
+    server.answer("orphan-0", 202, "");
+    running_pod(
+        &pods,
+        "orphan-0",
+        &format!("gone-{}", env.ns),
+        &server,
+        json!({}),
+    )
+    .await;
+    pods.delete("orphan-0", &dp).await.unwrap();
+    assert!(server.posts("orphan-0").is_empty());
+
+    // The record: in the service's namespace, one entry per drained Pod, keyed by UID.
+    let record = Api::<ConfigMap>::namespaced(env.client.clone(), &env.ns)
+        .get("lifecycle-webhook-drains")
+        .await
+        .unwrap();
+    let entries: Vec<String> = record.data.unwrap_or_default().into_values().collect();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.contains("/llm-0\"") && e.contains("\"ended\":\"done\"")),
+        "{entries:?}"
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.contains("/slow-0\"") && e.contains("\"ended\":\"timed_out\"")),
+        "{entries:?}"
+    );
+
+    // With the service down the deletion proceeds (failure policy Ignore).
+    server.answer("down-0", 202, "");
+    running_pod(&pods, "down-0", &node, &server, json!({})).await;
+    hook.stop().await;
+    pods.delete("down-0", &dp).await.unwrap();
+    assert!(server.posts("down-0").is_empty());
+    nodes.delete(&node, &DeleteParams::default()).await.unwrap();
+}
