@@ -278,11 +278,15 @@ impl Drainer {
             );
         }
         // LD-7: the drain's start and deadline, recorded where every replica sees them.
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let id = format!(
             "{}/{name}",
             pod.metadata.namespace.as_deref().unwrap_or_default()
         );
+        // The API server always sends the UID; a review without one is keyed by its name.
+        let uid = match pod.metadata.uid.as_deref() {
+            Some(u) if !u.is_empty() => u,
+            _ => id.as_str(),
+        };
         let begun = match self
             .cluster
             .begin(&o.record, uid, &id, plan.timeout, now)
@@ -308,9 +312,6 @@ impl Drainer {
             }
         };
         let allowed = Duration::try_from(deadline.duration_since(started)).unwrap_or_default();
-        if begun.drain.ended == Some(Ended::Done) {
-            return admitted("LD-9");
-        }
         // LD-8: past the deadline the deletion proceeds, drained or not.
         if begun.drain.ended == Some(Ended::TimedOut) || now >= deadline {
             self.ended(o, uid, Ended::TimedOut, &id).await;
@@ -425,15 +426,23 @@ async fn bounded<F: std::future::Future<Output = Verdict>>(
     }
 }
 
-/// Runs an async decision from synchronous code (`review`); allowed with a warning where no
-/// multi-threaded runtime can wait for it.
+/// Runs an async decision from synchronous code: on the server's runtime by lending the worker
+/// ([`wait_for`]), and outside any runtime (the `review` command) on one made for it, so that
+/// `review` asks the API and the Pod as the server would.
 fn at_once(decision: impl std::future::Future<Output = Verdict>) -> Verdict {
-    wait_for(decision).unwrap_or_else(|| {
-        warned(
-            "LD-11",
-            "not decided: drains need the multi-threaded runtime; deletion proceeds".into(),
-        )
-    })
+    let undecided =
+        |why: String| warned("LD-11", format!("not decided ({why}); deletion proceeds"));
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return wait_for(decision)
+            .unwrap_or_else(|| undecided("drains need the multi-threaded runtime".into()));
+    }
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(decision),
+        Err(e) => undecided(format!("no runtime: {e}")),
+    }
 }
 
 /// DELETE of `pods` (sent only for Pods labelled [`LABEL`]).
@@ -665,15 +674,13 @@ mod tests {
         assert!(v.allowed() && v.warnings.is_empty(), "{v:?}");
         assert_eq!(v.applied, ["LD-9"]);
         assert_eq!(r.called(), ["http://10.0.0.7:8080/drain"; 3]);
-        // Once recorded as done, a later review (an eviction retried after a PDB refused it)
-        // does not call again.
+        // Done once is not done for ever: a later review (an eviction retried after a
+        // PodDisruptionBudget refused it, the Pod back in service meanwhile) asks again, within
+        // the same deadline.
         r.say(Answer::Draining(None));
-        assert!(
-            r.decide(&p, &[], false, "2026-11-26T06:02:00Z")
-                .await
-                .allowed()
-        );
-        assert_eq!(r.called().len(), 3);
+        let v = r.decide(&p, &[], false, "2026-11-26T06:02:00Z").await;
+        assert!(refusal(&v).1.contains("started 2m0s ago"), "{v:?}");
+        assert_eq!(r.called().len(), 4);
     }
 
     #[tokio::test]
@@ -985,6 +992,17 @@ mod tests {
             .validate_async(&request(pod(json!({})), Operation::Update, false), &ctx)
             .await;
         assert!(v.allowed() && v.applied.is_empty());
+    }
+
+    #[test]
+    fn review_outside_a_runtime_decides_on_its_own() {
+        let r = rig();
+        let mut p = pod(json!({"status": {"phase": "Pending"}}));
+        p.spec.as_mut().unwrap().node_name = None;
+        let v = PodDeletion(Arc::new(r.drainer))
+            .validate(&request(p, Operation::Delete, false), &context());
+        assert!(v.allowed());
+        assert_eq!(v.applied, ["LD-3"]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
