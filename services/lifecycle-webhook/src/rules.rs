@@ -313,6 +313,9 @@ impl Drainer {
         };
         let allowed = Duration::try_from(deadline.duration_since(started)).unwrap_or_default();
         // LD-8: past the deadline the deletion proceeds, drained or not.
+        if begun.drain.ended == Some(Ended::Done) && now >= deadline {
+            return admitted("LD-8");
+        }
         if begun.drain.ended == Some(Ended::TimedOut) || now >= deadline {
             self.ended(o, uid, Ended::TimedOut, &id).await;
             return warned(
@@ -680,6 +683,11 @@ mod tests {
         r.say(Answer::Draining(None));
         let v = r.decide(&p, &[], false, "2026-11-26T06:02:00Z").await;
         assert!(refusal(&v).1.contains("started 2m0s ago"), "{v:?}");
+        assert_eq!(r.called().len(), 4);
+        // Past the deadline of a drain that was done once: proceeds, nothing to warn about.
+        let v = r.decide(&p, &[], false, "2026-11-26T06:10:00Z").await;
+        assert!(v.allowed() && v.warnings.is_empty(), "{v:?}");
+        assert_eq!(v.applied, ["LD-8"]);
         assert_eq!(r.called().len(), 4);
     }
 

@@ -375,6 +375,11 @@ fn registered_as_served(service: &str, rendered: &str) {
                 "{service} {path}"
             );
             assert_eq!(
+                hook["timeoutSeconds"].as_i64(),
+                Some(i64::from(app.timeout_seconds)),
+                "{service} {path}: the timeout self-registration uses"
+            );
+            assert_eq!(
                 hook["rules"][0]["resources"][0].as_str(),
                 Some(ep.resource.as_str()),
                 "{service} {path}"
