@@ -71,9 +71,6 @@ pub struct Options {
     pub record: RecordAt,
 }
 
-/// The service account's namespace, as mounted in every Pod.
-const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
 /// Where the record lives when `--drain-record-namespace` is empty; read once.
 fn own_namespace() -> &'static str {
     static NS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -81,11 +78,7 @@ fn own_namespace() -> &'static str {
         std::env::var("POD_NAMESPACE")
             .ok()
             .filter(|n| !n.is_empty())
-            .or_else(|| {
-                std::fs::read_to_string(SA_NAMESPACE)
-                    .ok()
-                    .map(|n| n.trim().to_owned())
-            })
+            .or_else(|| admission_kit::cli::service_account_namespace().ok())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".to_owned())
     })

@@ -240,6 +240,14 @@ pub struct CertArgs {
 /// The service account's namespace, as mounted in every Pod.
 const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
+/// The namespace of the service account the process runs as (mounted in every Pod): where a
+/// service keeps what it owns when no flag or `POD_NAMESPACE` says.
+pub fn service_account_namespace() -> Result<String, String> {
+    std::fs::read_to_string(SA_NAMESPACE)
+        .map(|s| s.trim().to_owned())
+        .map_err(|e| format!("{SA_NAMESPACE}: {e}"))
+}
+
 impl CertArgs {
     /// The Service clients call: `--service-name`, else `default` (the service's name).
     fn service(&self, default: &str) -> String {
@@ -263,11 +271,11 @@ impl CertArgs {
         use crate::managed::{Lifetimes, Managed, Policy};
         let namespace = match &self.namespace {
             Some(n) => n.clone(),
-            None => std::fs::read_to_string(SA_NAMESPACE)
-                .map(|s| s.trim().to_owned())
-                .map_err(|e| {
-                    format!("--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({SA_NAMESPACE}: {e})")
-                })?,
+            None => service_account_namespace().map_err(|e| {
+                format!(
+                    "--tls-mode=managed needs the namespace: set --namespace or POD_NAMESPACE ({e})"
+                )
+            })?,
         };
         let svc = self.service(service);
         let mut names = vec![

@@ -350,6 +350,15 @@ pub async fn as_user(user: &str, groups: &[&str]) -> kube::Client {
     .await
 }
 
+/// The API error of `r`: (code, message); panics when it succeeded.
+pub fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
+    match r {
+        Err(kube::Error::Api(e)) => (e.code, e.message),
+        Err(e) => panic!("{what}: {e}"),
+        Ok(_) => panic!("{what}: allowed"),
+    }
+}
+
 /// Retries `f` until it succeeds or `limit` passes (then panics with the last error).
 pub async fn eventually<T, F, Fut>(limit: Duration, mut f: F) -> T
 where

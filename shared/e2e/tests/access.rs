@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use e2e::Env;
+use e2e::{Env, refused};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -47,15 +47,6 @@ async fn service_account(name: &str) -> kube::Client {
         ],
     )
     .await
-}
-
-/// The API error of `r`: (code, message); panics when it succeeded.
-fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
-    match r {
-        Err(kube::Error::Api(e)) => (e.code, e.message),
-        Err(e) => panic!("{what}: {e}"),
-        Ok(_) => panic!("{what}: allowed"),
-    }
 }
 
 /// Starts `service`'s binary as its service account (a kubeconfig that impersonates it), with

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e::{Env, Webhook, eventually};
+use e2e::{Env, Webhook, eventually, refused};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -115,7 +115,7 @@ async fn running_pod(
     annotations: serde_json::Value,
 ) {
     let mut ann = json!({PORT_ANNOTATION: server.addr.port().to_string(), PATH_ANNOTATION: format!("/drain/{name}")});
-    json_merge(&mut ann, annotations);
+    json_patch::merge(&mut ann, &annotations);
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {LABEL: "true"}, "annotations": ann},
         "spec": {"nodeName": node, "containers": [{"name": "server", "image": "model-server:1"}]}
@@ -126,27 +126,6 @@ async fn running_pod(
     pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
         .await
         .unwrap();
-}
-
-fn json_merge(into: &mut serde_json::Value, from: serde_json::Value) {
-    if let (Some(a), serde_json::Value::Object(b)) = (into.as_object_mut(), from) {
-        for (k, v) in b {
-            if v.is_null() {
-                a.remove(&k);
-            } else {
-                a.insert(k, v);
-            }
-        }
-    }
-}
-
-/// The API error of `r`: (code, message); panics when it succeeded.
-fn refused<T>(r: Result<T, kube::Error>, what: &str) -> (u16, String) {
-    match r {
-        Err(kube::Error::Api(e)) => (e.code, e.message),
-        Err(e) => panic!("{what}: {e}"),
-        Ok(_) => panic!("{what}: allowed"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
