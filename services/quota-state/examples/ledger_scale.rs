@@ -80,6 +80,7 @@ fn admit_until(ledger: &Ledger, leaves: usize, stop: &AtomicBool) -> Vec<f64> {
         let label = synthetic::leaf(leaf);
         let started = Instant::now();
         let check = PodCheck {
+            cluster: "",
             namespace: &ns,
             name: "probe",
             label: &label,
@@ -201,6 +202,7 @@ fn main() -> anyhow::Result<()> {
         let leaf = i % leaves;
         let admitted = ledger.check_pod(
             &PodCheck {
+                cluster: "",
                 namespace: &format!("ns-{leaf}"),
                 name: &format!("reserved-{i}"),
                 label: &synthetic::leaf(leaf),

@@ -143,30 +143,70 @@ pub enum Policy {
     Anyone,
     /// Mutual TLS: callers whose certificate carries one of these names.
     Names(BTreeSet<String>),
+    /// Mutual TLS in a fleet: callers whose certificate carries the identity of a declared
+    /// member cluster ([`crate::fleet::member_identity`]); each acts for its own cluster only.
+    Fleet(Arc<crate::fleet::Members>),
 }
 
 /// The identity plaintext callers get.
 pub const ANONYMOUS: &str = "anonymous";
 
+/// An allowed caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The allowed name its certificate carries (what owns its reservations).
+    pub identity: String,
+    /// Its member cluster in a fleet; "" when quota-state serves one cluster.
+    pub cluster: String,
+}
+
 impl Policy {
-    /// The caller's identity (the allowed name its certificate carries), or why it may not call.
-    pub fn authorize<T>(&self, req: &tonic::Request<T>) -> Result<String, tonic::Status> {
+    /// The caller (the allowed name its certificate carries, and its cluster), or why it may
+    /// not call.
+    pub fn authorize<T>(&self, req: &tonic::Request<T>) -> Result<Caller, tonic::Status> {
+        let plain = |identity: String| Caller {
+            identity,
+            cluster: String::new(),
+        };
+        let peer = || {
+            req.extensions().get::<Peer>().ok_or_else(|| {
+                tonic::Status::unauthenticated("quota-state accepts only mutual-TLS callers")
+            })
+        };
         match self {
-            Policy::Anyone => Ok(ANONYMOUS.to_owned()),
+            Policy::Anyone => Ok(plain(ANONYMOUS.to_owned())),
             Policy::Names(allowed) => {
-                let Some(peer) = req.extensions().get::<Peer>() else {
-                    return Err(tonic::Status::unauthenticated(
-                        "quota-state accepts only mutual-TLS callers",
-                    ));
-                };
+                let peer = peer()?;
                 peer.names
                     .iter()
                     .find(|n| allowed.contains(n.as_str()))
                     .cloned()
+                    .map(plain)
                     .ok_or_else(|| {
                         tonic::Status::permission_denied(format!(
                             "caller {:?} is not allowed; quota-state answers only {:?}",
                             peer.names, allowed
+                        ))
+                    })
+            }
+            Policy::Fleet(members) => {
+                let peer = peer()?;
+                peer.names
+                    .iter()
+                    .find_map(|n| {
+                        let cluster = crate::fleet::cluster_of_identity(n)?;
+                        members.declared(cluster).then(|| Caller {
+                            identity: n.clone(),
+                            cluster: cluster.to_owned(),
+                        })
+                    })
+                    .ok_or_else(|| {
+                        tonic::Status::permission_denied(format!(
+                            "caller {:?} is not allowed; quota-state answers only the members of \
+                             its fleet ({:?}), each as {}<cluster>",
+                            peer.names,
+                            members.names(),
+                            crate::fleet::MEMBER_IDENTITY_PREFIX
                         ))
                     })
             }

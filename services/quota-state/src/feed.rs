@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use admission_kit::resources::try_pod_request;
 use futures::StreamExt;
@@ -70,9 +71,14 @@ async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<Atomi
     }
 }
 
-/// The namespaces that exist, names only (a metadata watch): a review for a pod of any other
-/// namespace can only be forged, and reserves nothing.
-async fn feed_namespaces(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
+/// The namespaces that exist in `cluster` ("" for the one cluster), names only (a metadata
+/// watch): a review for a pod of any other namespace can only be forged, and reserves nothing.
+async fn feed_namespaces(
+    cluster: &str,
+    client: kube::Client,
+    ledger: Arc<Ledger>,
+    ready: Arc<AtomicBool>,
+) {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
@@ -82,17 +88,21 @@ async fn feed_namespaces(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<A
             Ok(Event::Init) => listing.clear(),
             Ok(Event::InitApply(n)) => listing.extend(n.metadata.name),
             Ok(Event::InitDone) => {
-                ledger.set_namespaces(listing.iter().map(String::as_str));
+                ledger.set_namespaces_in(cluster, listing.iter().map(String::as_str));
                 listing = Vec::new();
                 ready.store(true, Ordering::Release);
             }
-            Ok(Event::Apply(n)) => {
-                ledger.observe_namespace(n.metadata.name.as_deref().unwrap_or_default(), true)
-            }
-            Ok(Event::Delete(n)) => {
-                ledger.observe_namespace(n.metadata.name.as_deref().unwrap_or_default(), false)
-            }
-            Err(e) => tracing::warn!(error = %e, "Namespace watch error; retrying"),
+            Ok(Event::Apply(n)) => ledger.observe_namespace_in(
+                cluster,
+                n.metadata.name.as_deref().unwrap_or_default(),
+                true,
+            ),
+            Ok(Event::Delete(n)) => ledger.observe_namespace_in(
+                cluster,
+                n.metadata.name.as_deref().unwrap_or_default(),
+                false,
+            ),
+            Err(e) => tracing::warn!(cluster, error = %e, "Namespace watch error; retrying"),
         }
     }
 }
@@ -143,6 +153,17 @@ async fn feed_pods(
     }
 }
 
+/// Starts the ElasticQuota feed alone (a fleet's hub: pods come from the members, see
+/// [`member`]); the returned flags turn true after the first full list of quotas, and at once.
+pub fn start_quotas(
+    client: kube::Client,
+    ledger: Arc<Ledger>,
+) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let q = Arc::new(AtomicBool::new(false));
+    tokio::spawn(feed_quotas(client, ledger, q.clone()));
+    (q, Arc::new(AtomicBool::new(true)))
+}
+
 /// Starts the feeds; the returned flags turn true after the first full list of quotas, and of
 /// pods and namespaces.
 pub fn start(client: kube::Client, ledger: Arc<Ledger>) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
@@ -152,7 +173,128 @@ pub fn start(client: kube::Client, ledger: Arc<Ledger>) -> (Arc<AtomicBool>, Arc
         Arc::new(AtomicBool::new(false)),
     );
     tokio::spawn(feed_quotas(client.clone(), ledger.clone(), q.clone()));
-    tokio::spawn(feed_namespaces(client.clone(), ledger.clone(), n.clone()));
+    tokio::spawn({
+        let (client, ledger, n) = (client.clone(), ledger.clone(), n.clone());
+        async move { feed_namespaces("", client, ledger, n).await }
+    });
     tokio::spawn(feed_pods(client, ledger, p.clone(), n));
     (q, p)
+}
+
+/// How often a member's API server is asked whether it answers, and how long it may take: a
+/// watch whose connection hangs without an error would otherwise go unnoticed.
+const MEMBER_PROBE: Duration = Duration::from_secs(3);
+
+/// Feeds the ledger from member cluster `cluster` of a fleet until aborted: its namespaces, and
+/// its pods in passes — each a fresh list, then the watch, until the watch fails or the API
+/// server stops answering [`MEMBER_PROBE`]. Between passes the member is stalled
+/// ([`Ledger::member_watch`]): its usage stays as last seen and its reservations wait, so a
+/// broken watch never frees quota; the next pass's list applies what changed meanwhile (its
+/// deletions count again) and ends the stall. Logged once per outage; `members` and the
+/// metrics show it.
+pub async fn member(
+    cluster: String,
+    client: kube::Client,
+    ledger: Arc<Ledger>,
+    members: Arc<crate::fleet::Members>,
+    metrics: crate::metrics::Metrics,
+) {
+    let namespaces = Arc::new(AtomicBool::new(false));
+    let ns_feed = feed_namespaces(&cluster, client.clone(), ledger.clone(), namespaces.clone());
+    let pods = async {
+        let mut backoff = Duration::from_millis(200);
+        let mut broken_since: Option<std::time::Instant> = None;
+        loop {
+            let error = member_pass(&cluster, &client, &ledger, &namespaces, || {
+                members.update(&cluster, |m| {
+                    m.listed = true;
+                    m.watching = true;
+                });
+                metrics.member_watch(&cluster, true);
+                if let Some(since) = broken_since.take() {
+                    tracing::info!(cluster = %cluster, broken_for = ?since.elapsed(), "member Pod watch back; usage relisted");
+                }
+                backoff = Duration::from_millis(200);
+            })
+            .await;
+            ledger.member_watch(&cluster, false);
+            members.update(&cluster, |m| m.watching = false);
+            metrics.member_watch(&cluster, false);
+            if broken_since.is_none() {
+                broken_since = Some(std::time::Instant::now());
+                tracing::warn!(cluster = %cluster, error = %error, "member Pod watch broken: its usage is kept as last seen and its reservations held until it lists again");
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    };
+    tokio::select! {
+        () = ns_feed => {},
+        () = pods => {},
+    }
+}
+
+/// One pass of a member's Pod feed: list, then watch; `listed` runs after each complete list.
+/// Returns why it ended.
+async fn member_pass(
+    cluster: &str,
+    client: &kube::Client,
+    ledger: &Ledger,
+    namespaces: &AtomicBool,
+    mut listed: impl FnMut(),
+) -> String {
+    let api: Api<Pod> = Api::all(client.clone());
+    let stream = watcher(api, watcher::Config::default());
+    futures::pin_mut!(stream);
+    // The pods of the list under way (None: watching).
+    let mut seen: Option<HashSet<(String, String)>> = None;
+    let mut probe = tokio::time::interval(MEMBER_PROBE);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let ev = tokio::select! {
+            ev = stream.next() => ev,
+            _ = probe.tick() => {
+                match tokio::time::timeout(MEMBER_PROBE, client.apiserver_version()).await {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => return format!("API server probe: {e}"),
+                    Err(_) => return format!("API server probe: no answer within {MEMBER_PROBE:?}"),
+                }
+            }
+        };
+        let Some(ev) = ev else {
+            return "watch ended".into();
+        };
+        match ev {
+            Ok(Event::Init) => seen = Some(HashSet::new()),
+            Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
+                let (ns, name) = (
+                    p.metadata.namespace.clone().unwrap_or_default(),
+                    p.metadata.name.clone().unwrap_or_default(),
+                );
+                ledger.observe_pod_usage_in(cluster, &ns, &name, quota_label(&p), pod_requests(&p));
+                if let Some(seen) = seen.as_mut() {
+                    seen.insert((ns, name));
+                }
+            }
+            Ok(Event::Delete(p)) => ledger.delete_pod_in(
+                cluster,
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                p.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            Ok(Event::InitDone) => {
+                let listed_now = seen.take().unwrap_or_default();
+                for (ns, name) in ledger.pods_in(cluster) {
+                    if !listed_now.contains(&(ns.clone(), name.clone())) {
+                        ledger.delete_pod_in(cluster, &ns, &name);
+                    }
+                }
+                while !namespaces.load(Ordering::Acquire) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                ledger.member_watch(cluster, true);
+                listed();
+            }
+            Err(e) => return e.to_string(),
+        }
+    }
 }

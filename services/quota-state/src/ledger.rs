@@ -272,6 +272,8 @@ struct PodEntry {
 /// change re-derives one quota per group and moves the group's sum, not each pod's.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct GroupId {
+    /// The member cluster its pods run in ("" when quota-state serves one cluster).
+    cluster: Arc<str>,
     namespace: Arc<str>,
     /// The quota label ("" when none).
     label: Arc<str>,
@@ -293,12 +295,30 @@ struct Group {
     members: u32,
 }
 
-/// Pods are keyed `namespace/name` (neither may hold a `/`): one allocation per pod.
-fn pod_key(namespace: &str, name: &str) -> Box<str> {
-    format!("{namespace}/{name}").into_boxed_str()
+/// Pods are keyed `namespace/name`, or `cluster/namespace/name` in a fleet (see [`scope`];
+/// none of them may hold a `/`): one allocation per pod.
+fn pod_key(scope: &str, name: &str) -> Box<str> {
+    format!("{scope}/{name}").into_boxed_str()
 }
 
-/// A reservation's key: the pod's namespace and name, and the uid of the admission review that
+/// The name part of a [`pod_key`].
+fn name_of_key(key: &str) -> &str {
+    key.rsplit_once('/').map_or(key, |(_, n)| n)
+}
+
+/// Where a pod's namespace lives in the ledger: the namespace itself when quota-state serves one
+/// cluster (`cluster` is ""), else `cluster/namespace`, so that the same namespace in two member
+/// clusters keeps apart its pods, reservations and per-namespace bounds (the quota it resolves
+/// to is the same: QN reads the namespace alone).
+pub fn scope<'a>(cluster: &str, namespace: &'a str) -> std::borrow::Cow<'a, str> {
+    if cluster.is_empty() {
+        std::borrow::Cow::Borrowed(namespace)
+    } else {
+        std::borrow::Cow::Owned(format!("{cluster}/{namespace}"))
+    }
+}
+
+/// A reservation's key: the pod's [`scope`] and name, and the uid of the admission review that
 /// made it. A pod name may hold several reservations, one per review (an honest retry after a
 /// later webhook refused the pod, or a forged review naming a pending pod): each review replaces
 /// or releases only its own, so no review can drop another's, and the pod's appearance in the
@@ -309,6 +329,8 @@ type ResKey = (String, String, String);
 #[derive(Debug, Clone)]
 struct Reservation {
     quota: Arc<str>,
+    /// The member cluster of the caller that made it ("" in one cluster).
+    cluster: Arc<str>,
     amounts: Requests,
     due: Instant,
     /// Orders reservations made at the same instant in [`State::deadlines`].
@@ -465,6 +487,15 @@ struct State {
     /// what the usage write-back compares against. Kept apart from [`QuotaSpec`] so that a
     /// write-back's own watch event does not rebuild the tree.
     shown: HashMap<PodKey, String>,
+    /// In a fleet: each member cluster's share of `subtree` (its pods and reservations), for the
+    /// refusals and the usage write-back that name the split. Empty in one cluster.
+    split: HashMap<Arc<str>, HashMap<String, Amounts>>,
+    /// Member clusters whose Pod watch is broken: their reservations do not expire (their pods
+    /// may have been created unseen; dropping them would over-admit) until the watch has listed
+    /// again ([`Ledger::member_watch`]).
+    stalled: std::collections::HashSet<Arc<str>>,
+    /// Reservations of stalled clusters past their deadline, waiting for the relist.
+    held: Vec<Arc<ResKey>>,
 }
 
 impl State {
@@ -494,9 +525,28 @@ impl State {
         add_along(&mut self.subtree, &chain, amounts, sign);
     }
 
+    /// Adds `amounts` × `sign` to `cluster`'s share of each quota of `chain` (fleets only).
+    fn split_add<'a>(
+        &mut self,
+        cluster: &Arc<str>,
+        chain: &[String],
+        amounts: impl Iterator<Item = (&'a str, &'a Amount)> + Clone,
+        sign: i128,
+    ) {
+        if cluster.is_empty() {
+            return;
+        }
+        let by_quota = match self.split.get_mut(cluster) {
+            Some(m) => m,
+            None => self.split.entry(cluster.clone()).or_default(),
+        };
+        add_along(by_quota, chain, amounts, sign);
+    }
+
     fn put_reservation(&mut self, key: Arc<ResKey>, r: Reservation) {
         self.charge(&r.quota, requests_iter(&r.amounts), 1);
         let chain = self.chain(&r.quota);
+        self.split_add(&r.cluster, &chain, requests_iter(&r.amounts), 1);
         add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), 1);
         let (sum, n) = match self.reserved.get_mut(&*r.quota) {
             Some(e) => e,
@@ -524,6 +574,7 @@ impl State {
         self.deadlines.remove(&(r.due, r.seq));
         self.charge(&r.quota, requests_iter(&r.amounts), -1);
         let chain = self.chain(&r.quota);
+        self.split_add(&r.cluster, &chain, requests_iter(&r.amounts), -1);
         add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), -1);
 
         if let Some((sum, n)) = self.reserved.get_mut(&*r.quota) {
@@ -548,8 +599,8 @@ impl State {
         Some(r)
     }
 
-    fn remove_pod(&mut self, namespace: &str, name: &str) {
-        let Some(e) = self.pods.remove(&*pod_key(namespace, name)) else {
+    fn remove_pod(&mut self, scope: &str, name: &str) {
+        let Some(e) = self.pods.remove(&*pod_key(scope, name)) else {
             return;
         };
         let key = e.group.clone();
@@ -571,10 +622,11 @@ impl State {
             count_along(&mut self.uncountable, &chain, 1, false);
         } else {
             add_along(&mut self.subtree, &chain, requests_iter(&e.requests), -1);
+            self.split_add(&key.cluster, &chain, requests_iter(&e.requests), -1);
         }
     }
 
-    fn insert_pod(&mut self, name: &str, e: PodEntry) {
+    fn insert_pod(&mut self, scope: &str, name: &str, e: PodEntry) {
         let key = e.group.clone();
         let g = match self.groups.entry(key) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
@@ -613,21 +665,23 @@ impl State {
             count_along(&mut self.uncountable, &chain, 1, true);
         } else {
             add_along(&mut self.subtree, &chain, requests_iter(&e.requests), 1);
+            let cluster = e.group.cluster.clone();
+            self.split_add(&cluster, &chain, requests_iter(&e.requests), 1);
         }
-        self.pods.insert(pod_key(&e.group.namespace, name), e);
+        self.pods.insert(pod_key(scope, name), e);
     }
 
-    /// The keys of every reservation of pod `namespace/name`, whichever review made it.
-    fn reservations_of(&self, namespace: &str, name: &str) -> Vec<Arc<ResKey>> {
+    /// The keys of every reservation of pod `scope/name`, whichever review made it.
+    fn reservations_of(&self, scope: &str, name: &str) -> Vec<Arc<ResKey>> {
         // Every pod event asks; most namespaces hold no reservation, and then nothing is
         // allocated for the range's bound.
-        if !self.reserved_in.contains_key(namespace) {
+        if !self.reserved_in.contains_key(scope) {
             return Vec::new();
         }
-        let from = (namespace.to_owned(), name.to_owned(), String::new());
+        let from = (scope.to_owned(), name.to_owned(), String::new());
         self.reservations
             .range::<ResKey, _>(&from..)
-            .take_while(|(k, _)| k.0 == namespace && k.1 == name)
+            .take_while(|(k, _)| k.0 == scope && k.1 == name)
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -655,9 +709,45 @@ impl State {
                 break;
             }
             let key = first.remove();
+            // A stalled member's pod may exist unseen: its reservation waits for the relist.
+            if !self.stalled.is_empty()
+                && self
+                    .reservations
+                    .get(&key)
+                    .is_some_and(|r| self.stalled.contains(&r.cluster))
+            {
+                self.held.push(key);
+                continue;
+            }
             if self.take_reservation(&key).is_some() {
                 self.expired += 1;
             }
+        }
+    }
+
+    /// `cluster`'s held reservations get a new window from `now` (its watch has listed again:
+    /// their pods, if created, are counted by now, or will be within the window).
+    fn resume(&mut self, cluster: &str, now: Instant, ttl: Duration) {
+        let held = std::mem::take(&mut self.held);
+        for key in held {
+            let Some(r) = self.reservations.get(&key) else {
+                continue;
+            };
+            if &*r.cluster != cluster {
+                self.held.push(key);
+                continue;
+            }
+            // Re-made since it was held: it has a deadline of its own.
+            if self.deadlines.contains_key(&(r.due, r.seq)) {
+                continue;
+            }
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            if let Some(r) = self.reservations.get_mut(&key) {
+                r.due = now + ttl;
+                r.seq = seq;
+            }
+            self.deadlines.insert((now + ttl, seq), key);
         }
     }
 
@@ -672,6 +762,11 @@ impl State {
         add_along(&mut self.subtree, &to_chain, amounts_iter(&g.sum), 1);
         count_along(&mut self.uncountable, &from_chain, g.uncountable, false);
         count_along(&mut self.uncountable, &to_chain, g.uncountable, true);
+        if !key.cluster.is_empty() {
+            let sum = g.sum.clone();
+            self.split_add(&key.cluster, &from_chain, amounts_iter(&sum), -1);
+            self.split_add(&key.cluster, &to_chain, amounts_iter(&sum), 1);
+        }
     }
 
     /// Installs `new`, built off the lock from the quotas at `generation`, in place of `base`
@@ -707,6 +802,22 @@ impl State {
                 continue;
             }
             self.move_group(key, base, &new, to);
+        }
+        if !self.split.is_empty() && !plan.changed.is_empty() {
+            // Each member's share of the moved reservations moves with them.
+            let changed: std::collections::HashSet<&str> =
+                plan.changed.iter().map(String::as_str).collect();
+            let moved: Vec<(Arc<str>, Arc<str>, Requests)> = self
+                .reservations
+                .values()
+                .filter(|r| !r.cluster.is_empty() && changed.contains(&*r.quota))
+                .map(|r| (r.cluster.clone(), r.quota.clone(), r.amounts.clone()))
+                .collect();
+            for (cluster, q, amounts) in moved {
+                let (from, to) = (chain_in(base, &q), new.chain(&q));
+                self.split_add(&cluster, &from, requests_iter(&amounts), -1);
+                self.split_add(&cluster, &to, requests_iter(&amounts), 1);
+            }
         }
         for q in &plan.changed {
             if let Some((sum, _)) = self.reserved.get(q) {
@@ -811,6 +922,8 @@ pub struct UsageWrite {
 /// One pod to check: what scheduling-webhook's PV-3.2 and PV-4 send.
 #[derive(Debug, Clone, Copy)]
 pub struct PodCheck<'a> {
+    /// The member cluster the pod is in: the caller's ("" when quota-state serves one cluster).
+    pub cluster: &'a str,
     /// Namespace of the pod.
     pub namespace: &'a str,
     /// Name of the pod.
@@ -919,7 +1032,7 @@ impl PodIndex for Pods<'_> {
         self.pods
             .iter()
             .filter(|(_, e)| &*e.group.label == quota)
-            .map(|(key, e)| key[e.group.namespace.len() + 1..].to_owned())
+            .map(|(key, _)| name_of_key(key).to_owned())
             .collect()
     }
 
@@ -934,6 +1047,8 @@ impl PodIndex for Pods<'_> {
 
 /// One admission as [`admit_locked`] needs it.
 struct Admit<'a> {
+    /// The caller's member cluster ("" in one cluster).
+    cluster: &'a str,
     namespace: &'a str,
     name: &'a str,
     quota: &'a str,
@@ -1012,6 +1127,61 @@ fn unbacked_over_share(
     })
 }
 
+/// ` (east 40, west 20)`: each member's share of `used` on `quota` (its pods and reservations),
+/// members in name order, those holding none of it left out; "" in one cluster or when
+/// nothing is used. With several resources, each member's list: ` (east: cpu=6,memory=3Gi;
+/// west: cpu=4)`.
+fn split_text(
+    split: &HashMap<Arc<str>, HashMap<String, Amounts>>,
+    quota: &str,
+    used: &Amounts,
+) -> String {
+    if split.is_empty() || used.is_empty() {
+        return String::new();
+    }
+    let mut members: Vec<(&Arc<str>, Amounts)> = split
+        .iter()
+        .filter_map(|(cluster, by_quota)| {
+            let shares: Amounts = used
+                .iter()
+                .filter_map(|(k, u)| {
+                    let a = by_quota.get(quota)?.get(k)?;
+                    (a.nano != 0).then(|| {
+                        (
+                            k.clone(),
+                            Amount {
+                                nano: a.nano,
+                                format: u.format,
+                            },
+                        )
+                    })
+                })
+                .collect();
+            (!shares.is_empty()).then_some((cluster, shares))
+        })
+        .collect();
+    if members.is_empty() {
+        return String::new();
+    }
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let parts: Vec<String> = if used.len() == 1 {
+        members
+            .iter()
+            .map(|(c, a)| {
+                let v = a.values().next().map(Amount::canonical).unwrap_or_default();
+                format!("{c} {v}")
+            })
+            .collect()
+    } else {
+        members
+            .iter()
+            .map(|(c, a)| format!("{c}: {}", list_text(a)))
+            .collect()
+    };
+    let sep = if used.len() == 1 { ", " } else { "; " };
+    format!(" ({})", parts.join(sep))
+}
+
 /// PV-4 under the lock: see [`Ledger::admit`].
 fn admit_locked(
     s: &mut State,
@@ -1019,7 +1189,11 @@ fn admit_locked(
     limits: ReservationLimits,
     a: &Admit<'_>,
 ) -> Admission {
-    let (namespace, name, quota) = (a.namespace, a.name, a.quota);
+    let (name, quota) = (a.name, a.quota);
+    // Pods, reservations and namespace bounds are the member's own; `namespace` reads
+    // `cluster/namespace` in a fleet, naming the cluster in every refusal.
+    let scoped = scope(a.cluster, a.namespace);
+    let namespace = &*scoped;
     s.expire(a.now);
     if let Some(e) = negative(a.requests) {
         return Admission::Denied(format!("pod {namespace}/{name}: {e}"));
@@ -1103,11 +1277,12 @@ fn admit_locked(
         if !r_ex.is_empty() {
             restore(s, previous);
             return Admission::Denied(format!(
-                "exceeded quota: {}/{}, requested: {}, used: {}, limited: {}",
+                "exceeded quota: {}/{}, requested: {}, used: {}{}, limited: {}",
                 qs.info.namespace,
                 qs.info.name,
                 list_text(&r_ex),
                 list_text(&u_ex),
+                split_text(&s.split, q, &u_ex),
                 list_text(&l_ex)
             ));
         }
@@ -1140,6 +1315,7 @@ fn admit_locked(
     s.next_seq += 1;
     let r = Reservation {
         quota: s.names.get(quota),
+        cluster: s.names.get(a.cluster),
         amounts: s.names.requests(requested),
         // A review's reservation lives one window from its first admission: asking again
         // never extends it (a review re-sent for ever would otherwise hold quota for ever).
@@ -1371,6 +1547,18 @@ impl Ledger {
         label: &str,
         requests: Result<Amounts, String>,
     ) {
+        self.observe_pod_usage_in("", namespace, name, label, requests);
+    }
+
+    /// As [`Ledger::observe_pod_usage`], for a pod of member cluster `cluster` (a fleet).
+    pub fn observe_pod_usage_in(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+        label: &str,
+        requests: Result<Amounts, String>,
+    ) {
         let requests =
             requests.and_then(
                 |r| match r.iter().find_map(|(k, v)| countable(k, v).err()) {
@@ -1378,17 +1566,19 @@ impl Ledger {
                     None => Ok(r),
                 },
             );
+        let scoped = scope(cluster, namespace);
         let mut s = self.lock();
-        let key = (namespace.to_owned(), name.to_owned());
+        let key = (scoped.to_string(), name.to_owned());
         s.uncharge_key(&key, Instant::now(), self.ttl);
         let (requests, uncountable) = match requests {
             Ok(r) => (s.names.requests(r), false),
             Err(e) => {
-                tracing::warn!(namespace, name, error = %e, "pod's requests cannot be counted; its quotas refuse admissions while it lives");
+                tracing::warn!(cluster, namespace, name, error = %e, "pod's requests cannot be counted; its quotas refuse admissions while it lives");
                 (Requests::default(), true)
             }
         };
         let group = Arc::new(GroupId {
+            cluster: s.names.get(cluster),
             namespace: s.names.get(namespace),
             label: s.names.get(label),
         });
@@ -1402,29 +1592,54 @@ impl Ledger {
             requests,
             uncountable,
         };
-        s.insert_pod(name, entry);
+        s.insert_pod(&scoped, name, entry);
     }
 
     /// A pod is gone (watch event).
     pub fn delete_pod(&self, namespace: &str, name: &str) {
+        self.delete_pod_in("", namespace, name);
+    }
+
+    /// A pod of member cluster `cluster` is gone (a fleet's watch event).
+    pub fn delete_pod_in(&self, cluster: &str, namespace: &str, name: &str) {
         let mut s = self.lock();
-        let key = (namespace.to_owned(), name.to_owned());
+        let key = (scope(cluster, namespace).into_owned(), name.to_owned());
         s.uncharge_key(&key, Instant::now(), self.ttl);
     }
 
     /// The namespaces that exist, from a full list (the Namespace watch's): from then on a pod
     /// of any other namespace reserves nothing.
     pub fn set_namespaces<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
-        self.lock().namespaces = Some(names.into_iter().map(Box::from).collect());
+        self.set_namespaces_in("", names);
+    }
+
+    /// As [`Ledger::set_namespaces`], for member cluster `cluster`: its namespaces replace its
+    /// earlier list, other members' stay.
+    pub fn set_namespaces_in<'a>(&self, cluster: &str, names: impl IntoIterator<Item = &'a str>) {
+        let mut s = self.lock();
+        let set = s.namespaces.get_or_insert_default();
+        if cluster.is_empty() {
+            set.clear();
+        } else {
+            let prefix = format!("{cluster}/");
+            set.retain(|n| !n.starts_with(&prefix));
+        }
+        set.extend(names.into_iter().map(|n| scope(cluster, n).into()));
     }
 
     /// A namespace appeared (`true`) or is gone (`false`), once [`Ledger::set_namespaces`] ran.
     pub fn observe_namespace(&self, name: &str, exists: bool) {
+        self.observe_namespace_in("", name, exists);
+    }
+
+    /// As [`Ledger::observe_namespace`], in member cluster `cluster`.
+    pub fn observe_namespace_in(&self, cluster: &str, name: &str, exists: bool) {
         if let Some(n) = self.lock().namespaces.as_mut() {
+            let scoped = scope(cluster, name);
             if exists {
-                n.insert(Box::from(name));
+                n.insert(scoped.into());
             } else {
-                n.remove(name);
+                n.remove(&*scoped);
             }
         }
     }
@@ -1433,8 +1648,25 @@ impl Ledger {
     /// `caller` made it. Whether one was dropped. Another review's reservation for the same pod
     /// name is left alone.
     pub fn release(&self, namespace: &str, name: &str, review: &str, caller: &str) -> bool {
+        self.release_in("", namespace, name, review, caller)
+    }
+
+    /// As [`Ledger::release`], for a pod of member cluster `cluster` (the caller's own: no
+    /// member reaches another's reservations).
+    pub fn release_in(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+        review: &str,
+        caller: &str,
+    ) -> bool {
         let mut s = self.lock();
-        let key = (namespace.to_owned(), name.to_owned(), review.to_owned());
+        let key = (
+            scope(cluster, namespace).into_owned(),
+            name.to_owned(),
+            review.to_owned(),
+        );
         if s.reservations
             .get(&key)
             .is_some_and(|r| &*r.owner == caller)
@@ -1463,6 +1695,7 @@ impl Ledger {
             self.ttl,
             self.limits,
             &Admit {
+                cluster: "",
                 namespace,
                 name,
                 quota,
@@ -1487,7 +1720,7 @@ impl Ledger {
             // Whatever the quota: no honest caller sends one (the API server refuses them).
             return PodOutcome::Denied {
                 rule: "PV-4",
-                message: format!("pod {}/{}: {e}", c.namespace, c.name),
+                message: format!("pod {}/{}: {e}", scope(c.cluster, c.namespace), c.name),
             };
         }
         let view = s.view.clone().unwrap_or_default();
@@ -1511,6 +1744,7 @@ impl Ledger {
             return PodOutcome::Allowed { quota };
         };
         let a = Admit {
+            cluster: c.cluster,
             namespace: c.namespace,
             name: c.name,
             quota: &checked,
@@ -1590,12 +1824,92 @@ impl Ledger {
                 .collect(),
             s.pods
                 .iter()
-                .map(|(key, e)| {
-                    let ns = &e.group.namespace;
-                    (ns.to_string(), key[ns.len() + 1..].to_owned())
-                })
+                .filter(|(_, e)| e.group.cluster.is_empty())
+                .map(|(key, e)| (e.group.namespace.to_string(), name_of_key(key).to_owned()))
                 .collect(),
         )
+    }
+
+    /// Every observed pod of member cluster `cluster` (namespace, name): what its relist
+    /// compares against.
+    pub fn pods_in(&self, cluster: &str) -> Vec<PodKey> {
+        let s = self.lock();
+        s.pods
+            .iter()
+            .filter(|(_, e)| &*e.group.cluster == cluster)
+            .map(|(key, e)| (e.group.namespace.to_string(), name_of_key(key).to_owned()))
+            .collect()
+    }
+
+    /// Member cluster `cluster`'s Pod watch broke (`healthy` false) or has listed again
+    /// (`true`, after its relist's deletions were applied). While broken its pods keep counting
+    /// as last seen and its reservations do not expire: its pods may be created or deleted
+    /// unseen, and forgetting a created one would over-admit. Once listed again its held
+    /// reservations get a new window.
+    pub fn member_watch(&self, cluster: &str, healthy: bool) {
+        let mut s = self.lock();
+        if healthy {
+            if s.stalled.remove(cluster) {
+                s.resume(cluster, Instant::now(), self.ttl);
+            }
+        } else {
+            let c = s.names.get(cluster);
+            s.stalled.insert(c);
+        }
+    }
+
+    /// Forgets member cluster `cluster`: its pods, reservations and namespaces (the member was
+    /// removed from the fleet, and its grace period is over).
+    pub fn drop_member(&self, cluster: &str) {
+        let mut s = self.lock();
+        let now = Instant::now();
+        let pods: Vec<PodKey> = s
+            .pods
+            .iter()
+            .filter(|(_, e)| &*e.group.cluster == cluster)
+            .map(|(key, e)| {
+                (
+                    scope(cluster, &e.group.namespace).into_owned(),
+                    name_of_key(key).to_owned(),
+                )
+            })
+            .collect();
+        for key in pods {
+            s.uncharge_key(&key, now, self.ttl);
+        }
+        let reservations: Vec<Arc<ResKey>> = s
+            .reservations
+            .iter()
+            .filter(|(_, r)| &*r.cluster == cluster)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in reservations {
+            s.take_reservation(&key);
+        }
+        let prefix = format!("{cluster}/");
+        if let Some(n) = s.namespaces.as_mut() {
+            n.retain(|n| !n.starts_with(&prefix));
+        }
+        s.stalled.remove(cluster);
+        s.split.remove(cluster);
+    }
+
+    /// Each member cluster's share of quota `quota`'s subtree usage (pods and reservations), by
+    /// cluster name; empty in one cluster.
+    pub fn used_by_member(&self, quota: &str) -> BTreeMap<String, Amounts> {
+        let s = self.read();
+        s.split
+            .iter()
+            .filter_map(|(c, by)| {
+                let u: Amounts = by
+                    .get(quota)?
+                    .iter()
+                    .filter(|(_, a)| a.nano != 0)
+                    .map(|(k, a)| (k.clone(), *a))
+                    .collect();
+                (!u.is_empty()).then(|| (c.to_string(), u))
+            })
+            .collect()
     }
 
     /// What a quota's subtree uses now (tests, debugging).
@@ -2029,6 +2343,7 @@ mod tests {
             "QN-4 resolved at the rebuild"
         );
         let check = PodCheck {
+            cluster: "",
             namespace: "apps",
             name: "late",
             label: "",
@@ -2052,6 +2367,7 @@ mod tests {
         assert_eq!(
             l.check_pod(
                 &PodCheck {
+                    cluster: "",
                     old_label: Some("q"),
                     label: "q",
                     ..check
@@ -2168,6 +2484,7 @@ mod tests {
         review: &'a str,
     ) -> PodCheck<'a> {
         PodCheck {
+            cluster: "",
             namespace,
             name,
             label,
@@ -2191,6 +2508,168 @@ mod tests {
             PodOutcome::Denied { message, .. } => message,
             other => panic!("admitted: {other:?}"),
         }
+    }
+
+    /// `asked` from member cluster `cluster`'s webhook.
+    fn asked_in<'a>(
+        cluster: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+        requests: &'a Amounts,
+        review: &'a str,
+    ) -> PodCheck<'a> {
+        PodCheck {
+            cluster,
+            caller: cluster,
+            ..asked(namespace, name, "q", requests, review)
+        }
+    }
+
+    #[test]
+    fn a_fleet_counts_every_member_and_names_the_split() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 10));
+        let now = Instant::now();
+        let one = cpu(1);
+        // The same namespace and pod name in two members are two pods.
+        for i in 0..6 {
+            l.observe_pod_usage_in("east", "ns", &format!("p{i}"), "q", Ok(one.clone()));
+        }
+        for i in 0..3 {
+            l.observe_pod_usage_in("west", "ns", &format!("p{i}"), "q", Ok(one.clone()));
+        }
+        assert!(allowed(
+            l.check_pod(&asked_in("west", "ns", "p3", &one, "r1"), now)
+        ));
+        assert_eq!(l.used("q")["cpu"].milli(), 10_000);
+        for c in ["east", "west"] {
+            assert_eq!(
+                denial(l.check_pod(&asked_in(c, "ns", "p9", &one, "r2"), now)),
+                "exceeded quota: ns/q, requested: cpu=1, used: cpu=10 (east 6, west 4), limited: cpu=10"
+            );
+        }
+        let by = l.used_by_member("q");
+        assert_eq!(by["east"]["cpu"].milli(), 6000);
+        assert_eq!(
+            by["west"]["cpu"].milli(),
+            4000,
+            "the reservation counts for west"
+        );
+        // West's pod event backs its reservation; a deletion in west frees room for east.
+        l.observe_pod_usage_in("west", "ns", "p3", "q", Ok(one.clone()));
+        assert_eq!(l.used("q")["cpu"].milli(), 10_000);
+        l.delete_pod_in("west", "ns", "p0");
+        assert!(allowed(
+            l.check_pod(&asked_in("east", "ns", "p6", &one, "r3"), now)
+        ));
+        // East cannot release west's reservation: its release addresses its own pods.
+        l.delete_pod_in("east", "ns", "p0");
+        assert!(allowed(
+            l.check_pod(&asked_in("west", "ns", "p7", &one, "r4"), now)
+        ));
+        assert!(!l.release_in("east", "ns", "p7", "r4", "east"));
+        assert!(
+            !l.release_in("west", "ns", "p7", "r4", "east"),
+            "not its caller"
+        );
+        assert_eq!(l.reservations(), 2);
+        assert!(l.release_in("west", "ns", "p7", "r4", "west"));
+        // Several resources: each member's list.
+        let mut text = String::new();
+        split_text(&l.lock().split, "q", &cpu(9)).clone_into(&mut text);
+        assert_eq!(text, " (east 6, west 3)");
+        let two = Amounts::from([
+            ("cpu".to_owned(), cpu(9)["cpu"]),
+            ("memory".to_owned(), cpu(1)["cpu"]),
+        ]);
+        assert_eq!(
+            split_text(&l.lock().split, "q", &two),
+            " (east: cpu=6; west: cpu=3)"
+        );
+        assert_eq!(split_text(&HashMap::new(), "q", &two), "");
+    }
+
+    #[test]
+    fn a_stalled_member_keeps_its_reservations_until_it_lists_again() {
+        let ttl = Duration::from_secs(30);
+        let l = Ledger::new(ttl);
+        l.upsert_quota(quota("q", None, 10));
+        let now = Instant::now();
+        let four = cpu(4);
+        assert!(allowed(
+            l.check_pod(&asked_in("west", "ns", "a", &four, "r1"), now)
+        ));
+        assert!(allowed(
+            l.check_pod(&asked_in("east", "ns", "b", &four, "r2"), now)
+        ));
+        l.member_watch("west", false);
+        // Past the window: east's reservation expires, west's is held (its pod may exist).
+        let later = now + ttl + Duration::from_secs(1);
+        assert_eq!(
+            denial(l.check_pod(&asked_in("east", "ns", "c", &cpu(7), "r3"), later)),
+            "exceeded quota: ns/q, requested: cpu=7, used: cpu=4 (west 4), limited: cpu=10"
+        );
+        assert_eq!(l.reservations(), 1);
+        // Its relist shows the pod: the reservation becomes usage.
+        l.observe_pod_usage_in("west", "ns", "a", "q", Ok(four.clone()));
+        l.member_watch("west", true);
+        assert_eq!(l.reservations(), 0);
+        assert_eq!(l.used("q")["cpu"].milli(), 4000);
+        // A held reservation whose pod the relist does not show gets a new window.
+        assert!(allowed(
+            l.check_pod(&asked_in("west", "ns", "d", &four, "r4"), later)
+        ));
+        l.member_watch("west", false);
+        let much_later = later + ttl + Duration::from_secs(1);
+        assert!(!allowed(l.check_pod(
+            &asked_in("east", "ns", "e", &cpu(3), "r5"),
+            much_later
+        )));
+        l.member_watch("west", true);
+        assert_eq!(l.reservations(), 1);
+        let after = Instant::now() + ttl + Duration::from_secs(1);
+        assert!(allowed(
+            l.check_pod(&asked_in("east", "ns", "e", &cpu(3), "r5"), after)
+        ));
+        assert_eq!(l.used("q")["cpu"].milli(), 7000);
+    }
+
+    #[test]
+    fn a_removed_member_leaves_nothing_behind() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 10));
+        l.set_namespaces_in("east", ["ns"]);
+        l.set_namespaces_in("west", ["ns"]);
+        l.observe_pod_usage_in("east", "ns", "a", "q", Ok(cpu(2)));
+        l.observe_pod_usage_in("west", "ns", "a", "q", Ok(cpu(3)));
+        assert!(allowed(l.check_pod(
+            &asked_in("west", "ns", "b", &cpu(1), "r1"),
+            Instant::now()
+        )));
+        assert_eq!(l.pods_in("west"), [("ns".to_owned(), "a".to_owned())]);
+        l.drop_member("west");
+        assert_eq!(l.used("q")["cpu"].milli(), 2000);
+        assert_eq!(l.reservations(), 0);
+        assert!(l.pods_in("west").is_empty());
+        assert_eq!(
+            l.known().1,
+            Vec::<PodKey>::new(),
+            "fleet pods are not the one cluster's"
+        );
+        assert!(l.used_by_member("q").contains_key("east"));
+        assert!(!l.used_by_member("q").contains_key("west"));
+        // West's namespaces are gone with it: a pod there reserves nothing now.
+        assert!(allowed(l.check_pod(
+            &asked_in("west", "ns", "c", &cpu(1), "r2"),
+            Instant::now()
+        )));
+        assert_eq!(l.reservations(), 0);
+        // East's stay.
+        assert!(allowed(l.check_pod(
+            &asked_in("east", "ns", "c", &cpu(1), "r3"),
+            Instant::now()
+        )));
+        assert_eq!(l.reservations(), 1);
     }
 
     #[test]
@@ -2515,6 +2994,7 @@ mod tests {
                             };
                             l.check_pod(
                                 &PodCheck {
+                                    cluster: "",
                                     namespace: &ns,
                                     name: &name,
                                     label,

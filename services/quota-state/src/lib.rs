@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod coalesce;
 pub mod feed;
+pub mod fleet;
 pub mod fuzzing;
 pub mod input;
 pub mod ledger;
@@ -36,7 +37,7 @@ use std::time::Instant;
 use admission_kit::Operation;
 use admission_kit::go::QuantityFormat;
 use admission_kit::resources::NANO_PER_MILLI;
-use auth::Policy;
+use auth::{Caller, Policy};
 use ledger::{Amount, Amounts, Ledger, PodCheck, PodOutcome, WorkloadCheck, WorkloadOutcome};
 use proto::quota_state_server::QuotaState;
 use proto::{
@@ -204,9 +205,9 @@ impl Service {
         self
     }
 
-    /// The caller's identity, once it is known to be allowed and quota-state serves; a refusal
-    /// is logged and counted.
-    fn begin<T>(&self, method: &'static str, req: &Request<T>) -> Result<String, Status> {
+    /// The caller, once it is known to be allowed and quota-state serves it (in a fleet: its
+    /// cluster's first lists are in); a refusal is logged and counted.
+    fn begin<T>(&self, method: &'static str, req: &Request<T>) -> Result<Caller, Status> {
         let caller = self.policy.authorize(req).inspect_err(|s| {
             self.refuse(method, s);
         })?;
@@ -218,7 +219,54 @@ impl Service {
                 ),
             ));
         }
+        if let Policy::Fleet(members) = &self.policy
+            && !members.listed(&caller.cluster)
+        {
+            return Err(self.refuse(
+                method,
+                &Status::unavailable(format!(
+                    "quota-state has not listed member cluster {}'s pods yet",
+                    caller.cluster
+                )),
+            ));
+        }
         Ok(caller)
+    }
+
+    /// Refuses a call about another cluster's pods than the caller's (`asked`, "" for its
+    /// own): in a fleet each member admits and releases only its own pods. Counted as
+    /// `other_cluster`.
+    fn own_cluster(
+        &self,
+        method: &'static str,
+        caller: &Caller,
+        asked: &str,
+    ) -> Result<(), Status> {
+        if asked.is_empty() || asked == caller.cluster {
+            return Ok(());
+        }
+        if !fleet::is_cluster_name(asked) {
+            return Err(self.invalid(
+                method,
+                format!(
+                    "cluster {:?} is not a cluster name (a DNS label)",
+                    asked.chars().take(64).collect::<String>()
+                ),
+            ));
+        }
+        let mine = if caller.cluster.is_empty() {
+            "quota-state serves one cluster".to_owned()
+        } else {
+            format!("its certificate names cluster {}", caller.cluster)
+        };
+        Err(self.refuse_as(
+            method,
+            "other_cluster",
+            &Status::permission_denied(format!(
+                "caller {} may act only for its own cluster's pods, not cluster {asked}'s: {mine}",
+                caller.identity
+            )),
+        ))
     }
 
     /// Counts and logs a refused call; returns the status to answer with.
@@ -230,6 +278,11 @@ impl Service {
             tonic::Code::Unavailable => "not_serving",
             _ => "other",
         };
+        self.refuse_as(method, reason, s)
+    }
+
+    /// [`Service::refuse`] with the metric's reason given.
+    fn refuse_as(&self, method: &'static str, reason: &'static str, s: &Status) -> Status {
         self.metrics.refused(method, reason);
         if reason != "not_serving" {
             tracing::warn!(method, reason, message = s.message(), "refused a call");
@@ -252,7 +305,7 @@ impl Service {
 
     /// QN, PV-3.2 and PV-4 for one pod (AdmitPod, and each pod of AdmitPods); `Err` is the
     /// INVALID_ARGUMENT text.
-    fn admit_one(&self, r: &AdmitPodRequest, caller: &str) -> Result<AdmitPodResponse, String> {
+    fn admit_one(&self, r: &AdmitPodRequest, caller: &Caller) -> Result<AdmitPodResponse, String> {
         input::admit_pod(r)?;
         let requests: Amounts = r
             .requests
@@ -260,6 +313,7 @@ impl Service {
             .map(|(k, a)| Ok((k.clone(), amount_of_wire(k, a)?)))
             .collect::<Result<_, String>>()?;
         let check = PodCheck {
+            cluster: &caller.cluster,
             namespace: &r.namespace,
             name: &r.name,
             label: &r.quota_label,
@@ -269,7 +323,7 @@ impl Service {
             disable_default_quota: r.disable_default_quota,
             check_parent: r.check_parent,
             check_admission: r.check_admission,
-            caller,
+            caller: &caller.identity,
             review: &r.review_uid,
         };
         let started = Instant::now();
@@ -399,8 +453,10 @@ impl QuotaState for Service {
     ) -> Result<Response<AdmitPodResponse>, Status> {
         const M: &str = "AdmitPod";
         let caller = self.begin(M, &req)?;
+        let r = req.into_inner();
+        self.own_cluster(M, &caller, &r.cluster)?;
         let answer = self
-            .admit_one(&req.into_inner(), &caller)
+            .admit_one(&r, &caller)
             .map_err(|e| self.invalid(M, e))?;
         self.ok(M, answer)
     }
@@ -413,6 +469,9 @@ impl QuotaState for Service {
         let caller = self.begin(M, &req)?;
         let pods = req.into_inner().pods;
         input::admit_pods(&pods).map_err(|e| self.invalid(M, e))?;
+        for p in &pods {
+            self.own_cluster(M, &caller, &p.cluster)?;
+        }
         let answers = pods
             .iter()
             .map(|p| match self.admit_one(p, &caller) {
@@ -441,11 +500,15 @@ impl QuotaState for Service {
         let caller = self.begin(M, &req)?;
         let r = req.into_inner();
         input::release(&r).map_err(|e| self.invalid(M, e))?;
-        if !self
-            .ledger
-            .release(&r.namespace, &r.name, &r.review_uid, &caller)
-        {
-            tracing::debug!(namespace = %r.namespace, name = %r.name, caller, "nothing of this caller's to release");
+        self.own_cluster(M, &caller, &r.cluster)?;
+        if !self.ledger.release_in(
+            &caller.cluster,
+            &r.namespace,
+            &r.name,
+            &r.review_uid,
+            &caller.identity,
+        ) {
+            tracing::debug!(namespace = %r.namespace, name = %r.name, caller = %caller.identity, "nothing of this caller's to release");
         }
         self.ok(M, ReleaseResponse {})
     }

@@ -118,6 +118,21 @@ struct Args {
         default_value_t = 100
     )]
     usage_writes_per_round: usize,
+    /// Serve a fleet (docs/fleet-quota.md): ElasticQuotas from this cluster (the hub), pods
+    /// from every member cluster declared by a Secret labelled
+    /// `fleet.admission-webhooks.io/member=true` in `--namespace`/POD_NAMESPACE (a kubeconfig
+    /// under `kubeconfig`, the cluster name under `name`, else the Secret's name), watched at
+    /// run time. Callers are the members' scheduling-webhooks, each with a client certificate
+    /// naming `member-<cluster>` (managed mode issues one per member into
+    /// quota-state-client-member-<cluster>), and each acts for its own cluster only.
+    /// `--allowed-clients` is then not used.
+    #[arg(long, env = "QUOTA_STATE_FLEET", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    fleet: bool,
+    /// In a fleet: how long a member's usage stays in the ledger after its Secret is deleted
+    /// (its calls are refused at once). A Secret deleted by mistake and restored within it
+    /// loses nothing.
+    #[arg(long, env = "QUOTA_STATE_MEMBER_REMOVAL_GRACE", default_value = "10m", value_parser = admission_kit::cli::duration)]
+    member_removal_grace: Duration,
     /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
     /// of watching a cluster (nothing is then rebuilt after a restart). Needs
     /// `--insecure-plaintext`.
@@ -169,6 +184,7 @@ async fn serve() -> anyhow::Result<()> {
         .spawn_rebuilder()
         .context("starting the quota tree's rebuilder thread")?;
     let metrics = Metrics::new().context("metrics")?;
+    let members = Arc::new(quota_state::fleet::Members::default());
     // `loaded` gates readiness: a managed pair arrives after start.
     let (tls, loaded): (_, Box<dyn Fn() -> bool + Send + Sync>) = if args.insecure_plaintext {
         tracing::warn!(
@@ -176,10 +192,22 @@ async fn serve() -> anyhow::Result<()> {
         );
         (None, Box::new(|| true))
     } else if args.certs.is_managed() {
-        let managed = args
+        let clients = if args.fleet {
+            Vec::new()
+        } else {
+            args.allowed_clients.clone()
+        };
+        let mut managed = args
             .certs
-            .managed("quota-state", args.allowed_clients.clone())
+            .managed("quota-state", clients)
             .map_err(anyhow::Error::msg)?;
+        if args.fleet {
+            let m = members.clone();
+            managed.more_clients = Some(admission_kit::managed::ClientSource {
+                list: Arc::new(move || m.identities()),
+                changed: members.changed.clone(),
+            });
+        }
         let mtls = admission_kit::managed::MutualTls::new().context("mutual TLS")?;
         admission_kit::managed::start(
             managed,
@@ -210,11 +238,14 @@ async fn serve() -> anyhow::Result<()> {
             admission_kit::mtls::server(files, Duration::from_secs(5)).context("mutual TLS")?;
         (Some(tls), Box::new(|| true))
     };
-    let policy = if tls.is_some() {
-        Policy::Names(args.allowed_clients.iter().cloned().collect())
-    } else {
-        Policy::Anyone
+    let policy = match (tls.is_some(), args.fleet) {
+        (true, true) => Policy::Fleet(members.clone()),
+        (true, false) => Policy::Names(args.allowed_clients.iter().cloned().collect()),
+        (false, _) => Policy::Anyone,
     };
+    if args.fleet && tls.is_none() {
+        anyhow::bail!("--fleet needs mutual TLS: each member is known by its client certificate");
+    }
     let leader = Arc::new(std::sync::atomic::AtomicBool::new(true));
     // SERVING: initial lists in, leader, certificate loaded (set below).
     let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -278,7 +309,25 @@ async fn serve() -> anyhow::Result<()> {
                 serving_flag.clone(),
             ));
         }
-        quota_state::feed::start(client, ledger.clone())
+        if args.fleet {
+            let namespace = match &args.certs.namespace {
+                Some(n) => n.clone(),
+                None => args.lease_namespace.clone(),
+            };
+            tokio::spawn(quota_state::fleet::run(
+                client.clone(),
+                ledger.clone(),
+                members.clone(),
+                metrics.clone(),
+                quota_state::fleet::FleetOptions {
+                    namespace,
+                    removal_grace: args.member_removal_grace,
+                },
+            ));
+            quota_state::feed::start_quotas(client, ledger.clone())
+        } else {
+            quota_state::feed::start(client, ledger.clone())
+        }
     };
     let leading = leader.clone();
     let (reporter, health) = tonic_health::server::health_reporter();

@@ -52,6 +52,9 @@ pub struct Metrics {
     backed_buckets: IntCounterVec,
     backed_count: IntCounter,
     backed_sum: Counter,
+    /// In a fleet: 1 while a member's Pod watch is up, 0 while it is broken (its usage kept as
+    /// last seen, its reservations held).
+    member_watch: prometheus::IntGaugeVec,
 }
 
 impl Metrics {
@@ -166,8 +169,16 @@ impl Metrics {
             "quota_state_reservation_backed_seconds_sum",
             "Seconds from admission to the pod's watch event, summed over the backed reservations.",
         )?;
+        let member_watch = prometheus::IntGaugeVec::new(
+            Opts::new(
+                "quota_state_member_watch_up",
+                "In a fleet, per member cluster: 1 while its Pod watch is up, 0 while broken (its usage is kept as last seen and its reservations held until it lists again).",
+            ),
+            &["cluster"],
+        )?;
         for c in [
             Box::new(calls.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(member_watch.clone()),
             Box::new(backed_buckets.clone()),
             Box::new(backed_count.clone()),
             Box::new(backed_sum.clone()),
@@ -215,7 +226,20 @@ impl Metrics {
             backed_buckets,
             backed_count,
             backed_sum,
+            member_watch,
         })
+    }
+
+    /// A member's Pod watch went up or down.
+    pub fn member_watch(&self, cluster: &str, up: bool) {
+        self.member_watch
+            .with_label_values(&[cluster])
+            .set(i64::from(up));
+    }
+
+    /// A member left the fleet: its series go.
+    pub fn forget_member(&self, cluster: &str) {
+        let _ = self.member_watch.remove_label_values(&[cluster]);
     }
 
     /// The registry, for the managed-certificate metrics.

@@ -68,6 +68,7 @@ fn arbitrary_inputs_never_panic() {
                     namespace: name(&mut rng),
                     name: name(&mut rng),
                     review_uid: name(&mut rng),
+                    cluster: name(&mut rng),
                 }
                 .encode_to_vec(),
                 2 => LookupRequest {

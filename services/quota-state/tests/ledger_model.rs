@@ -375,6 +375,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                 let a = amounts(&req);
                 let got = ledger.check_pod(
                     &PodCheck {
+                        cluster: "",
                         namespace: &key.0,
                         name: &key.1,
                         label: &label,

@@ -312,6 +312,11 @@ pub fn app() -> App {
         "Name quota-state's certificate must carry (default: the URL's host).",
         "",
     )
+    .option(
+        "quota-state-cluster",
+        "In a fleet (one quota-state for several clusters, docs/fleet-quota.md): this cluster's name as the fleet knows it, sent with every admission and release; quota-state refuses the calls when the client certificate names another cluster (a copied Secret), rather than charge the wrong cluster. Empty: not sent.",
+        "",
+    )
     .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")
     .option(
         "quota-unavailable",

@@ -459,6 +459,7 @@ pub async fn check_pod(
         check_parent,
         check_admission,
         review_uid: req.uid.clone(),
+        cluster: ctx.option("quota-state-cluster").to_owned(),
     };
     let dry_run = msg.dry_run;
     let r = admit(ctx, msg).await?;
@@ -500,6 +501,7 @@ pub async fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
         namespace: ns.to_owned(),
         name: pod_name(req),
         review_uid: req.uid.clone(),
+        cluster: ctx.option("quota-state-cluster").to_owned(),
     };
     if let Err(e) = call(ctx, |mut c, d| async move {
         c.release(with_deadline(msg, d)).await.map(|_| ())

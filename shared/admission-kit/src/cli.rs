@@ -314,6 +314,7 @@ impl CertArgs {
                 },
                 clients,
             },
+            more_clients: None,
         })
     }
 }

@@ -653,6 +653,41 @@ pub struct Managed {
     pub check_interval: Duration,
     /// Names, service and lifetimes.
     pub policy: Policy,
+    /// Identities that get client certificates besides [`Policy::clients`], from a list that
+    /// changes at run time (quota-state's fleet members).
+    pub more_clients: Option<ClientSource>,
+}
+
+/// A changing list of client identities.
+#[derive(Clone)]
+pub struct ClientSource {
+    /// The identities now.
+    pub list: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
+    /// Notified when the list changes: the writer issues the new ones at once.
+    pub changed: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for ClientSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSource")
+            .field("list", &(self.list)())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Managed {
+    /// This configuration with [`Managed::more_clients`]' identities now among the policy's.
+    fn with_current_clients(&self) -> Managed {
+        let mut m = self.clone();
+        if let Some(more) = &self.more_clients {
+            for id in (more.list)() {
+                if !m.policy.clients.contains(&id) {
+                    m.policy.clients.push(id);
+                }
+            }
+        }
+        m
+    }
 }
 
 /// Where the loader puts a pair it takes: the webhook server's [`CertStore`], or a mutual-TLS
@@ -913,7 +948,8 @@ pub fn spawn_writer(
                 }
                 continue;
             }
-            let wait = match reconcile(&client, &m, &registrar, &metrics, &mut state).await {
+            let now = m.with_current_clients();
+            let wait = match reconcile(&client, &now, &registrar, &metrics, &mut state).await {
                 Ok(w) => {
                     backoff = Duration::from_millis(200);
                     w.min(m.check_interval)
@@ -926,9 +962,16 @@ pub fn spawn_writer(
                     w
                 }
             };
+            let more = async {
+                match &m.more_clients {
+                    Some(c) => c.changed.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = changed.notified() => {}
+                _ = more => {}
                 r = leader.changed() => if r.is_err() { return },
             }
         }

@@ -184,27 +184,28 @@ pub async fn quota_state_client_files(
     client: &kube::Client,
     o: &Options,
 ) -> Result<MtlsFiles, SystemError> {
-    use k8s_openapi::api::core::v1::Secret;
-    let api: Api<Secret> = Api::namespaced(client.clone(), &o.namespace);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let data = loop {
-        let s = api
-            .get_opt(QUOTA_STATE_CLIENT_SECRET)
-            .await
-            .map_err(|e| SystemError::Api(format!("Secret {QUOTA_STATE_CLIENT_SECRET}"), e))?;
-        if let Some(d) = s.and_then(|s| s.data).filter(|d| d.contains_key("tls.crt")) {
-            break d;
-        }
-        if Instant::now() > deadline {
-            return Err(SystemError::Invalid(format!(
-                "quota-state issued no client certificate into {QUOTA_STATE_CLIENT_SECRET} within a minute"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    quota_state_client_files_of(client, o, QUOTA_STATE_CLIENT_SECRET).await
+}
+
+/// As [`quota_state_client_files`], from the client Secret `secret` (a fleet member's, say),
+/// into files named after it.
+pub async fn quota_state_client_files_of(
+    client: &kube::Client,
+    o: &Options,
+    secret: &str,
+) -> Result<MtlsFiles, SystemError> {
+    let data = quota_state_client_secret(client, &o.namespace, secret).await?;
+    let (cert, key) = if secret == QUOTA_STATE_CLIENT_SECRET {
+        (
+            "scheduling-webhook-client.crt".to_owned(),
+            "scheduling-webhook-client.key".to_owned(),
+        )
+    } else {
+        (format!("{secret}.crt"), format!("{secret}.key"))
     };
     let files = MtlsFiles {
-        cert: o.dir.join("scheduling-webhook-client.crt"),
-        key: o.dir.join("scheduling-webhook-client.key"),
+        cert: o.dir.join(cert),
+        key: o.dir.join(key),
         ca: o.dir.join("quota-state-ca.crt"),
     };
     for (path, key) in [
@@ -218,16 +219,57 @@ pub async fn quota_state_client_files(
     Ok(files)
 }
 
+/// The data of quota-state's client Secret `name` in `namespace`, once it holds a certificate
+/// (waits up to a minute for quota-state to issue it).
+pub async fn quota_state_client_secret(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<std::collections::BTreeMap<String, k8s_openapi::ByteString>, SystemError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = api
+            .get_opt(name)
+            .await
+            .map_err(|e| SystemError::Api(format!("Secret {name}"), e))?;
+        if let Some(d) = s.and_then(|s| s.data).filter(|d| d.contains_key("tls.crt")) {
+            return Ok(d);
+        }
+        if Instant::now() > deadline {
+            return Err(SystemError::Invalid(format!(
+                "quota-state issued no client certificate into {name} within a minute"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Starts quota-state listening on `port` with mutual TLS from managed certificates (its CA in
 /// the Secret quota-state-certificates of `o.namespace`, kept across restarts, and the client
 /// certificate of scheduling-webhook in [`QUOTA_STATE_CLIENT_SECRET`]); also used to restart it
 /// on the same address. Its probes and metrics on a free port, named in the log.
 pub fn spawn_quota_state(o: &Options, port: u16) -> Result<Running, SystemError> {
-    let mport = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
-    spawn_quota_state_on(o, port, mport)
+    spawn_quota_state_with(o, port, &[])
 }
 
-fn spawn_quota_state_on(o: &Options, port: u16, mport: u16) -> Result<Running, SystemError> {
+/// As [`spawn_quota_state`], with `extra` arguments (a fleet's `--fleet`, say).
+pub fn spawn_quota_state_with(
+    o: &Options,
+    port: u16,
+    extra: &[&str],
+) -> Result<Running, SystemError> {
+    let mport = free_port().map_err(|e| SystemError::Invalid(e.to_string()))?;
+    spawn_quota_state_on(o, port, mport, extra)
+}
+
+fn spawn_quota_state_on(
+    o: &Options,
+    port: u16,
+    mport: u16,
+    extra: &[&str],
+) -> Result<Running, SystemError> {
     let log = o.dir.join("quota-state.log");
     let logf = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let err = logf.try_clone().map_err(io("log file"))?;
@@ -250,6 +292,7 @@ fn spawn_quota_state_on(o: &Options, port: u16, mport: u16) -> Result<Running, S
         .arg(&o.namespace)
         .arg("--lease-namespace")
         .arg(&o.namespace)
+        .args(extra)
         .env("KUBECONFIG", &o.kubeconfig)
         .stdout(logf)
         .stderr(err)
@@ -292,7 +335,7 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
     }
     if o.services.iter().any(|s| s == "quota-state") {
         let (port, mport) = (ports.next()?, ports.next()?);
-        let r = spawn_quota_state_on(o, port, mport)?;
+        let r = spawn_quota_state_on(o, port, mport, &[])?;
         system.quota_state = Some((format!("https://127.0.0.1:{port}"), r));
     }
     for (svc, bin, endpoints) in webhooks {
