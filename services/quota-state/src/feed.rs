@@ -50,6 +50,11 @@ async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<Atomi
                     &spec.info.name,
                     annotation(&o, CHILD_REQUEST),
                 );
+                ledger.observe_shown_split(
+                    &spec.info.namespace,
+                    &spec.info.name,
+                    annotation(&o, crate::ledger::BY_MEMBER),
+                );
                 ledger.upsert_quota(spec);
             }
             Ok(Event::Delete(o)) => {

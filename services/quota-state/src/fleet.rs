@@ -35,9 +35,8 @@ pub const KUBECONFIG_KEY: &str = "kubeconfig";
 /// Key of a member Secret holding the member's cluster name (a DNS label; default: the Secret's
 /// name).
 pub const NAME_KEY: &str = "name";
-/// ElasticQuota annotation naming the member clusters a quota spans (comma-separated); absent:
-/// every member.
-pub const SPANS_ANNOTATION: &str = "fleet.admission-webhooks.io/members";
+/// ElasticQuota annotation naming the member clusters a quota spans.
+pub use crate::ledger::SPANS as SPANS_ANNOTATION;
 /// Prefix of a member's caller identity.
 pub const MEMBER_IDENTITY_PREFIX: &str = "member-";
 
@@ -151,6 +150,9 @@ pub struct FleetOptions {
     pub namespace: String,
     /// How long a removed member's usage stays in the ledger after its Secret is deleted.
     pub removal_grace: Duration,
+    /// Where in each member to keep a copy of the client Secret quota-state issued for it
+    /// (namespace, name), renewed with it: `None` leaves copying to the user.
+    pub client_secret_copy: Option<(String, String)>,
 }
 
 /// A member cluster as its Secret declares it.
@@ -222,6 +224,7 @@ pub async fn run(
     o: FleetOptions,
 ) {
     let api: Api<Secret> = Api::namespaced(hub, &o.namespace);
+    let hub_api = api.clone();
     let config = watcher::Config::default().labels(&format!("{MEMBER_LABEL}=true"));
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
@@ -312,13 +315,22 @@ pub async fn run(
             let restarted = running.contains_key(&m.cluster);
             members.update(&m.cluster, |s| s.removing = false);
             tracing::info!(cluster = %m.cluster, secret = %name, restarted, "member declared: feeding its pods");
-            let task = tokio::spawn(crate::feed::member(
+            let feed = crate::feed::member(
                 m.cluster.clone(),
-                client,
+                client.clone(),
                 ledger.clone(),
                 members.clone(),
                 metrics.clone(),
-            ));
+            );
+            let copy = copy_client_secret(
+                hub_api.clone(),
+                m.cluster.clone(),
+                client,
+                o.client_secret_copy.clone(),
+            );
+            let task = tokio::spawn(async move {
+                tokio::join!(feed, copy);
+            });
             by_secret.insert(name, m.cluster.clone());
             running.insert(m.cluster.clone(), Running { secret: m, task });
         }
@@ -331,6 +343,63 @@ pub async fn run(
             for (secret, cluster) in gone {
                 by_secret.remove(&secret);
                 remove(cluster, &mut running);
+            }
+        }
+    }
+}
+
+/// Keeps `to` (namespace, name) in member `cluster` equal to the client Secret quota-state
+/// issued for it in the hub (`hub`'s quota-state-client-member-<cluster>), so that renewals
+/// and CA rotations reach the member's scheduling-webhook without anyone copying them. Returns
+/// at once when `to` is `None`; otherwise runs until aborted, logging failures once until the
+/// next success.
+async fn copy_client_secret(
+    hub: Api<Secret>,
+    cluster: String,
+    member: kube::Client,
+    to: Option<(String, String)>,
+) {
+    let Some((namespace, name)) = to else {
+        return;
+    };
+    let issued = admission_kit::managed::client_secret("quota-state", &member_identity(&cluster));
+    let config = watcher::Config::default().fields(&format!("metadata.name={issued}"));
+    let stream = watcher(hub, config).default_backoff().applied_objects();
+    futures::pin_mut!(stream);
+    let target: Api<Secret> = Api::namespaced(member, &namespace);
+    let mut failing = false;
+    while let Some(ev) = stream.next().await {
+        let Ok(s) = ev else { continue };
+        if s.data.as_ref().is_none_or(|d| !d.contains_key("tls.crt")) {
+            continue;
+        }
+        let copy = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..Default::default()
+            },
+            data: s.data.clone(),
+            type_: s.type_.clone(),
+            ..Default::default()
+        };
+        let params = kube::api::PatchParams::apply("quota-state").force();
+        match target
+            .patch(&name, &params, &kube::api::Patch::Apply(&copy))
+            .await
+        {
+            Ok(_) => {
+                if failing {
+                    tracing::info!(cluster = %cluster, secret = %format!("{namespace}/{name}"), "member client Secret copied again");
+                }
+                failing = false;
+                tracing::debug!(cluster = %cluster, "member client Secret copied");
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(cluster = %cluster, secret = %format!("{namespace}/{name}"), error = %e, "cannot copy the member's client Secret into it (does its kubeconfig allow writing that Secret?); retrying at the next change");
+                }
+                failing = true;
             }
         }
     }

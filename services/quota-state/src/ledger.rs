@@ -105,6 +105,26 @@ pub struct QuotaSpec {
     pub limit: Amounts,
     /// Namespaces bound by the `namespaces` annotation.
     pub namespaces: Vec<String>,
+    /// In a fleet, the member clusters it spans ([`SPANS`] annotation); `None`: every member.
+    pub members: Option<Vec<String>>,
+}
+
+/// ElasticQuota annotation naming the member clusters a quota spans in a fleet
+/// (comma-separated); absent or empty: every member. A pod of another member cannot be charged
+/// to it, nor to a quota below it.
+pub const SPANS: &str = "fleet.admission-webhooks.io/members";
+
+/// The members a [`SPANS`] value names (`None` when it names none).
+fn spans_of(value: &str) -> Option<Vec<String>> {
+    let mut members: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .collect();
+    members.sort();
+    members.dedup();
+    (!members.is_empty()).then_some(members)
 }
 
 /// A quota's list as amounts. A value beyond 128-bit billionths counts as the largest one: as a
@@ -156,6 +176,7 @@ impl QuotaSpec {
             },
             max,
             namespaces: tree::bound_namespaces(o),
+            members: spans_of(ann(SPANS)),
         }
     }
 
@@ -176,6 +197,7 @@ impl QuotaSpec {
             limit: max.clone(),
             max,
             namespaces: Vec::new(),
+            members: None,
         }
     }
 }
@@ -487,6 +509,8 @@ struct State {
     /// what the usage write-back compares against. Kept apart from [`QuotaSpec`] so that a
     /// write-back's own watch event does not rebuild the tree.
     shown: HashMap<PodKey, String>,
+    /// The same of the [`BY_MEMBER`] annotation (fleets only).
+    shown_split: HashMap<PodKey, String>,
     /// In a fleet: each member cluster's share of `subtree` (its pods and reservations), for the
     /// refusals and the usage write-back that name the split. Empty in one cluster.
     split: HashMap<Arc<str>, HashMap<String, Amounts>>,
@@ -917,6 +941,37 @@ pub struct UsageWrite {
     pub name: String,
     /// The annotation's new value: compact JSON, sorted keys, canonical quantities.
     pub value: String,
+    /// In a fleet, the [`BY_MEMBER`] annotation's new value: each member's share of `value`
+    /// (`{"east":{"cpu":"6"},"west":{"cpu":"4"}}`, members holding none left out); "" in one
+    /// cluster (not written).
+    pub by_member: String,
+}
+
+/// ElasticQuota annotation where a fleet's quota-state shows each member cluster's share of the
+/// `child-request` usage.
+pub const BY_MEMBER: &str = "fleet.admission-webhooks.io/child-request-by-member";
+
+/// [`UsageWrite::by_member`] of `quota` from each member's subtree usage.
+fn by_member_json(members: &[(&Arc<str>, &HashMap<String, Amounts>)], quota: &str) -> String {
+    let parts: Vec<String> = members
+        .iter()
+        .filter_map(|(cluster, by_quota)| {
+            let used: Amounts = by_quota
+                .get(quota)?
+                .iter()
+                .filter(|(_, a)| a.nano != 0)
+                .map(|(k, a)| (k.clone(), *a))
+                .collect();
+            // Cluster names are DNS labels: nothing to escape.
+            (!used.is_empty()).then(|| {
+                format!(
+                    "\"{cluster}\":{}",
+                    admission_kit::resources::amounts_json(&used)
+                )
+            })
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
 }
 
 /// One pod to check: what scheduling-webhook's PV-3.2 and PV-4 send.
@@ -1248,6 +1303,19 @@ fn admit_locked(
         let Some(qs) = view.spec(q) else {
             continue;
         };
+        if !a.cluster.is_empty()
+            && let Some(members) = &qs.members
+            && !members.iter().any(|m| m == a.cluster)
+        {
+            restore(s, previous);
+            return Admission::Denied(format!(
+                "quota {}/{} spans member clusters {} only: pod {namespace}/{name} cannot be \
+                 charged to it",
+                qs.info.namespace,
+                qs.info.name,
+                members.join(",")
+            ));
+        }
         if let Some(n) = s.uncountable.get(q) {
             let text = format!(
                 "quota {}/{}: usage cannot be counted, {n} pod(s) charged to it request more than \
@@ -1516,6 +1584,8 @@ impl Ledger {
     pub fn delete_quota(&self, name: &str, namespace: &str) {
         let mut s = self.lock();
         s.shown.remove(&(namespace.to_owned(), name.to_owned()));
+        s.shown_split
+            .remove(&(namespace.to_owned(), name.to_owned()));
         if let Some(v) = s.quotas.get_mut(name) {
             v.retain(|q| q.info.namespace != namespace);
             if v.is_empty() {
@@ -1934,6 +2004,17 @@ impl Ledger {
         }
     }
 
+    /// As [`Ledger::observe_shown`], for the [`BY_MEMBER`] annotation (fleets).
+    pub fn observe_shown_split(&self, namespace: &str, name: &str, value: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut s = self.lock();
+        if value.is_empty() {
+            s.shown_split.remove(&key);
+        } else {
+            s.shown_split.insert(key, value.to_owned());
+        }
+    }
+
     /// Up to `max` quotas whose `child-request` annotation differs from their subtree's usage
     /// by the pods the watch has shown (outstanding reservations left out: a reservation no pod
     /// backs yet may come from a forged review, and the annotation is what upstream's own PV-4
@@ -1950,7 +2031,7 @@ impl Ledger {
         max: usize,
     ) -> Vec<UsageWrite> {
         // Copied under the lock, compared and formatted off it.
-        let (view, mut subtree, uncountable, shown) = {
+        let (view, mut subtree, uncountable, shown, mut split, held, shown_split) = {
             let mut s = self.read();
             s.expire(now);
             let mut subtree = s.subtree.clone();
@@ -1959,13 +2040,33 @@ impl Ledger {
                     add(u, amounts_iter(held), -1);
                 }
             }
+            // Each member's reservations, to leave out of its share as above.
+            let held: Vec<(Arc<str>, Arc<str>, Requests)> = if s.split.is_empty() {
+                Vec::new()
+            } else {
+                s.reservations
+                    .values()
+                    .map(|r| (r.cluster.clone(), r.quota.clone(), r.amounts.clone()))
+                    .collect()
+            };
             (
                 s.view.clone().unwrap_or_default(),
                 subtree,
                 s.uncountable.clone(),
                 s.shown.clone(),
+                s.split.clone(),
+                held,
+                s.shown_split.clone(),
             )
         };
+        for (cluster, quota, amounts) in &held {
+            if let Some(by_quota) = split.get_mut(cluster) {
+                add_along(by_quota, &view.chain(quota), requests_iter(amounts), -1);
+            }
+        }
+        let fleet = !split.is_empty() || !shown_split.is_empty();
+        let mut members: Vec<(&Arc<str>, &HashMap<String, Amounts>)> = split.iter().collect();
+        members.sort_by(|a, b| a.0.cmp(b.0));
         subtree.retain(|_, u| !u.values().all(Amount::is_zero));
         let mut due: Vec<UsageWrite> = view
             .specs
@@ -1985,13 +2086,21 @@ impl Ledger {
                     .map(|(k, a)| (k.clone(), *a))
                     .collect();
                 let value = admission_kit::resources::amounts_json(&used);
-                let shown = shown
-                    .get(&(namespace.clone(), name.clone()))
-                    .map_or("{}", String::as_str);
-                (shown != value).then(|| UsageWrite {
+                let key = (namespace.clone(), name.clone());
+                let shown = shown.get(&key).map_or("{}", String::as_str);
+                let by_member = if fleet {
+                    by_member_json(&members, name)
+                } else {
+                    String::new()
+                };
+                let shown_split = shown_split
+                    .get(&key)
+                    .map_or(if fleet { "{}" } else { "" }, String::as_str);
+                (shown != value || shown_split != by_member).then(|| UsageWrite {
                     namespace: namespace.clone(),
                     name: name.clone(),
                     value,
+                    by_member,
                 })
             })
             .collect();
@@ -2587,6 +2696,52 @@ mod tests {
             " (east: cpu=6; west: cpu=3)"
         );
         assert_eq!(split_text(&HashMap::new(), "q", &two), "");
+        // The write-back shows the pods' usage and each member's share, reservations left out.
+        assert!(allowed(
+            l.check_pod(&asked_in("east", "ns", "p8", &one, "r5"), now)
+        ));
+        let w = l.usage_writes(now, None, 10);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].value, r#"{"cpu":"8"}"#);
+        assert_eq!(w[0].by_member, r#"{"east":{"cpu":"5"},"west":{"cpu":"3"}}"#);
+        l.observe_shown("ns", "q", &w[0].value);
+        l.observe_shown_split("ns", "q", &w[0].by_member);
+        assert!(l.usage_writes(now, None, 10).is_empty());
+        l.delete_pod_in("west", "ns", "p1");
+        l.observe_pod_usage_in("east", "ns", "p9", "q", Ok(one.clone()));
+        let w = l.usage_writes(now, None, 10);
+        assert_eq!(
+            (w[0].value.as_str(), w[0].by_member.as_str()),
+            (
+                r#"{"cpu":"8"}"#,
+                r#"{"east":{"cpu":"6"},"west":{"cpu":"2"}}"#
+            ),
+            "the same total, another split: written"
+        );
+    }
+
+    #[test]
+    fn a_quota_naming_its_members_refuses_pods_of_the_others() {
+        let l = Ledger::new(Duration::from_secs(30));
+        let mut parent = quota("p", None, 10);
+        parent.members = spans_of(" east , ,east");
+        assert_eq!(parent.members.as_deref(), Some(&["east".to_owned()][..]));
+        assert_eq!(spans_of(" , "), None);
+        l.upsert_quota(parent);
+        l.upsert_quota(quota("q", Some("p"), 10));
+        let one = cpu(1);
+        let now = Instant::now();
+        assert!(allowed(
+            l.check_pod(&asked_in("east", "ns", "a", &one, "r1"), now)
+        ));
+        assert_eq!(
+            denial(l.check_pod(&asked_in("west", "ns", "b", &one, "r2"), now)),
+            "quota ns/p spans member clusters east only: pod west/ns/b cannot be charged to it"
+        );
+        // One cluster: no members to tell apart.
+        assert!(allowed(
+            l.check_pod(&asked("ns", "c", "q", &one, "r3"), now)
+        ));
     }
 
     #[test]

@@ -133,6 +133,13 @@ struct Args {
     /// loses nothing.
     #[arg(long, env = "QUOTA_STATE_MEMBER_REMOVAL_GRACE", default_value = "10m", value_parser = admission_kit::cli::duration)]
     member_removal_grace: Duration,
+    /// In a fleet: keep a copy of each member's client Secret in the member itself, as
+    /// `namespace/name` (where its scheduling-webhook reads it with
+    /// `--quota-state-client-secret`), renewed whenever quota-state renews it; the member's
+    /// kubeconfig must then allow writing that Secret. Empty: copy it yourself (and again after
+    /// each renewal).
+    #[arg(long, env = "QUOTA_STATE_MEMBER_CLIENT_SECRET", default_value = "")]
+    member_client_secret: String,
     /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
     /// of watching a cluster (nothing is then rebuilt after a restart). Needs
     /// `--insecure-plaintext`.
@@ -310,6 +317,16 @@ async fn serve() -> anyhow::Result<()> {
             ));
         }
         if args.fleet {
+            let client_secret_copy = match args.member_client_secret.split_once('/') {
+                _ if args.member_client_secret.is_empty() => None,
+                Some((ns, name)) if !ns.is_empty() && !name.is_empty() => {
+                    Some((ns.to_owned(), name.to_owned()))
+                }
+                _ => anyhow::bail!(
+                    "--member-client-secret {:?}: give it as namespace/name",
+                    args.member_client_secret
+                ),
+            };
             let namespace = match &args.certs.namespace {
                 Some(n) => n.clone(),
                 None => args.lease_namespace.clone(),
@@ -322,6 +339,7 @@ async fn serve() -> anyhow::Result<()> {
                 quota_state::fleet::FleetOptions {
                     namespace,
                     removal_grace: args.member_removal_grace,
+                    client_secret_copy,
                 },
             ));
             quota_state::feed::start_quotas(client, ledger.clone())

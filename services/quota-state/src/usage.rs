@@ -42,7 +42,14 @@ pub const FIELD_MANAGER: &str = "quota-state";
 
 async fn write(api_client: &kube::Client, w: &UsageWrite) -> Result<(), kube::Error> {
     let api: Api<ElasticQuota> = Api::namespaced(api_client.clone(), &w.namespace);
-    let patch = serde_json::json!({"metadata": {"annotations": {CHILD_REQUEST: w.value}}});
+    let patch = if w.by_member.is_empty() {
+        serde_json::json!({"metadata": {"annotations": {CHILD_REQUEST: w.value}}})
+    } else {
+        serde_json::json!({"metadata": {"annotations": {
+            CHILD_REQUEST: w.value,
+            crate::ledger::BY_MEMBER: w.by_member,
+        }}})
+    };
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
@@ -80,6 +87,9 @@ pub async fn round(
             Ok(()) => {
                 // Not written again before its watch event arrives.
                 ledger.observe_shown(&w.namespace, &w.name, &w.value);
+                if !w.by_member.is_empty() {
+                    ledger.observe_shown_split(&w.namespace, &w.name, &w.by_member);
+                }
                 metrics.usage_writes.with_label_values(&["ok"]).inc();
             }
             Err(e) => {

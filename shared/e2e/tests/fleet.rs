@@ -82,25 +82,28 @@ async fn declare(hub: &kube::Client, ns: &str, m: &Member) {
         .unwrap();
 }
 
-/// Copies the client Secret quota-state issued for `m` into `m`, and starts its
-/// scheduling-webhook against quota-state at `url`.
+/// Waits for the client Secret quota-state issued for `m` in the hub to be copied into `m`
+/// (`--member-client-secret`: quota-state keeps the copy renewed), and starts `m`'s
+/// scheduling-webhook against quota-state at `url` with it.
 async fn join(hub: &kube::Client, ns: &str, m: &mut Member, url: &str, bin_dir: &Path) {
     let issued = format!("quota-state-client-member-{}", m.name);
     let data = quota_state_client_secret(hub, ns, &issued)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let copy: Secret = serde_json::from_value(json!({
-        "metadata": {"name": MEMBER_CLIENT_SECRET}, "type": "kubernetes.io/tls",
-    }))
-    .unwrap();
-    let copy = Secret {
-        data: Some(data),
-        ..copy
-    };
-    Api::<Secret>::namespaced(m.client.clone(), ns)
-        .create(&PostParams::default(), &copy)
-        .await
-        .unwrap();
+    eventually(Duration::from_secs(30), || async {
+        let copied = quota_state_client_secret(&m.client, ns, MEMBER_CLIENT_SECRET)
+            .await
+            .map_err(|e| e.to_string())?;
+        if copied == data {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the copy differs from the issued Secret",
+                m.name
+            ))
+        }
+    })
+    .await;
     let dir = m.cp.dir().join("fleet");
     std::fs::create_dir_all(&dir).unwrap();
     let mut o = options(bin_dir, dir, m.cp.kubeconfig.clone(), ns);
@@ -183,18 +186,20 @@ fn quota(name: &str, cpu: u32) -> DynamicObject {
     .unwrap()
 }
 
-/// The usage quota-state wrote back to `name`'s `child-request` annotation.
-async fn shown(env: &Env, name: &str) -> String {
-    e2e::quota::quotas(env)
+/// The usage quota-state wrote back to `name`'s `child-request` annotation, and each member's
+/// share of it.
+async fn shown(env: &Env, name: &str) -> (String, String) {
+    let a = e2e::quota::quotas(env)
         .get(name)
         .await
         .ok()
         .and_then(|q| q.metadata.annotations)
-        .and_then(|a| {
-            a.get("quota.scheduling.koordinator.sh/child-request")
-                .cloned()
-        })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+    (
+        get("quota.scheduling.koordinator.sh/child-request"),
+        get(quota_state::ledger::BY_MEMBER),
+    )
 }
 
 fn grpc(
@@ -227,11 +232,15 @@ async fn one_quota_holds_across_two_member_clusters() {
         ("team-b", 30),
         ("team-c", 30),
         ("team-d", 1),
+        ("team-e", 5),
     ] {
-        quotas
-            .create(&PostParams::default(), &quota(name, cpu))
-            .await
-            .unwrap();
+        let mut q = quota(name, cpu);
+        if name == "team-e" {
+            // Spans east only.
+            q.metadata.annotations =
+                Some([(quota_state::ledger::SPANS.to_owned(), "east".to_owned())].into());
+        }
+        quotas.create(&PostParams::default(), &q).await.unwrap();
     }
     let dir = shared.kubeconfig.with_file_name(&ns);
     std::fs::create_dir_all(&dir).unwrap();
@@ -244,7 +253,13 @@ async fn one_quota_holds_across_two_member_clusters() {
     let qs = testenv::system::spawn_quota_state_with(
         &hub_opts,
         port,
-        &["--fleet", "--member-removal-grace", "30s"],
+        &[
+            "--fleet",
+            "--member-removal-grace",
+            "30s",
+            "--member-client-secret",
+            &format!("{ns}/{MEMBER_CLIENT_SECRET}"),
+        ],
     )
     .unwrap();
     let probes = qs.metrics.clone().unwrap();
@@ -308,6 +323,15 @@ async fn one_quota_holds_across_two_member_clusters() {
             m.name
         );
     }
+    // A quota that spans east only takes no pod of west.
+    create(&east.pods(&ns), &pod("e-east", "team-e", 1))
+        .await
+        .unwrap();
+    let r = create(&west.pods(&ns), &pod("e-west", "team-e", 1)).await;
+    let want = format!(
+        "quota {ns}/team-e spans member clusters east only: pod west/{ns}/e-west cannot be charged to it"
+    );
+    assert!(r.as_ref().is_err_and(|t| t.contains(&want)), "{r:?}");
     // A deletion in west lets east admit one more.
     west.pods(&ns)
         .delete("a-west-0", &DeleteParams::default())
@@ -324,10 +348,14 @@ async fn one_quota_holds_across_two_member_clusters() {
     );
     eventually(Duration::from_secs(30), || async {
         let s = shown(&env, "team-a").await;
-        if s == r#"{"cpu":"10"}"# {
+        let want = (
+            r#"{"cpu":"10"}"#,
+            r#"{"east":{"cpu":"7"},"west":{"cpu":"3"}}"#,
+        );
+        if (s.0.as_str(), s.1.as_str()) == want {
             Ok(())
         } else {
-            Err(format!("usage shown: {s}"))
+            Err(format!("usage shown: {s:?}"))
         }
     })
     .await;
@@ -387,7 +415,7 @@ async fn one_quota_holds_across_two_member_clusters() {
         "over-admitted: east {east_c} + west {west_c} > 30"
     );
     eventually(Duration::from_secs(60), || async {
-        let s = shown(&env, "team-c").await;
+        let s = shown(&env, "team-c").await.0;
         let want = format!(r#"{{"cpu":"{}"}}"#, east_c + west_c);
         if s == want {
             Ok(())
