@@ -15,6 +15,9 @@ pub const ETCD_VERSION: &str = "v3.6.4";
 pub const KUSTOMIZE_VERSION: &str = "v5.8.1";
 /// tilt release (the newest the module proxy serves; evaluates the Tiltfile in the tests).
 pub const TILT_VERSION: &str = "v0.33.21";
+/// toxiproxy release (the newest the module proxy serves): adds round-trip time between a
+/// fleet member's webhook and quota-state in `cargo xtask fleet-latency`.
+pub const TOXIPROXY_VERSION: &str = "v2.5.0";
 
 /// One tool: its name, pinned version and how to build it.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +41,7 @@ pub struct Tool {
 }
 
 /// Every tool the project runs.
-pub const TOOLS: [Tool; 4] = [
+pub const TOOLS: [Tool; 5] = [
     Tool {
         name: "etcd",
         version: ETCD_VERSION,
@@ -78,6 +81,15 @@ pub const TOOLS: [Tool; 4] = [
         nosumdb: "github.com/tilt-dev",
         cgo: true,
         cold_secs: 249,
+    },
+    Tool {
+        name: "toxiproxy",
+        version: TOXIPROXY_VERSION,
+        package: "github.com/Shopify/toxiproxy/v2/cmd/server",
+        ldflags: "",
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 10,
     },
 ];
 
@@ -419,6 +431,11 @@ pub fn locate() -> Result<Binaries, ToolsError> {
         kustomize: find("kustomize")?,
         tilt: find("tilt")?,
     })
+}
+
+/// The cached toxiproxy server (built by [`ensure`]).
+pub fn toxiproxy() -> Result<PathBuf, ToolsError> {
+    find("toxiproxy")
 }
 
 /// Builds every missing tool from the wrapper modules under `go_root`

@@ -416,6 +416,156 @@ pub fn quota_state(bin_dir: &Path, o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// What a fleet member far from the hub sees (docs/fleet-quota.md#latency): the Pod row through
+/// quota-state with 0, 1 and 20 ms of round-trip time added between scheduling-webhook and
+/// quota-state by toxiproxy (a real TCP proxy; its latency toxic delays each chunk by its
+/// arrival time, so pipelined calls overlap as on a long link), at 4 and [`BUSY`] connections;
+/// with the pods each quota-state call carried (`AdmitPods` batching). toxiproxy runs on the
+/// client's CPU, as the network would.
+pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
+    let toxiproxy = testenv::tools::toxiproxy()?;
+    println!(
+        "\nPod validation through quota-state, with round-trip time added between the webhook and quota-state (server CPU {}, client and toxiproxy CPU {}; {} runs of {} s, medians):\n",
+        o.server_cpu, o.client_cpu, o.runs, o.seconds
+    );
+    println!("| added RTT | connections | reviews/s | p50 ms | p99 ms | pods per quota-state call |");
+    println!("|---|---|---|---|---|---|");
+    for rtt_ms in [0u64, 1, 20] {
+        for connections in [4, BUSY] {
+            let row = Row {
+                connections: Some(connections),
+                ..POD_VALIDATE_QUOTA_STATE
+            };
+            let mut runs = Vec::new();
+            let mut per_call = Vec::new();
+            for _ in 0..o.runs {
+                let (_qs, qs_port, qs_metrics) =
+                    crate::soak::start_quota_state_with_metrics(bin_dir, Some(o.server_cpu))?;
+                let (_proxy, port) = if rtt_ms == 0 {
+                    (None, qs_port)
+                } else {
+                    let (g, p) = delayed(&toxiproxy, o.client_cpu, qs_port, rtt_ms)?;
+                    (Some(g), p)
+                };
+                let out = load_command(root, bin_dir, &row, o, o.seconds, Some(port))
+                    .output()
+                    .context("running admission-load")?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                if !out.status.success() {
+                    bail!(
+                        "admission-load failed: {}{}",
+                        text,
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                runs.push(parse(&text).with_context(|| format!("unexpected output: {text}"))?);
+                per_call.push(pods_per_call(qs_metrics)?);
+            }
+            let m = |f: fn(&Figures) -> f64| median(runs.iter().map(f).collect());
+            println!(
+                "| {rtt_ms} ms | {connections} | {:.0} | {:.3} | {:.3} | {:.1} |",
+                m(|f| f.per_sec),
+                m(|f| f.p50),
+                m(|f| f.p99),
+                median(per_call)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// toxiproxy in front of 127.0.0.1:`upstream`, adding `rtt_ms` of round trip (whole
+/// milliseconds each way, the toxic's unit: an odd RTT puts the extra millisecond on the
+/// answers); returns the guard and the proxy's port.
+fn delayed(
+    toxiproxy: &Path,
+    cpu: usize,
+    upstream: u16,
+    rtt_ms: u64,
+) -> Result<(crate::soak::Guard, u16)> {
+    let (api, port) = (testenv::free_port()?, testenv::free_port()?);
+    let guard = crate::soak::Guard(
+        Command::new("taskset")
+            .args(["-c", &cpu.to_string()])
+            .arg(toxiproxy)
+            .args(["-host", "127.0.0.1", "-port", &api.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting toxiproxy")?,
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", api)).is_err() {
+        if std::time::Instant::now() > deadline {
+            bail!("toxiproxy did not listen within 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    post(
+        api,
+        "/proxies",
+        &format!(
+            r#"{{"name":"quota-state","listen":"127.0.0.1:{port}","upstream":"127.0.0.1:{upstream}","enabled":true}}"#
+        ),
+    )?;
+    for (stream, ms) in [("upstream", rtt_ms / 2), ("downstream", rtt_ms - rtt_ms / 2)] {
+        if ms > 0 {
+            post(
+                api,
+                "/proxies/quota-state/toxics",
+                &format!(
+                    r#"{{"name":"rtt-{stream}","type":"latency","stream":"{stream}","attributes":{{"latency":{ms},"jitter":0}}}}"#
+                ),
+            )?;
+        }
+    }
+    Ok((guard, port))
+}
+
+/// POSTs JSON to toxiproxy's API on loopback.
+fn post(port: u16, path: &str, body: &str) -> Result<()> {
+    http(port, "POST", path, body).map(drop)
+}
+
+/// One plain HTTP/1.0 request to a local tool (toxiproxy's API, quota-state's metrics); the
+/// body of a 2xx answer. Hand-written: a few calls to local tools do not warrant an HTTP client
+/// dependency in xtask.
+fn http(port: u16, method: &str, path: &str, body: &str) -> Result<String> {
+    use std::io::{Read as _, Write as _};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    write!(
+        c,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    c.read_to_string(&mut answer)?;
+    let status = answer.split_whitespace().nth(1).unwrap_or_default();
+    if !status.starts_with('2') {
+        bail!("{method} {path} on port {port}: {answer}");
+    }
+    Ok(answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default())
+}
+
+/// Pods decided per quota-state call so far: AdmitPod decisions over AdmitPod and AdmitPods
+/// calls, from quota-state's metrics.
+fn pods_per_call(metrics_port: u16) -> Result<f64> {
+    let text = http(metrics_port, "GET", "/metrics", "").context("reading quota-state's metrics")?;
+    let sum = |prefix: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let decisions = sum("quota_state_admissions_total{");
+    let calls = sum("quota_state_calls_total{method=\"AdmitPods\"")
+        + sum("quota_state_calls_total{method=\"AdmitPod\"");
+    Ok(if calls > 0.0 { decisions / calls } else { 0.0 })
+}
+
 fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> {
     // Held until the run ends: quota-state beside the server, on the server's CPU.
     let quota_state = if row.quota_state {

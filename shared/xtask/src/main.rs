@@ -124,6 +124,18 @@ enum Cmd {
         #[command(flatten)]
         load: LoadArgs,
     },
+    /// What a fleet member far from the hub sees: Pod validation through quota-state with 0, 1
+    /// and 20 ms of round-trip time added by toxiproxy, at 4 and 64 connections.
+    FleetLatency {
+        /// Runs per row (the median is printed).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Measured seconds per run.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
     /// Where each bench path's review time goes in the running server, by stage (TLS, HTTP,
     /// decode, rules, patch, encode, logging, metrics, kernel), from `perf record` with DWARF
     /// call stacks during its load: one markdown table.
@@ -321,6 +333,14 @@ fn main() -> ExitCode {
             build.args(["build", "--release", "-p", "quota-state", "--examples"]);
             run(build, "cargo build --release -p quota-state --examples")?;
             bench::quota_state(&bin_dir, &o)
+        }),
+        Cmd::FleetLatency {
+            runs,
+            seconds,
+            load,
+        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
+            testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+            bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
         }),
         Cmd::CheckSpeed {
             manifests,

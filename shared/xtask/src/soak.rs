@@ -97,6 +97,14 @@ impl Drop for Guard {
 /// `cpu` when given, and waits until its gRPC port accepts (the state is filled before it
 /// listens). The child is killed when the guard drops.
 pub fn start_quota_state(bin_dir: &Path, cpu: Option<usize>) -> Result<(Guard, u16)> {
+    start_quota_state_with_metrics(bin_dir, cpu).map(|(g, port, _)| (g, port))
+}
+
+/// [`start_quota_state`], also returning its metrics port.
+pub fn start_quota_state_with_metrics(
+    bin_dir: &Path,
+    cpu: Option<usize>,
+) -> Result<(Guard, u16, u16)> {
     let (port, metrics) = (testenv::free_port()?, testenv::free_port()?);
     let mut cmd = match cpu {
         Some(cpu) => {
@@ -125,7 +133,7 @@ pub fn start_quota_state(bin_dir: &Path, cpu: Option<usize>) -> Result<(Guard, u
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Ok((guard, port))
+    Ok((guard, port, metrics))
 }
 
 /// How the soak runs.
