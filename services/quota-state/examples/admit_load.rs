@@ -46,6 +46,11 @@ struct Args {
     /// under AdmitPod's figures).
     #[arg(long)]
     health_only: bool,
+    /// A fleet of this many member clusters (0: one cluster): the synthetic pods spread over
+    /// them, and each connection calls as one member (`m<connection % members>`), as each
+    /// member's webhook keeps its own connection to the hub.
+    #[arg(long, default_value_t = 0)]
+    members: usize,
     /// Pin quota-state to this CPU (with `taskset`).
     #[arg(long)]
     server_cpu: Option<usize>,
@@ -82,6 +87,8 @@ async fn main() -> anyhow::Result<()> {
             &args.quotas.to_string(),
             "--synthetic-pods",
             &args.pods.to_string(),
+            "--synthetic-members",
+            &args.members.to_string(),
         ])
         .args(["--reservation-ttl-secs", "5", "--insecure-plaintext"])
         .args(["--metrics-listen", "127.0.0.1:0"])
@@ -135,6 +142,7 @@ async fn main() -> anyhow::Result<()> {
         );
         let load = Load {
             leaves,
+            members: args.members,
             health_only,
         };
         let result = std::thread::spawn(move || {
@@ -225,6 +233,7 @@ async fn closed_loop(
                 .await?
         };
         let (barrier, warmup, health_only) = (barrier.clone(), args.warmup, args.health_only);
+        let members = args.members;
         let runtime = tokio::runtime::Handle::current();
         // A thread per connection, pacing with the system's sleep (the runtime's timer ticks
         // in milliseconds, coarser than the calls); the runtime's workers drive the I/O.
@@ -242,7 +251,7 @@ async fn closed_loop(
                         .map_err(|e| anyhow::anyhow!("connection {c}: health check failed: {e}"));
                 }
                 runtime
-                    .block_on(client.admit_pod(request(leaves, c, i)))
+                    .block_on(client.admit_pod(request(leaves, c, i, members)))
                     .map(drop)
                     .map_err(|e| anyhow::anyhow!("connection {c}: AdmitPod failed: {e}"))
             };
@@ -273,7 +282,7 @@ async fn closed_loop(
 }
 
 /// Call `i` of connection `c`: a pod of its own on one of the synthetic leaf quotas.
-fn request(leaves: usize, c: usize, i: u64) -> AdmitPodRequest {
+fn request(leaves: usize, c: usize, i: u64, members: usize) -> AdmitPodRequest {
     // A cheap deterministic spread over the leaves.
     let leaf = (i.wrapping_mul(2_654_435_761) as usize) % leaves.max(1);
     AdmitPodRequest {
@@ -290,6 +299,11 @@ fn request(leaves: usize, c: usize, i: u64) -> AdmitPodRequest {
             },
         )]
         .into(),
+        cluster: if members == 0 {
+            String::new()
+        } else {
+            quota_state::synthetic::member(c % members)
+        },
         ..AdmitPodRequest::default()
     }
 }
@@ -298,6 +312,7 @@ fn request(leaves: usize, c: usize, i: u64) -> AdmitPodRequest {
 #[derive(Clone, Copy)]
 struct Load {
     leaves: usize,
+    members: usize,
     health_only: bool,
 }
 
@@ -312,7 +327,7 @@ impl Load {
                 .map_err(|e| anyhow::anyhow!("connection {c}: health check failed: {e}"));
         }
         QuotaStateClient::new(ch)
-            .admit_pod(request(self.leaves, c, i))
+            .admit_pod(request(self.leaves, c, i, self.members))
             .await
             .map(drop)
             .map_err(|e| anyhow::anyhow!("connection {c}: AdmitPod failed: {e}"))

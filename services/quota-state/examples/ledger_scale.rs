@@ -32,6 +32,10 @@ struct Args {
     /// Milliseconds between two changes.
     #[arg(long, default_value_t = 100)]
     every_ms: u64,
+    /// A fleet of this many member clusters (0: one cluster): the pods spread over them, each
+    /// admission from one of them in turn (docs/fleet-quota.md#one-ledger-for-a-fleet).
+    #[arg(long, default_value_t = 0)]
+    members: usize,
 }
 
 /// Resident memory of this process in KiB.
@@ -69,7 +73,7 @@ fn summary(mut v: Vec<f64>) -> (f64, f64, f64, usize) {
 }
 
 /// Admits until `stop`, returning each call's latency in µs.
-fn admit_until(ledger: &Ledger, leaves: usize, stop: &AtomicBool) -> Vec<f64> {
+fn admit_until(ledger: &Ledger, leaves: usize, members: &[String], stop: &AtomicBool) -> Vec<f64> {
     let mut out = Vec::new();
     let requests = cpu(100);
     let mut i = 0usize;
@@ -80,7 +84,9 @@ fn admit_until(ledger: &Ledger, leaves: usize, stop: &AtomicBool) -> Vec<f64> {
         let label = synthetic::leaf(leaf);
         let started = Instant::now();
         let check = PodCheck {
-            cluster: "",
+            cluster: members
+                .get(i % members.len().max(1))
+                .map_or("", String::as_str),
             namespace: &ns,
             name: "probe",
             label: &label,
@@ -105,7 +111,8 @@ fn main() -> anyhow::Result<()> {
     ledger.spawn_rebuilder()?;
     let before = rss_kib();
     let started = Instant::now();
-    synthetic::fill(&ledger, args.quotas, args.pods);
+    synthetic::fill_fleet(&ledger, args.quotas, args.pods, args.members);
+    let members: Arc<Vec<String>> = Arc::new((0..args.members).map(synthetic::member).collect());
     let filled = started.elapsed();
     // The first read builds the tree and the usage.
     let _ = ledger.used(&synthetic::leaf(0));
@@ -115,9 +122,14 @@ fn main() -> anyhow::Result<()> {
     let after = rss_kib();
     let per_pod = (after.saturating_sub(before)) as f64 * 1024.0 / args.pods.max(1) as f64;
     println!(
-        "{} quotas, {} pods: filled in {:.2} s, first tree in {:.2} s; RSS {} → {} KiB, {:.0} bytes per pod (quotas included)",
+        "{} quotas, {} pods{}: filled in {:.2} s, first tree in {:.2} s; RSS {} → {} KiB, {:.0} bytes per pod (quotas included)",
         args.quotas,
         args.pods,
+        if args.members > 0 {
+            format!(" across {} member clusters", args.members)
+        } else {
+            String::new()
+        },
         filled.as_secs_f64(),
         first_tree.as_secs_f64(),
         before,
@@ -132,8 +144,8 @@ fn main() -> anyhow::Result<()> {
     for changing in [false, true] {
         let stop = Arc::new(AtomicBool::new(false));
         let admitter = {
-            let (ledger, stop) = (ledger.clone(), stop.clone());
-            std::thread::spawn(move || admit_until(&ledger, leaves, &stop))
+            let (ledger, stop, members) = (ledger.clone(), stop.clone(), members.clone());
+            std::thread::spawn(move || admit_until(&ledger, leaves, &members, &stop))
         };
         let mut changes = 0;
         let t0 = Instant::now();

@@ -148,6 +148,10 @@ struct Args {
     /// Benchmarks only: and this many synthetic running pods spread over them.
     #[arg(long, default_value_t = 0)]
     synthetic_pods: usize,
+    /// Benchmarks only: and the pods spread over this many member clusters (`m0`, `m1`, …; a
+    /// plaintext caller then acts for the cluster its calls name).
+    #[arg(long, default_value_t = 0)]
+    synthetic_members: usize,
 }
 
 async fn shutdown() {
@@ -257,7 +261,12 @@ async fn serve() -> anyhow::Result<()> {
     // SERVING: initial lists in, leader, certificate loaded (set below).
     let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
-        quota_state::synthetic::fill(&ledger, args.synthetic_quotas, args.synthetic_pods);
+        quota_state::synthetic::fill_fleet(
+            &ledger,
+            args.synthetic_quotas,
+            args.synthetic_pods,
+            args.synthetic_members,
+        );
         let done = Arc::new(std::sync::atomic::AtomicBool::new(true));
         (done.clone(), done)
     } else {

@@ -29,8 +29,19 @@ pub fn leaf(i: usize) -> String {
     format!("leaf-{i}")
 }
 
+/// Name of member cluster `i` of a synthetic fleet.
+pub fn member(i: usize) -> String {
+    format!("m{i}")
+}
+
 /// Fills `ledger` with `quotas` quotas (≈1 % of them parents) and `pods` running pods.
 pub fn fill(ledger: &Ledger, quotas: usize, pods: usize) {
+    fill_fleet(ledger, quotas, pods, 0);
+}
+
+/// [`fill`], the pods spread over `members` member clusters ([`member`]) in turn; 0: one
+/// cluster.
+pub fn fill_fleet(ledger: &Ledger, quotas: usize, pods: usize, members: usize) {
     let parents = quotas.div_ceil(101).max(1);
     let leaves = quotas.saturating_sub(parents).max(1);
     for p in 0..parents {
@@ -55,11 +66,17 @@ pub fn fill(ledger: &Ledger, quotas: usize, pods: usize) {
     }
     for n in 0..pods {
         let q = leaf(n % leaves);
-        ledger.observe_pod(
+        let cluster = if members == 0 {
+            String::new()
+        } else {
+            member(n % members)
+        };
+        ledger.observe_pod_usage_in(
+            &cluster,
             &format!("ns-{}", n % leaves),
             &format!("pod-{n}"),
             &q,
-            cpu_mem(1, 2),
+            Ok(cpu_mem(1, 2)),
         );
     }
 }

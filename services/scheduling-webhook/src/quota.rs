@@ -120,6 +120,15 @@ pub fn quota_name_of(view: &dyn QuotaLookup, pod: &Pod, ns: &str, ctx: &Context)
 /// (none, or the default, system or root quota), and no quota is named like its namespace or
 /// lists it, so PM-3 finds no tree either. A cache that cannot be read concerns every pod.
 pub fn concerns_no_quota(pod: &Pod, ns: &str, ctx: &Context) -> bool {
+    if crate::quota_client::fleet_member(ctx) {
+        // The quotas live in the hub: a label names one, and a namespace's binding is what
+        // quota-state last said of it (never said: concerned).
+        let label = pod_quota_label(pod);
+        return match label {
+            "" => crate::quota_client::namespace_concerned(ns) == Some(false),
+            l => [tree::keys::DEFAULT, tree::keys::SYSTEM, tree::keys::ROOT].contains(&l),
+        };
+    }
     let Ok(quotas) = state_quotas(ctx) else {
         return false;
     };

@@ -82,6 +82,54 @@ pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, Str
     }
 }
 
+/// Whether this webhook is a fleet member's (`--quota-state-cluster` set): its cluster holds
+/// no ElasticQuotas (the hub does), so its own quota cache cannot tell which pods a quota
+/// concerns while quota-state is down; [`namespace_concerned`] remembers it from quota-state's
+/// answers instead.
+pub fn fleet_member(ctx: &Context) -> bool {
+    !ctx.option("quota-state-cluster").is_empty()
+}
+
+/// Namespaces whose unlabelled pods quota-state last charged to a checked quota (`true`) or to
+/// none (`false`): from each AdmitPod answer for an unlabelled pod and each Lookup. Bounded by
+/// [`REMEMBERED_NAMESPACES`]: past it the map starts again (unknown namespaces count as
+/// concerned, the safe side).
+static NAMESPACES: Mutex<Option<HashMap<String, bool>>> = Mutex::new(None);
+
+/// More namespaces than a cluster holds.
+const REMEMBERED_NAMESPACES: usize = 100_000;
+
+fn remember(namespace: &str, concerned: bool) {
+    let mut g = NAMESPACES.lock().unwrap_or_else(|p| p.into_inner());
+    let map = g.get_or_insert_with(HashMap::new);
+    if map.get(namespace) == Some(&concerned) {
+        return;
+    }
+    if map.len() >= REMEMBERED_NAMESPACES {
+        map.clear();
+    }
+    map.insert(namespace.to_owned(), concerned);
+}
+
+/// [`remember`], for the tests of [`crate::quota::concerns_no_quota`].
+#[cfg(test)]
+pub fn remember_for_tests(namespace: &str, concerned: bool) {
+    remember(namespace, concerned);
+}
+
+/// Whether a quota concerns the unlabelled pods of `namespace`, as quota-state last said; `None`
+/// when it never said (a fleet member counts those as concerned).
+pub fn namespace_concerned(namespace: &str) -> Option<bool> {
+    let g = NAMESPACES.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_ref().and_then(|m| m.get(namespace).copied())
+}
+
+/// Whether quota `name` (a pod's QN) is one admission checks.
+fn checked(name: &str) -> bool {
+    use quota_state::tree::keys::{DEFAULT, ROOT, SYSTEM};
+    !name.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&name)
+}
+
 static CHANNEL: Mutex<Option<(String, Channel)>> = Mutex::new(None);
 
 /// One HTTP/2 channel per process (tonic multiplexes calls over it), made lazily so that the
@@ -462,7 +510,12 @@ pub async fn check_pod(
         cluster: ctx.option("quota-state-cluster").to_owned(),
     };
     let dry_run = msg.dry_run;
+    let unlabelled = msg.quota_label.is_empty();
     let r = admit(ctx, msg).await?;
+    if unlabelled {
+        // A refusal comes from the pod's quota: it concerns the namespace.
+        remember(ns, !r.allowed || checked(&r.quota));
+    }
     Ok(if r.allowed {
         PodAnswer::Allowed {
             reserved: check_admission && !dry_run,
@@ -550,6 +603,7 @@ pub async fn lookup(
             .map(|r| r.into_inner())
     })
     .await?;
+    remember(namespace, !r.bound.is_empty() || r.self_named);
     Ok(Snapshot {
         quotas: r
             .quotas

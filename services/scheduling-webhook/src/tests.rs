@@ -570,6 +570,40 @@ fn outage_admits_only_pods_no_quota_concerns() {
     );
 }
 
+/// In a fleet member the quotas live in the hub: while quota-state cannot be asked, a quota
+/// label concerns the pod, and an unlabelled pod's namespace is what quota-state last said of it
+/// (never said: concerned), whatever the member's own ElasticQuotas.
+#[test]
+fn a_fleet_member_scopes_outages_by_what_quota_state_said() {
+    let app = crate::app();
+    let mut options = app.default_options();
+    options.insert("quota-state-cluster", "east".into());
+    let c = ctx(vec![]).with_options(options);
+    let pod = |labels: Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .unwrap()
+    };
+    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(p, ns, &c);
+    let labelled = pod(json!({"quota.scheduling.koordinator.sh/name": "team-a"}));
+    assert!(
+        !no_quota(&labelled, "fleet-plain"),
+        "QN-1: a label names a hub quota"
+    );
+    assert!(
+        !no_quota(&pod(json!({})), "fleet-never-asked"),
+        "unknown: concerned"
+    );
+    crate::quota_client::remember_for_tests("fleet-plain", false);
+    crate::quota_client::remember_for_tests("fleet-bound", true);
+    assert!(no_quota(&pod(json!({})), "fleet-plain"));
+    assert!(!no_quota(&pod(json!({})), "fleet-bound"));
+    assert!(no_quota(
+        &pod(json!({"quota.scheduling.koordinator.sh/name": "koordinator-default-quota"})),
+        "fleet-bound"
+    ));
+}
+
 /// Koordinator's §8 metrics, with its names and labels, after a pod, a quota and a binding.
 #[test]
 fn koordinator_metrics_are_recorded_with_upstream_names() {

@@ -423,3 +423,80 @@ fn registered_as_served(service: &str, rendered: &str) {
         "{service}: every endpoint is registered once"
     );
 }
+
+/// One quota across clusters: the hub and member overlays render and pass the server's dry
+/// run; the hub runs quota-state in fleet mode with its own ElasticQuota CRD (the one
+/// scheduling-webhook generates), the member's webhook asks the hub as its cluster, both inputs
+/// in one generated ConfigMap each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_cluster_overlays_pass_server_dry_run() {
+    let env = Env::new("e2e-kustomize-fleet").await;
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (hub, kinds) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/multi-cluster/hub"),
+    )
+    .await;
+    for k in ["CustomResourceDefinition", "Deployment", "Service", "Role"] {
+        assert!(kinds.iter().any(|x| x == k), "hub: no {k}");
+    }
+    for want in [
+        "name: QUOTA_STATE_FLEET\n          value: \"true\"",
+        "value: quota-state,$(FLEET_ADDRESS)",
+        "name: QUOTA_STATE_MEMBER_CLIENT_SECRET\n          value: admission-webhooks/quota-state-client-scheduling-webhook",
+        "type: LoadBalancer",
+        "address: quota-state.hub.example.com",
+    ] {
+        assert!(hub.contains(want), "hub: no {want:?}");
+    }
+    assert!(
+        !hub.contains("scheduling-webhook:latest"),
+        "the hub runs quota-state alone"
+    );
+    // The CRD shipped is the one the webhook generates.
+    let shipped: serde_json::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(root.join("kustomize/multi-cluster/hub/elasticquota-crd.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    let generated = scheduling_webhook::app()
+        .custom_resource_definitions()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some("elasticquotas.scheduling.sigs.k8s.io"))
+        .unwrap();
+    assert_eq!(
+        shipped,
+        serde_json::to_value(&generated).unwrap(),
+        "regenerate kustomize/multi-cluster/hub/elasticquota-crd.yaml"
+    );
+
+    let (member, kinds) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/multi-cluster/member"),
+    )
+    .await;
+    for k in [
+        "ServiceAccount",
+        "ClusterRole",
+        "MutatingWebhookConfiguration",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "member: no {k}");
+    }
+    for want in [
+        "- --quota-state-url=https://$(FLEET_HUB)",
+        "- --quota-state-cluster=$(FLEET_CLUSTER)",
+        "hub: quota-state.hub.example.com:9090",
+        "cluster: east",
+        "type: kubernetes.io/service-account-token",
+        "resourceNames:\n  - quota-state-client-scheduling-webhook",
+    ] {
+        assert!(member.contains(want), "member: no {want:?}");
+    }
+    assert!(
+        !member.contains("quota-state:latest"),
+        "members run no quota-state"
+    );
+}

@@ -428,7 +428,9 @@ pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         "\nPod validation through quota-state, with round-trip time added between the webhook and quota-state (server CPU {}, client and toxiproxy CPU {}; {} runs of {} s, medians):\n",
         o.server_cpu, o.client_cpu, o.runs, o.seconds
     );
-    println!("| added RTT | connections | reviews/s | p50 ms | p99 ms | pods per quota-state call |");
+    println!(
+        "| added RTT | connections | reviews/s | p50 ms | p99 ms | pods per quota-state call |"
+    );
     println!("|---|---|---|---|---|---|");
     for rtt_ms in [0u64, 1, 20] {
         for connections in [4, BUSY] {
@@ -508,7 +510,10 @@ fn delayed(
             r#"{{"name":"quota-state","listen":"127.0.0.1:{port}","upstream":"127.0.0.1:{upstream}","enabled":true}}"#
         ),
     )?;
-    for (stream, ms) in [("upstream", rtt_ms / 2), ("downstream", rtt_ms - rtt_ms / 2)] {
+    for (stream, ms) in [
+        ("upstream", rtt_ms / 2),
+        ("downstream", rtt_ms - rtt_ms / 2),
+    ] {
         if ms > 0 {
             post(
                 api,
@@ -553,7 +558,8 @@ fn http(port: u16, method: &str, path: &str, body: &str) -> Result<String> {
 /// Pods decided per quota-state call so far: AdmitPod decisions over AdmitPod and AdmitPods
 /// calls, from quota-state's metrics.
 fn pods_per_call(metrics_port: u16) -> Result<f64> {
-    let text = http(metrics_port, "GET", "/metrics", "").context("reading quota-state's metrics")?;
+    let text =
+        http(metrics_port, "GET", "/metrics", "").context("reading quota-state's metrics")?;
     let sum = |prefix: &str| -> f64 {
         text.lines()
             .filter(|l| l.starts_with(prefix))
