@@ -317,6 +317,11 @@ pub fn app() -> App {
         "In a fleet (one quota-state for several clusters, docs/fleet-quota.md): this cluster's name as the fleet knows it, sent with every admission and release; quota-state refuses the calls when the client certificate names another cluster (a copied Secret), rather than charge the wrong cluster. Empty: not sent.",
         "",
     )
+    .option(
+        "quota-state-calls-in-flight",
+        "AdmitPods calls out to quota-state at once; the pods whose reviews arrive meanwhile go together in the next call. 1 suits a quota-state in the same cluster (fuller batches, less overhead); a fleet member far from its hub sets more, so that a review does not wait a round trip behind the previous batch (docs/fleet-quota.md#latency).",
+        "1",
+    )
     .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")
     .option(
         "quota-unavailable",
@@ -389,6 +394,7 @@ pub fn app() -> App {
         "false",
     )
     .check_at_start(workload::check_mapping)
+    .check_at_start(quota_client::check_options)
     .registers_also(workload::mapped_endpoints)
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()

@@ -82,6 +82,25 @@ pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, Str
     }
 }
 
+/// Refuses at start what would make every quota call fail: calls in flight that are not a
+/// number from 1 to 64, a cluster name that is not a DNS label.
+pub fn check_options(o: &admission_kit::app::OptionValues) -> Result<(), String> {
+    let get = |k: &str| o.get(k).map(String::as_str).unwrap_or_default();
+    let n = get("quota-state-calls-in-flight");
+    if !n.parse::<usize>().is_ok_and(|n| (1..=64).contains(&n)) {
+        return Err(format!(
+            "--quota-state-calls-in-flight {n:?}: give a number from 1 to 64"
+        ));
+    }
+    let cluster = get("quota-state-cluster");
+    if !cluster.is_empty() && !quota_state::fleet::is_cluster_name(cluster) {
+        return Err(format!(
+            "--quota-state-cluster {cluster:?}: a DNS label (lower-case letters, digits and '-', at most 63)"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether this webhook is a fleet member's (`--quota-state-cluster` set): its cluster holds
 /// no ElasticQuotas (the hub does), so its own quota cache cannot tell which pods a quota
 /// concerns while quota-state is down; [`namespace_concerned`] remembers it from quota-state's
@@ -301,22 +320,40 @@ fn batcher(ctx: &Context, deadline: Duration) -> Result<mpsc::Sender<Asked>, Str
     let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
     // Bounded: senders wait when it is full, and reviews in flight are bounded by the server.
     let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
-    tokio::spawn(run_batches(client, rx, deadline));
+    let in_flight = ctx
+        .option("quota-state-calls-in-flight")
+        .parse()
+        .map_err(|e| format!("--quota-state-calls-in-flight: {e}"))?;
+    tokio::spawn(run_batches(client, rx, deadline, in_flight));
     *g = Some((url.to_owned(), tx.clone()));
     Ok(tx)
 }
 
-/// Sends what has queued as one AdmitPods call, one call at a time, and hands out the answers.
-/// A quota-state without AdmitPods (an older one during a rolling upgrade) gets AdmitPod calls
-/// from then on.
+/// Sends what has queued as one AdmitPods call, at most `in_flight` calls at a time, and hands
+/// out the answers: a review waits for a call of its own only while `in_flight` calls are out.
+/// One (the default) suits a quota-state in the same cluster, where a call returns within the
+/// time the next reviews take to arrive and fuller batches cost less; a fleet member far from
+/// its hub sets more, so that its reviews do not wait a round trip behind the previous batch
+/// (docs/fleet-quota.md#latency). A quota-state without AdmitPods (an older one during a
+/// rolling upgrade) gets AdmitPod calls from then on.
 async fn run_batches(
     client: QuotaStateClient<Channel>,
     mut asked: mpsc::Receiver<Asked>,
     deadline: Duration,
+    in_flight: usize,
 ) {
+    let calls = std::sync::Arc::new(tokio::sync::Semaphore::new(in_flight.max(1)));
+    let peer = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(Peer::Untried as u8));
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut peer = Peer::Untried;
     while asked.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // Closed never: the semaphore lives as long as this loop.
+        let Ok(permit) = calls.clone().acquire_owned().await else {
+            fail_all(
+                batch.drain(..).map(|a| a.answer).collect(),
+                "batcher stopped",
+            );
+            continue;
+        };
         // Reviews already running on this runtime reach their quota question before the call
         // leaves: one turn of the scheduler, no timer.
         tokio::task::yield_now().await;
@@ -335,43 +372,56 @@ async fn run_batches(
         if msgs.is_empty() {
             continue;
         }
-        if peer == Peer::Singles {
+        let now = Peer::of(peer.load(std::sync::atomic::Ordering::Acquire));
+        if now == Peer::Singles {
             one_by_one(&client, msgs, answers, deadline);
             continue;
         }
-        // Until AdmitPods has answered once, a copy is kept to ask again one by one.
-        let copy = (peer == Peer::Untried).then(|| msgs.clone());
-        let mut c = client.clone();
-        let r = c
-            .admit_pods(with_deadline(AdmitPodsRequest { pods: msgs }, deadline))
-            .await;
-        match r {
-            Ok(r) => {
-                peer = Peer::Batches;
-                let r = r.into_inner().answers;
-                if r.len() != answers.len() {
-                    let e = format!("quota-state answered {} of {} pods", r.len(), answers.len());
-                    fail_all(answers, &e);
-                    continue;
+        let (client, peer) = (client.clone(), peer.clone());
+        let call = async move {
+            let _permit = permit;
+            // Until AdmitPods has answered once, a copy is kept to ask again one by one.
+            let copy = (now == Peer::Untried).then(|| msgs.clone());
+            let mut c = client.clone();
+            let r = c
+                .admit_pods(with_deadline(AdmitPodsRequest { pods: msgs }, deadline))
+                .await;
+            match r {
+                Ok(r) => {
+                    peer.store(Peer::Batches as u8, std::sync::atomic::Ordering::Release);
+                    let r = r.into_inner().answers;
+                    if r.len() != answers.len() {
+                        let e =
+                            format!("quota-state answered {} of {} pods", r.len(), answers.len());
+                        fail_all(answers, &e);
+                        return;
+                    }
+                    for (got, a) in r.into_iter().zip(answers) {
+                        let _ = a.send(match got.response {
+                            Some(r) if got.invalid.is_empty() => Ok(r),
+                            _ => Err(format!("{}: {}", tonic::Code::InvalidArgument, got.invalid)),
+                        });
+                    }
                 }
-                for (got, a) in r.into_iter().zip(answers) {
-                    let _ = a.send(match got.response {
-                        Some(r) if got.invalid.is_empty() => Ok(r),
-                        _ => Err(format!("{}: {}", tonic::Code::InvalidArgument, got.invalid)),
-                    });
+                Err(s) if s.code() == tonic::Code::Unimplemented && copy.is_some() => {
+                    peer.store(Peer::Singles as u8, std::sync::atomic::Ordering::Release);
+                    one_by_one(&client, copy.unwrap_or_default(), answers, deadline);
                 }
+                Err(s) => fail_all(answers, &status_text(&s)),
             }
-            Err(s) if s.code() == tonic::Code::Unimplemented && copy.is_some() => {
-                peer = Peer::Singles;
-                one_by_one(&client, copy.unwrap_or_default(), answers, deadline);
-            }
-            Err(s) => fail_all(answers, &status_text(&s)),
+        };
+        if in_flight <= 1 {
+            // One call at a time: no task needed, the loop waits for it.
+            call.await;
+        } else {
+            tokio::spawn(call);
         }
     }
 }
 
 /// What the batcher knows of quota-state's methods.
-#[derive(PartialEq)]
+#[derive(PartialEq, Clone, Copy)]
+#[repr(u8)]
 enum Peer {
     /// No AdmitPods call has been answered yet.
     Untried,
@@ -379,6 +429,16 @@ enum Peer {
     Batches,
     /// AdmitPods is unknown there: AdmitPod per pod.
     Singles,
+}
+
+impl Peer {
+    fn of(v: u8) -> Self {
+        match v {
+            1 => Peer::Batches,
+            2 => Peer::Singles,
+            _ => Peer::Untried,
+        }
+    }
 }
 
 fn fail_all(answers: Vec<oneshot::Sender<Result<AdmitPodResponse, String>>>, e: &str) {

@@ -604,6 +604,31 @@ fn a_fleet_member_scopes_outages_by_what_quota_state_said() {
     ));
 }
 
+/// Options that would make every quota call fail stop the service at start.
+#[test]
+fn quota_state_options_are_checked_at_start() {
+    let app = crate::app();
+    let with = |k: &'static str, v: &str| {
+        let mut o = app.default_options();
+        o.insert(k, v.to_owned());
+        crate::quota_client::check_options(&o)
+    };
+    assert_eq!(
+        crate::quota_client::check_options(&app.default_options()),
+        Ok(())
+    );
+    assert_eq!(with("quota-state-calls-in-flight", "8"), Ok(()));
+    for bad in ["0", "65", "many"] {
+        assert!(with("quota-state-calls-in-flight", bad).is_err(), "{bad}");
+    }
+    assert_eq!(with("quota-state-cluster", "east-1"), Ok(()));
+    assert!(
+        with("quota-state-cluster", "East.1")
+            .unwrap_err()
+            .contains("DNS label")
+    );
+}
+
 /// Koordinator's §8 metrics, with its names and labels, after a pod, a quota and a binding.
 #[test]
 fn koordinator_metrics_are_recorded_with_upstream_names() {

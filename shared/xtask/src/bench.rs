@@ -429,11 +429,12 @@ pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
         o.server_cpu, o.client_cpu, o.runs, o.seconds
     );
     println!(
-        "| added RTT | connections | reviews/s | p50 ms | p99 ms | pods per quota-state call |"
+        "| added RTT | connections | calls in flight | reviews/s | p50 ms | p99 ms | pods per quota-state call |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for rtt_ms in [0u64, 1, 20] {
-        for connections in [4, BUSY] {
+        for (connections, in_flight) in [(4, 1), (4, 4), (BUSY, 1), (BUSY, 4)] {
+            let extra = [format!("--quota-state-calls-in-flight={in_flight}")];
             let row = Row {
                 connections: Some(connections),
                 ..POD_VALIDATE_QUOTA_STATE
@@ -449,7 +450,7 @@ pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
                     let (g, p) = delayed(&toxiproxy, o.client_cpu, qs_port, rtt_ms)?;
                     (Some(g), p)
                 };
-                let out = load_command(root, bin_dir, &row, o, o.seconds, Some(port))
+                let out = load_command_with(root, bin_dir, &row, o, o.seconds, Some(port), &extra)
                     .output()
                     .context("running admission-load")?;
                 let text = String::from_utf8_lossy(&out.stdout);
@@ -465,7 +466,7 @@ pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
             }
             let m = |f: fn(&Figures) -> f64| median(runs.iter().map(f).collect());
             println!(
-                "| {rtt_ms} ms | {connections} | {:.0} | {:.3} | {:.3} | {:.1} |",
+                "| {rtt_ms} ms | {connections} | {in_flight} | {:.0} | {:.3} | {:.3} | {:.1} |",
                 m(|f| f.per_sec),
                 m(|f| f.p50),
                 m(|f| f.p99),
@@ -567,8 +568,15 @@ fn pods_per_call(metrics_port: u16) -> Result<f64> {
             .sum()
     };
     let decisions = sum("quota_state_admissions_total{");
-    let calls = sum("quota_state_calls_total{method=\"AdmitPods\"")
-        + sum("quota_state_calls_total{method=\"AdmitPod\"");
+    // Labels print in name order: `code` before `method`.
+    let calls: f64 = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("quota_state_calls_total{")
+                && (l.contains("method=\"AdmitPods\"") || l.contains("method=\"AdmitPod\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
     Ok(if calls > 0.0 { decisions / calls } else { 0.0 })
 }
 
@@ -604,7 +612,20 @@ pub fn load_command(
     seconds: u64,
     quota_state_port: Option<u16>,
 ) -> Command {
-    let mut serve_args = Vec::new();
+    load_command_with(root, bin_dir, row, o, seconds, quota_state_port, &[])
+}
+
+/// [`load_command`] with more arguments for the served binary's `serve`.
+fn load_command_with(
+    root: &Path,
+    bin_dir: &Path,
+    row: &Row,
+    o: &Options,
+    seconds: u64,
+    quota_state_port: Option<u16>,
+    extra: &[String],
+) -> Command {
+    let mut serve_args = extra.to_vec();
     if let Some(state) = row.state {
         serve_args.push(format!("--state={}", root.join(state).display()));
     }
