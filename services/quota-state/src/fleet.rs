@@ -304,6 +304,20 @@ pub async fn run(
                 by_secret.insert(name, m.cluster.clone());
                 continue;
             }
+            // Two Secrets naming one cluster: the first keeps it.
+            if let Some(other) = by_secret
+                .iter()
+                .find(|(secret, cluster)| **cluster == m.cluster && **secret != name)
+                .map(|(secret, _)| secret.clone())
+            {
+                tracing::error!(cluster = %m.cluster, secret = %name, other = %other, "member Secret not taken: another member Secret names the same cluster");
+                continue;
+            }
+            // A Secret that now names another cluster: the cluster it named leaves.
+            if let Some(before) = by_secret.get(&name).filter(|c| **c != m.cluster).cloned() {
+                by_secret.remove(&name);
+                remove(before, &mut running);
+            }
             let client = match member_client(&m).await {
                 Ok(c) => c,
                 Err(e) => {

@@ -10,7 +10,8 @@
 //!   else of them (rules, address);
 //! - lifecycle-webhook's account updates its drain record and creates nothing; no other account
 //!   or tenant writes the record (nobody else moves a drain's deadline);
-//! - quota-state may change an ElasticQuota's `child-request` annotation and nothing else;
+//! - quota-state may change an ElasticQuota's usage annotations (`child-request`, and a fleet
+//!   hub's `child-request-by-member`) and nothing else;
 //! - only administrators may set a namespace's `admission-webhooks.io/exclude` label;
 //! - the cert-manager variant of scheduling-webhook still lets it read the client certificate
 //!   quota-state's side issues to it, and mounts every file its flags name.
@@ -315,11 +316,15 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     let quotas: Api<DynamicObject> =
         Api::namespaced_with(service_account("quota-state").await, &quota_ns, &ar);
     let usage = "quota.scheduling.koordinator.sh/child-request";
+    let by_member = "fleet.admission-webhooks.io/child-request-by-member";
     quotas
         .patch(
             "team",
             &PatchParams::default(),
-            &merge(json!({"metadata": {"annotations": {usage: "{\"cpu\":\"1\"}"}}})),
+            &merge(json!({"metadata": {"annotations": {
+                usage: "{\"cpu\":\"1\"}",
+                by_member: "{\"east\":{\"cpu\":\"1\"}}",
+            }}})),
         )
         .await
         .unwrap();
@@ -342,9 +347,7 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
         );
         assert_eq!(code, 403, "{what}: {msg}");
         assert!(
-            msg.contains(
-                "may change only the quota.scheduling.koordinator.sh/child-request annotation"
-            ),
+            msg.contains("may change only the usage annotations of an ElasticQuota"),
             "{what}: {msg}"
         );
     }

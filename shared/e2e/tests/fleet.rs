@@ -116,6 +116,9 @@ async fn join(hub: &kube::Client, ns: &str, m: &mut Member, url: &str, bin_dir: 
         "quota-state",
         "--quota-state-cluster",
         m.name,
+        // As kustomize/multi-cluster/member runs it.
+        "--quota-state-calls-in-flight",
+        "4",
     ]
     .map(str::to_owned)
     .to_vec();

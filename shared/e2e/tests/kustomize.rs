@@ -236,6 +236,19 @@ async fn cert_manager_and_monitoring_variants_pass_server_dry_run_with_their_crd
         assert!(kinds.iter().any(|x| x == k), "with-monitoring: no {k}");
     }
     assert!(text.contains("grafana_dashboard: \"1\""));
+    // The fleet hub with monitoring: the services' and the fleet's alerts.
+    let (text, kinds) = render_and_dry_run(
+        &env,
+        &bins.kustomize,
+        &root.join("kustomize/multi-cluster/hub-with-monitoring"),
+    )
+    .await;
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "PrometheusRule").count(),
+        2,
+        "hub-with-monitoring"
+    );
+    assert!(text.contains("alert: QuotaStateMemberWatchDown"));
     let mut variants = 0;
     for svc in std::fs::read_dir(root.join("services")).unwrap().flatten() {
         let name = svc.file_name().to_string_lossy().into_owned();
@@ -488,6 +501,7 @@ async fn multi_cluster_overlays_pass_server_dry_run() {
     for want in [
         "- --quota-state-url=https://$(FLEET_HUB)",
         "- --quota-state-cluster=$(FLEET_CLUSTER)",
+        "- --quota-state-calls-in-flight=4",
         "hub: quota-state.hub.example.com:9090",
         "cluster: east",
         "type: kubernetes.io/service-account-token",
