@@ -570,7 +570,8 @@ pub async fn check_pod(
         cluster: ctx.option("quota-state-cluster").to_owned(),
     };
     let dry_run = msg.dry_run;
-    let unlabelled = msg.quota_label.is_empty();
+    // Only a fleet member needs it (see `fleet_member`).
+    let unlabelled = msg.quota_label.is_empty() && fleet_member(ctx);
     let r = admit(ctx, msg).await?;
     if unlabelled {
         // A refusal comes from the pod's quota: it concerns the namespace.
@@ -663,7 +664,9 @@ pub async fn lookup(
             .map(|r| r.into_inner())
     })
     .await?;
-    remember(namespace, !r.bound.is_empty() || r.self_named);
+    if fleet_member(ctx) {
+        remember(namespace, !r.bound.is_empty() || r.self_named);
+    }
     Ok(Snapshot {
         quotas: r
             .quotas

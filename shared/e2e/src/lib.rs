@@ -221,6 +221,25 @@ impl Env {
     }
 }
 
+/// A control plane of the test's own (not the shared one: a test that restarts it, or needs
+/// several clusters), with namespace `ns` created in it, and an admin client.
+pub async fn own_control_plane(ns: &str) -> (testenv::ControlPlane, kube::Client) {
+    let bins = must(testenv::tools::locate(), "tools");
+    let cp = must(testenv::ControlPlane::start(&bins).await, "control plane");
+    let client = must(cp.client().await, "kube client");
+    let namespace: Namespace = must(
+        serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})),
+        "namespace",
+    );
+    must(
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await,
+        "create namespace",
+    );
+    (cp, client)
+}
+
 /// A webhook service running in-process, as `serve` runs it: self-signed TLS on a free loopback
 /// port, cluster state from watches of the test's API server.
 pub struct Webhook {

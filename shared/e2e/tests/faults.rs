@@ -18,7 +18,7 @@ use admission_kit::FailurePolicy;
 use admission_kit::mtls::{MtlsFiles, Pki};
 use e2e::stream::{Answer, Sent, Stream, p99, rate};
 use e2e::{Env, create_eventually, eventually, metric};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use testenv::lb::{Backend, LoadBalancer};
@@ -576,19 +576,8 @@ async fn quota_state_leader_killed_answers_as_documented_and_keeps_the_quota() {
 async fn an_api_server_restart_keeps_decisions_and_resumes_watches() {
     let _one = SERIAL.lock().await;
     admission_kit::tls::install_crypto_provider();
-    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
-    let mut cp = testenv::ControlPlane::start(&bins)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let client = cp.client().await.unwrap();
     let ns = "restart";
-    Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    let (mut cp, client) = e2e::own_control_plane(ns).await;
     let app = registry_webhook::app();
     let env = Env {
         client: client.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use e2e::quota::pod;
 use e2e::{Env, eventually, metric};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use quota_state::proto::quota_state_client::QuotaStateClient;
 use quota_state::proto::{AdmitPodRequest, Amount, ReleaseRequest};
@@ -28,18 +28,7 @@ struct Member {
 
 impl Member {
     async fn start(name: &'static str, ns: &str) -> Self {
-        let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
-        let cp = testenv::ControlPlane::start(&bins)
-            .await
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let client = cp.client().await.unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-            )
-            .await
-            .unwrap();
+        let (cp, client) = e2e::own_control_plane(ns).await;
         Self {
             name,
             cp,

@@ -450,18 +450,15 @@ pub fn fleet_latency(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
                     let (g, p) = delayed(&toxiproxy, o.client_cpu, qs_port, rtt_ms)?;
                     (Some(g), p)
                 };
-                let out = load_command_with(root, bin_dir, &row, o, o.seconds, Some(port), &extra)
-                    .output()
-                    .context("running admission-load")?;
-                let text = String::from_utf8_lossy(&out.stdout);
-                if !out.status.success() {
-                    bail!(
-                        "admission-load failed: {}{}",
-                        text,
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-                runs.push(parse(&text).with_context(|| format!("unexpected output: {text}"))?);
+                runs.push(run_load(load_command_with(
+                    root,
+                    bin_dir,
+                    &row,
+                    o,
+                    o.seconds,
+                    Some(port),
+                    &extra,
+                ))?);
                 per_call.push(pods_per_call(qs_metrics)?);
             }
             let m = |f: fn(&Figures) -> f64| median(runs.iter().map(f).collect());
@@ -588,9 +585,12 @@ fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> 
         None
     };
     let quota_port = quota_state.as_ref().map(|(_, port)| *port);
-    let out = load_command(root, bin_dir, row, o, o.seconds, quota_port)
-        .output()
-        .context("running admission-load")?;
+    run_load(load_command(root, bin_dir, row, o, o.seconds, quota_port))
+}
+
+/// Runs an `admission-load` command and reads its closed-loop figures.
+fn run_load(mut c: Command) -> Result<Figures> {
+    let out = c.output().context("running admission-load")?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         bail!(
