@@ -64,16 +64,7 @@ impl Env {
                 .map(|d| d.subsec_nanos())
                 .unwrap_or_default()
         );
-        let namespace: Namespace = must(
-            serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})),
-            "namespace",
-        );
-        must(
-            Api::<Namespace>::all(client.clone())
-                .create(&PostParams::default(), &namespace)
-                .await,
-            "create namespace",
-        );
+        create_namespace(&client, &ns).await;
         Self { client, ns }
     }
 
@@ -227,6 +218,12 @@ pub async fn own_control_plane(ns: &str) -> (testenv::ControlPlane, kube::Client
     let bins = must(testenv::tools::locate(), "tools");
     let cp = must(testenv::ControlPlane::start(&bins).await, "control plane");
     let client = must(cp.client().await, "kube client");
+    create_namespace(&client, ns).await;
+    (cp, client)
+}
+
+/// Creates namespace `ns` (panics, naming it, when the API server refuses).
+async fn create_namespace(client: &kube::Client, ns: &str) {
     let namespace: Namespace = must(
         serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})),
         "namespace",
@@ -235,9 +232,8 @@ pub async fn own_control_plane(ns: &str) -> (testenv::ControlPlane, kube::Client
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &namespace)
             .await,
-        "create namespace",
+        &format!("create namespace {ns}"),
     );
-    (cp, client)
 }
 
 /// A webhook service running in-process, as `serve` runs it: self-signed TLS on a free loopback
