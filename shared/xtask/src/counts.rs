@@ -1,5 +1,5 @@
 //! `cargo xtask instructions`: instructions per review of the in-process paths
-//! (`instructions::PATHS`), counted by callgrind on the `image` build, compared with the
+//! (`instructions::PATHS`), counted by callgrind on the `quick-release` build, compared with the
 //! committed `shared/instructions/baseline.json`. More than [`TOLERANCE`] above a baseline
 //! fails; `--update` writes the new counts as the baseline.
 //!

@@ -166,7 +166,7 @@ enum Cmd {
         #[arg(long)]
         push: bool,
     },
-    /// Instructions per review of the in-process paths under callgrind (the `image` build),
+    /// Instructions per review of the in-process paths under callgrind (the `quick-release` build),
     /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
     Instructions {
         /// Write the counts as the new baseline instead of comparing.
@@ -460,7 +460,7 @@ fn test(jobs: usize) -> Result<()> {
     let svcs = services()?;
     let mut release: Vec<&str> = svcs.iter().map(String::as_str).collect();
     release.push("instructions");
-    let release_dir = build_profile(IMAGE_PROFILE, &release)?;
+    let release_dir = build_profile(TEST_RELEASE_PROFILE, &release)?;
     let imaging = Instant::now();
     let imaged = image::build(
         &root(),
@@ -468,7 +468,7 @@ fn test(jobs: usize) -> Result<()> {
         &image::Options {
             services: svcs.clone(),
             out,
-            profile: IMAGE_PROFILE.into(),
+            profile: TEST_RELEASE_PROFILE.into(),
             extra_tags: Vec::new(),
             push: false,
         },
@@ -525,10 +525,13 @@ fn test(jobs: usize) -> Result<()> {
         }
     }
     // Every service under steady load at once for a minute (the dev build, so the figures are
-    // not the README's): no review may fail, no service may exit.
-    eprintln!("==> cargo xtask soak --profile dev --minutes 1 (bounded soak)");
-    let soaked = soak(
-        "dev",
+    // not the README's): no review may fail, no service may exit. The binaries are the ones
+    // `cargo test --workspace` built above (a `cargo build -p …` of them would unify features
+    // differently and compile them again).
+    eprintln!("==> cargo xtask soak --profile dev --minutes 1 (bounded soak, the tests' build)");
+    let soaked = soak::run(
+        &root(),
+        &root().join("target/debug"),
         &soak::Options {
             minutes: 1,
             calibrate_secs: 5,
@@ -631,7 +634,7 @@ async fn create(
 fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     let mut build = cargo();
     build.args(["build", "--profile", profile]);
-    if profile == IMAGE_PROFILE {
+    if profile == IMAGE_PROFILE || profile == TEST_RELEASE_PROFILE {
         build.env("RUSTFLAGS", image::remap_rustflags(&root()));
     }
     for p in packages {
@@ -649,9 +652,12 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     Ok(root().join("target").join(dir))
 }
 
-/// The profile images ship (release code, no debug info, stripped); the instruction counts are
-/// taken on it too, so the test command links every release binary in one build.
+/// The profile images ship (release code, fat LTO, no debug info, stripped).
 const IMAGE_PROFILE: &str = "image";
+
+/// The test command's release build (the same code without fat LTO, in 16 codegen units): its
+/// images and the instruction counts, whose baseline is taken on this profile, in one build.
+const TEST_RELEASE_PROFILE: &str = "quick-release";
 
 /// `cargo xtask image`: builds the binaries of `services` (all when empty) with `profile`, then
 /// their images.
@@ -692,7 +698,7 @@ fn images(
 
 /// `cargo xtask instructions [--update]`.
 fn instruction_counts(update: bool) -> Result<()> {
-    let bin_dir = build_profile(IMAGE_PROFILE, &["instructions"])?;
+    let bin_dir = build_profile(TEST_RELEASE_PROFILE, &["instructions"])?;
     instruction_counts_in(&bin_dir, update)
 }
 

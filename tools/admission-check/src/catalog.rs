@@ -5,7 +5,8 @@
 //! Each endpoint is called through its own handler with an AdmissionReview built as the API
 //! server builds it, so a rule answers here exactly what it answers when served.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use admission_kit::Operation;
 use admission_kit::app::{App, DecodeErrors, Endpoint, FailurePolicy, WebhookKind};
@@ -16,6 +17,7 @@ use admission_kit::review::{Gvk, Gvr, RawRequest, ReviewIn, V1};
 use admission_kit::state::{ClusterState, LookupError, StaticState, TypeKey};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
@@ -60,11 +62,31 @@ impl ClusterState for RunState {
     }
 }
 
+/// The CRDs `apps` serve. Generating a CRD walks every type of its schema (seconds for the six
+/// services in a debug build) and the result never changes in a process, while a test suite
+/// builds a catalog per test: generated once per set of services.
+fn crds_of(apps: &[App]) -> Arc<[CustomResourceDefinition]> {
+    static GENERATED: Mutex<BTreeMap<Vec<&'static str>, Arc<[CustomResourceDefinition]>>> =
+        Mutex::new(BTreeMap::new());
+    let names: Vec<&'static str> = apps.iter().map(|a| a.name).collect();
+    let mut generated = GENERATED.lock().unwrap_or_else(PoisonError::into_inner);
+    generated
+        .entry(names)
+        .or_insert_with(|| {
+            apps.iter()
+                .flat_map(App::custom_resource_definitions)
+                .collect()
+        })
+        .clone()
+}
+
 /// Every endpoint of the services, with the state their rules read.
 pub struct Catalog {
     services: Vec<Service>,
-    /// The CRDs of the kinds served, whose defaults the API server applies before admission.
-    crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    /// The CRDs of the kinds served, whose defaults the API server applies before admission:
+    /// generated from `apps` when a custom resource first needs them.
+    crds: OnceLock<Arc<[CustomResourceDefinition]>>,
+    apps: Vec<App>,
     state: Arc<RunState>,
     /// Objects in these namespaces are not sent to namespaced endpoints.
     pub excluded_namespaces: Vec<String>,
@@ -163,9 +185,7 @@ impl Catalog {
     pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
         let state = Arc::new(RunState(RwLock::new(state)));
         let mut services = Vec::new();
-        let mut crds = Vec::new();
-        for app in apps {
-            crds.extend(app.custom_resource_definitions());
+        for app in apps.iter().cloned() {
             let prepared = app.prepare(None)?;
             let ctx = Context::new(state.clone() as Arc<dyn ClusterState>)
                 .with_gates(prepared.gates.clone())
@@ -182,7 +202,8 @@ impl Catalog {
         services.sort_by_key(|s| s.name);
         Ok(Self {
             services,
-            crds,
+            crds: OnceLock::new(),
+            apps,
             state,
             excluded_namespaces: EXCLUDED_NAMESPACES
                 .iter()
@@ -190,6 +211,10 @@ impl Catalog {
                 .collect(),
             default_namespace: "default".into(),
         })
+    }
+
+    fn crds(&self) -> &[CustomResourceDefinition] {
+        self.crds.get_or_init(|| crds_of(&self.apps))
     }
 
     /// Every endpoint path, for messages.
@@ -228,6 +253,64 @@ impl Catalog {
 
     /// Runs every endpoint that applies to `s`, as the API server would.
     pub fn check(&self, s: &Subject<'_>) -> Outcome {
+        let mut outcome = self.check_object(s);
+        if outcome.admitted
+            && matches!(s.operation, Operation::Create | Operation::Update)
+            && s.sub_resource.is_none()
+        {
+            self.check_template_pods(s, &mut outcome);
+        }
+        outcome
+    }
+
+    /// The Pods the workload's controller creates from its templates, each checked as a CREATE
+    /// by the controller (`templates`): a refusal of one refuses the workload, its findings
+    /// named by the workload's fields (`spec.template.spec.…`).
+    fn check_template_pods(&self, s: &Subject<'_>, outcome: &mut Outcome) {
+        let namespace = s
+            .namespace
+            .or_else(|| outcome.object["metadata"]["namespace"].as_str())
+            .unwrap_or(&self.default_namespace)
+            .to_owned();
+        for t in crate::templates::pods_of(&outcome.object, &namespace) {
+            let pod = self.check_object(&Subject {
+                object: &t.pod,
+                old: None,
+                operation: Operation::Create,
+                sub_resource: None,
+                namespace: None,
+                user_info: Some(&t.user_info),
+                only: s.only,
+            });
+            if pod.endpoints.is_empty() {
+                continue;
+            }
+            outcome.skipped = None;
+            outcome.notes.push(format!(
+                "the Pods of {} checked as its controller creates them: {}",
+                t.path,
+                pod.endpoints.join(", ")
+            ));
+            let field = |f: &str| crate::templates::workload_field(&t.path, f);
+            let of_pods = |text: &String| format!("the Pods of {}: {text}", t.path);
+            outcome.warnings.extend(pod.warnings.iter().map(of_pods));
+            outcome.notes.extend(pod.notes.iter().map(of_pods));
+            for mut r in pod.refusals {
+                outcome.admitted = false;
+                r.message = format!(
+                    "the workload is admitted, but the Pods of {} would be refused: {}",
+                    t.path, r.message
+                );
+                for f in &mut r.findings {
+                    f.field = field(&f.field);
+                }
+                outcome.refusals.push(r);
+            }
+        }
+    }
+
+    /// One object through the endpoints the API server calls for it.
+    fn check_object(&self, s: &Subject<'_>) -> Outcome {
         let api_version = s.object["apiVersion"].as_str().unwrap_or_default();
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let kind = s.object["kind"].as_str().unwrap_or_default();
@@ -314,7 +397,11 @@ impl Catalog {
             self.priority(&mut outcome);
         }
         // A custom resource reaches the webhooks with its CRD's defaults in.
-        if let Some(schema) = crate::defaults::schema_of(&self.crds, group, version, kind) {
+        // Built-in groups (the core group, `apps`, `*.k8s.io`…) have no CRD: no need to generate.
+        let custom = group.contains('.') && !group.ends_with(".k8s.io");
+        if custom
+            && let Some(schema) = crate::defaults::schema_of(self.crds(), group, version, kind)
+        {
             crate::defaults::apply(schema, &mut outcome.object);
         }
         outcome.sent = outcome.object.clone();

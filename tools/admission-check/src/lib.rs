@@ -5,7 +5,8 @@
 //! tables (no rule is copied here).
 //!
 //! Modules: [`input`] reads manifests, [`catalog`] routes and calls the endpoints, [`report`]
-//! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`cluster`] reads
+//! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`templates`]
+//! derives the Pods a workload's controller creates, [`cluster`] reads
 //! state from a live cluster, [`cli`] is the command line.
 
 pub mod catalog;
@@ -15,6 +16,7 @@ pub mod defaults;
 pub mod input;
 pub mod report;
 pub mod suite;
+pub mod templates;
 
 use admission_kit::App;
 

@@ -989,3 +989,71 @@ fn trainer_v2_examples_are_decided_as_the_cluster_decides_them() {
     // The e2e test's two extra TrainJobs are not files.
     assert_eq!(seen, expected.as_object().unwrap().len() - 2);
 }
+
+/// A workload is admitted by the API server whatever its template says, but its controller's
+/// Pods are then refused: each template is checked as the Pod its controller creates, and a
+/// refusal names the workload's own field.
+#[test]
+fn pod_templates_are_checked_as_the_pods_their_controllers_create() {
+    let template = "{metadata: {labels: {koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-prod}}, spec: {containers: [{name: c, image: busybox}]}}";
+    let workloads = [
+        (
+            "Deployment",
+            "apps/v1",
+            format!("{{replicas: 2, selector: {{}}, template: {template}}}"),
+            "spec.template",
+        ),
+        (
+            "DaemonSet",
+            "apps/v1",
+            format!("{{selector: {{}}, template: {template}}}"),
+            "spec.template",
+        ),
+        (
+            "CronJob",
+            "batch/v1",
+            format!("{{schedule: '* * * * *', jobTemplate: {{spec: {{template: {template}}}}}}}"),
+            "spec.jobTemplate.spec.template",
+        ),
+    ];
+    for (kind, api_version, spec, path) in workloads {
+        let manifest = format!(
+            "apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: w, namespace: team-a}}\nspec: {spec}\n"
+        );
+        let out = check_with_stdin(&["-o", "json"], Some(&manifest));
+        assert_eq!(out.status.code(), Some(1), "{kind}: {}", stdout(&out));
+        let r = &json_of(&out)["results"][0];
+        assert_eq!(r["result"], "denied", "{r:#}");
+        let refusal = &r["refusals"][0];
+        assert_eq!(refusal["findings"][0]["rule"], "PV-2", "{r:#}");
+        assert!(
+            refusal["findings"][0]["field"]
+                .as_str()
+                .unwrap()
+                .starts_with(path),
+            "{r:#}"
+        );
+        assert!(
+            refusal["message"].as_str().unwrap().starts_with(&format!(
+                "the workload is admitted, but the Pods of {path} would be refused"
+            )),
+            "{r:#}"
+        );
+        // The same template at a QoS the priority allows: admitted, and its Pods were checked.
+        let fine = manifest.replace("koordinator.sh/qosClass: BE", "koordinator.sh/qosClass: LS");
+        let out = check_with_stdin(&["-o", "json"], Some(&fine));
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", stdout(&out));
+        let r = &json_of(&out)["results"][0];
+        assert!(r.get("skipped").is_none(), "{r:#}");
+        assert!(
+            r["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n.as_str().unwrap().starts_with(&format!(
+                    "the Pods of {path} checked as its controller creates them: "
+                ))),
+            "{r:#}"
+        );
+    }
+}
