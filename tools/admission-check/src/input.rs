@@ -21,6 +21,11 @@ pub struct Source {
     pub line: usize,
     /// The object's position in a List's `items`, from 0.
     pub item: Option<usize>,
+    /// The object's place in its document, as a field path: empty for the document itself,
+    /// `items[2]` in a List, `[2]` in a JSON array, `request.object` in an AdmissionReview.
+    pub path: String,
+    /// The whole file's text, to locate a finding's field in (`crate::locate`).
+    pub text: Option<std::sync::Arc<str>>,
 }
 
 impl fmt::Display for Source {
@@ -362,12 +367,15 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
         }
     }
     let mut out = Vec::new();
+    let shared: std::sync::Arc<str> = std::sync::Arc::from(text);
     for (i, (line, v)) in values.into_iter().enumerate() {
         let source = Source {
             file: file.to_owned(),
             document: i + 1,
             line,
             item: None,
+            path: String::new(),
+            text: Some(shared.clone()),
         };
         expand(source, v, &mut out).map_err(|m| err(i + 1, line, m))?;
     }
@@ -395,6 +403,7 @@ fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), Strin
         for (i, item) in items.into_iter().enumerate() {
             let s = Source {
                 item: Some(i),
+                path: format!("[{i}]"),
                 ..source.clone()
             };
             out.push(object(s, item, None)?);
@@ -423,6 +432,7 @@ fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), Strin
             }
             let s = Source {
                 item: Some(i),
+                path: format!("items[{i}]"),
                 ..source.clone()
             };
             out.push(object(s, item, None)?);
@@ -437,7 +447,7 @@ fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), Strin
     Ok(())
 }
 
-fn from_review(source: Source, v: Value) -> Result<Manifest, String> {
+fn from_review(mut source: Source, v: Value) -> Result<Manifest, String> {
     let Some(req) = v.get("request") else {
         return Err("an AdmissionReview without a request".into());
     };
@@ -450,8 +460,10 @@ fn from_review(source: Source, v: Value) -> Result<Manifest, String> {
         .unwrap_or(Operation::Create);
     let present = |k: &str| req.get(k).filter(|o| !o.is_null()).cloned();
     let (obj, old) = if operation == Operation::Delete {
+        source.path = "request.oldObject".into();
         (present("oldObject"), None)
     } else {
+        source.path = "request.object".into();
         (present("object"), present("oldObject"))
     };
     let Some(obj) = obj else {

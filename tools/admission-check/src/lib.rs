@@ -4,7 +4,7 @@
 //! and then validating endpoints on the mutated object, through the services' own endpoint
 //! tables (no rule is copied here).
 //!
-//! Modules: [`input`] reads manifests, [`catalog`] routes and calls the endpoints, [`report`]
+//! Modules: [`input`] reads manifests, [`locate`] finds a field's line in them, [`catalog`] routes and calls the endpoints, [`report`]
 //! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`templates`]
 //! derives the Pods a workload's controller creates, [`cluster`] reads
 //! state from a live cluster, [`cli`] is the command line.
@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cluster;
 pub mod defaults;
 pub mod input;
+pub mod locate;
 pub mod report;
 pub mod suite;
 pub mod templates;

@@ -63,6 +63,16 @@ impl Checked {
         }
     }
 
+    /// The line of `field` (as a finding names it) in the file, else the document's line.
+    pub fn line_of(&self, field: &str) -> usize {
+        match &self.source.text {
+            Some(text) if !field.is_empty() => {
+                crate::locate::line_of(text, self.source.line, &self.source.path, field)
+            }
+            _ => self.source.line,
+        }
+    }
+
     /// A metadata field of the object as sent (its namespace filled in), else as read.
     fn meta(&self, key: &str) -> &str {
         let sent = &self.outcome.sent["metadata"][key];
@@ -176,7 +186,14 @@ fn text(results: &[Checked]) -> String {
                 let _ = writeln!(out, "    [{}] {}", rules.join(","), refusal.message);
             } else {
                 for f in &refusal.findings {
-                    let _ = writeln!(out, "    {}  {}: {}", f.rule, f.field, f.message);
+                    let _ = writeln!(
+                        out,
+                        "    {}  {} (line {}): {}",
+                        f.rule,
+                        f.field,
+                        r.line_of(&f.field),
+                        f.message
+                    );
                 }
             }
         }
@@ -232,6 +249,13 @@ pub fn json_report(results: &[Checked]) -> Value {
             if let Some(i) = r.source.item {
                 v["item"] = json!(i);
             }
+            // Each finding at its field's line.
+            for refusal in v["refusals"].as_array_mut().into_iter().flatten() {
+                for f in refusal["findings"].as_array_mut().into_iter().flatten() {
+                    let line = r.line_of(f["field"].as_str().unwrap_or_default());
+                    f["line"] = json!(line);
+                }
+            }
             if let Some(s) = &o.skipped {
                 v["skipped"] = json!(s);
             }
@@ -271,8 +295,13 @@ fn junit(results: &[Checked]) -> String {
                 for f in &refusal.findings {
                     let _ = writeln!(
                         detail,
-                        "{} {} {}: {}",
-                        refusal.endpoint, f.rule, f.field, f.message
+                        "{}:{}: {} {} {}: {}",
+                        r.source.file,
+                        r.line_of(&f.field),
+                        refusal.endpoint,
+                        f.rule,
+                        f.field,
+                        f.message
                     );
                 }
             }
@@ -377,7 +406,7 @@ pub fn sarif(results: &[Checked]) -> Value {
             json!({
                 "physicalLocation": {
                     "artifactLocation": {"uri": uri(&r.source.file)},
-                    "region": {"startLine": r.source.line},
+                    "region": {"startLine": r.line_of(field)},
                 },
                 "logicalLocations": [{"fullyQualifiedName": fqn, "kind": "object"}],
             })

@@ -255,7 +255,7 @@ fn text_output_names_rule_field_and_shows_the_mutation_as_a_diff() {
         "{text}"
     );
     assert!(
-        text.contains("    MV-19  spec.backends[0].workers[0].type: "),
+        text.contains("    MV-19  spec.backends[0].workers[0].type (line 14): "),
         "{text}"
     );
     assert!(
@@ -519,7 +519,16 @@ fn sarif_output_is_valid_sarif_2_1_0() {
     assert_eq!(out.status.code(), Some(1));
     let log: Value = json_of(&out);
     let results = log["runs"][0]["results"].as_array().unwrap();
-    assert!(results.iter().any(|r| r["ruleId"] == "MV-19"), "{log:#}");
+    // Each result at its field's line (MV-19: `spec.backends[0].workers[0].type`, line 14 of
+    // the sample), not at the document's first.
+    let mv19 = results
+        .iter()
+        .find(|r| r["ruleId"] == "MV-19")
+        .unwrap_or_else(|| panic!("{log:#}"));
+    assert_eq!(
+        mv19["locations"][0]["physicalLocation"]["region"]["startLine"], 14,
+        "{mv19:#}"
+    );
     let errors = sarif_errors(&log);
     assert!(errors.is_empty(), "{errors:#?}");
     // GitHub code scanning's own rules (GH2012: every rule has help) pass too.
@@ -1026,6 +1035,8 @@ fn pod_templates_are_checked_as_the_pods_their_controllers_create() {
         assert_eq!(r["result"], "denied", "{r:#}");
         let refusal = &r["refusals"][0];
         assert_eq!(refusal["findings"][0]["rule"], "PV-2", "{r:#}");
+        // Located in the workload's text: its spec is on line 4.
+        assert_eq!(refusal["findings"][0]["line"], 4, "{r:#}");
         assert!(
             refusal["findings"][0]["field"]
                 .as_str()
