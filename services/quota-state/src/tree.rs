@@ -129,7 +129,7 @@ impl QuotaInfo {
 }
 
 /// The quota tree.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
     /// Quotas by name.
     pub quotas: BTreeMap<String, QuotaInfo>,
@@ -192,6 +192,37 @@ impl Topology {
             t.quotas.insert(info.name.clone(), info);
         }
         t
+    }
+
+    /// Adds one quota to a built tree, leaving it as [`Topology::build`] over every entry would
+    /// (a tree derived again for each new quota made adding n quotas one at a time quadratic).
+    /// Only a quota of a name the tree lacks is added in place; another (a second quota of one
+    /// name, the root) is not added (`false`): the caller builds anew.
+    #[must_use]
+    pub fn insert(&mut self, info: QuotaInfo, namespaces: Vec<String>) -> bool {
+        if info.name == ROOT || self.quotas.contains_key(&info.name) {
+            return false;
+        }
+        // `build` binds a namespace to the first quota by name: a new name wins over a later one.
+        for ns in namespaces {
+            match self.namespaces.get_mut(&ns) {
+                Some(bound) if *bound < info.name => {}
+                Some(bound) => bound.clone_from(&info.name),
+                None => {
+                    self.namespaces.insert(ns, info.name.clone());
+                }
+            }
+        }
+        if info.name == info.namespace {
+            self.self_named.insert(info.name.clone());
+        }
+        self.children
+            .entry(info.parent.clone())
+            .or_default()
+            .insert(info.name.clone());
+        self.children.entry(info.name.clone()).or_default();
+        self.quotas.insert(info.name.clone(), info);
+        true
     }
 }
 
@@ -710,6 +741,42 @@ mod tests {
             q.metadata.annotations = Some([(NAMESPACES.to_owned(), namespaces.to_owned())].into());
         }
         q
+    }
+
+    /// Any quotas, added one at a time in any order, make the tree `build` makes of them all.
+    #[test]
+    fn inserting_quotas_one_at_a_time_builds_the_same_tree() {
+        use rand::{Rng as _, SeedableRng as _, seq::SliceRandom as _};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..200 {
+            let n = rng.random_range(1..12);
+            let names = ["a", "b", "c", "d", "e", ROOT, "team"];
+            let objects: Vec<ElasticQuota> = (0..n)
+                .map(|_| {
+                    let name = names[rng.random_range(0..names.len())];
+                    let ns = ["team", "quotas", "a"][rng.random_range(0..3)];
+                    let parent = names[rng.random_range(0..names.len())];
+                    let bound = ["", r#"["apps"]"#, r#"["apps","team"]"#, r#"["x"]"#];
+                    eq(
+                        name,
+                        ns,
+                        &[(PARENT, parent), (IS_PARENT, "true")],
+                        bound[rng.random_range(0..bound.len())],
+                    )
+                })
+                .collect();
+            let mut order: Vec<&ElasticQuota> = objects.iter().collect();
+            order.shuffle(&mut rng);
+            let mut t = Topology::from_objects(std::iter::empty());
+            let mut added: Vec<&ElasticQuota> = Vec::new();
+            for o in order {
+                added.push(o);
+                if !t.insert(QuotaInfo::of(o), bound_namespaces(o)) {
+                    t = Topology::from_objects(added.iter().copied());
+                }
+                assert_eq!(t, Topology::from_objects(added.iter().copied()));
+            }
+        }
     }
 
     #[test]

@@ -67,6 +67,12 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     {
         return Ok(derived.clone());
     }
+    // Only quotas added since (admission-check remembers each quota it admits; a watch adds
+    // one): added to the tree in place when no review holds it any more, instead of a tree
+    // derived anew per quota (quadratic in the number of quotas).
+    if let Some(derived) = add_new_quotas(&mut last(), &listed) {
+        return Ok(derived);
+    }
     // Objects already decoded last time (the same allocation is the same object, held by LAST
     // so its address is not reused) are reused: a run that adds quotas one at a time
     // (admission-check on 1,000 quotas) decoded every quota again for each new one.
@@ -102,6 +108,58 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     });
     *last() = Some((listed, derived.clone()));
     Ok(derived)
+}
+
+/// The derivation of `listed` from the last one when `listed` only adds objects to those it was
+/// derived from, in the same order, and nothing else holds it (`Arc::get_mut`); `None`: derive
+/// anew. One walk over the three lists comparing addresses: no hashing per review.
+fn add_new_quotas(
+    last: &mut Option<Derived>,
+    listed: &[Arc<DynamicObject>],
+) -> Option<Arc<StateQuotas>> {
+    let (held, derived) = last.as_mut()?;
+    if listed.len() <= held.len() {
+        return None;
+    }
+    let state = Arc::get_mut(derived)?;
+    let at = |d: &Arc<DynamicObject>| Arc::as_ptr(d) as usize;
+    let (mut h, mut k) = (0, 0);
+    let mut topology = None;
+    let (mut objects, mut origin) = (Vec::with_capacity(listed.len()), Vec::new());
+    for d in listed {
+        let here = at(d);
+        if held.get(h).is_some_and(|o| at(o) == here) {
+            h += 1;
+            // Held: decoded last time unless it did not decode.
+            if state.origin.get(k) == Some(&here) {
+                objects.push(Arc::clone(&state.objects[k]));
+                origin.push(here);
+                k += 1;
+            }
+            continue;
+        }
+        let Some(q) = to_quota(d) else { continue };
+        let t = topology.get_or_insert_with(|| std::mem::take(&mut state.topology));
+        let info = tree::QuotaInfo::of(&q);
+        if !t.insert(info, tree::bound_namespaces(&q)) {
+            // Derived anew by the caller, which replaces all of LAST and reuses only its
+            // decoded objects (untouched so far).
+            return None;
+        }
+        objects.push(Arc::new(q));
+        origin.push(here);
+    }
+    if h < held.len() {
+        // Something held is gone or moved: not only additions. Derived anew by the caller.
+        return None;
+    }
+    if let Some(t) = topology {
+        state.topology = t;
+    }
+    state.objects = objects;
+    state.origin = origin;
+    *held = listed.to_vec();
+    Some(derived.clone())
 }
 
 /// QN of a pod, with the gate the service runs with.

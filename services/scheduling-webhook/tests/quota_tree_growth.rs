@@ -1,0 +1,86 @@
+//! Quotas added to the state one at a time (admission-check remembers each quota it admits)
+//! extend the last derivation of the quota tree in place instead of deriving it anew per quota,
+//! which made n quotas cost n² (its own process: the derivation cache is process-wide).
+
+use std::sync::{Arc, RwLock};
+
+use admission_kit::Context;
+use admission_kit::state::{ClusterState, LookupError, StaticState, TypeKey};
+use kube::api::DynamicObject;
+use quota_state::tree::Topology;
+use scheduling_webhook::quota::{StateQuotas, state_quotas};
+use serde_json::json;
+
+/// A state that gains objects and keeps those it has (as admission-check's run state does).
+struct Growing(RwLock<StaticState>);
+
+impl ClusterState for Growing {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        self.0.read().unwrap().get(ty, namespace, name)
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        self.0.read().unwrap().list(ty, namespace)
+    }
+}
+
+fn add(state: &Growing, name: &str, namespace: &str, parent: &str) {
+    let q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+        "metadata": {"name": name, "namespace": namespace,
+            "labels": {"quota.scheduling.koordinator.sh/parent": parent},
+            "annotations": {"quota.scheduling.koordinator.sh/namespaces": "[\"apps\"]"}},
+        "spec": {"max": {"cpu": "1"}}});
+    state.0.write().unwrap().add_value(q).unwrap();
+}
+
+/// The derivation's address (it is dropped: the next one may extend it in place) and whether
+/// its tree is the one derived from scratch.
+fn derive(ctx: &Context) -> (usize, Arc<StateQuotas>) {
+    let d = state_quotas(ctx).unwrap();
+    let objects: Vec<_> = d.objects.iter().map(|q| &**q).collect();
+    assert_eq!(d.topology, Topology::from_objects(objects.iter().copied()));
+    (Arc::as_ptr(&d) as usize, d)
+}
+
+#[test]
+fn added_quotas_extend_the_derivation_as_a_new_one_would() {
+    let state = Arc::new(Growing(RwLock::new(StaticState::default())));
+    let ctx = Context::new(state.clone());
+    add(&state, "m", "quotas", "koordinator-root-quota");
+    let (first, d) = derive(&ctx);
+    drop(d);
+    for name in ["x", "c", "a", "k"] {
+        add(&state, name, "quotas", "m");
+        let (at, d) = derive(&ctx);
+        assert_eq!(at, first, "{name}: extended in place");
+        drop(d);
+    }
+    let (_, d) = derive(&ctx);
+    assert_eq!(d.objects.len(), 5);
+    // `apps` is bound by the first quota by name, though `a` came after `m`, `x` and `c`.
+    assert_eq!(d.topology.namespaces["apps"], "a");
+    assert_eq!(d.topology.children["m"].len(), 4);
+    drop(d);
+
+    // A second quota named `c` (another namespace): derived anew, and still right.
+    add(&state, "c", "other", "x");
+    let (at, d) = derive(&ctx);
+    assert_ne!(at, first, "derived anew");
+    assert_eq!(d.objects.len(), 6);
+    // While a review holds the derivation, a new quota derives anew rather than change it.
+    add(&state, "b", "quotas", "m");
+    let (_, held) = (at, d);
+    let (at2, d2) = derive(&ctx);
+    assert_ne!(at2, Arc::as_ptr(&held) as usize);
+    assert_eq!(held.objects.len(), 6, "the held derivation is unchanged");
+    assert_eq!(d2.objects.len(), 7);
+}
