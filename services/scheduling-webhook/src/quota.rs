@@ -131,8 +131,10 @@ fn add_new_quotas(
         if held.get(h).is_some_and(|o| at(o) == here) {
             h += 1;
             // Held: decoded last time unless it did not decode.
-            if state.origin.get(k) == Some(&here) {
-                objects.push(Arc::clone(&state.objects[k]));
+            if state.origin.get(k) == Some(&here)
+                && let Some(q) = state.objects.get(k)
+            {
+                objects.push(Arc::clone(q));
                 origin.push(here);
                 k += 1;
             }

@@ -2,44 +2,21 @@
 //! extend the last derivation of the quota tree in place instead of deriving it anew per quota,
 //! which made n quotas cost n² (its own process: the derivation cache is process-wide).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use admission_kit::Context;
-use admission_kit::state::{ClusterState, LookupError, StaticState, TypeKey};
-use kube::api::DynamicObject;
+use admission_kit::state::GrowingState;
 use quota_state::tree::Topology;
 use scheduling_webhook::quota::{StateQuotas, state_quotas};
 use serde_json::json;
 
-/// A state that gains objects and keeps those it has (as admission-check's run state does).
-struct Growing(RwLock<StaticState>);
-
-impl ClusterState for Growing {
-    fn get(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        self.0.read().unwrap().get(ty, namespace, name)
-    }
-
-    fn list(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
-        self.0.read().unwrap().list(ty, namespace)
-    }
-}
-
-fn add(state: &Growing, name: &str, namespace: &str, parent: &str) {
+fn add(state: &GrowingState, name: &str, namespace: &str, parent: &str) {
     let q = json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
         "metadata": {"name": name, "namespace": namespace,
             "labels": {"quota.scheduling.koordinator.sh/parent": parent},
             "annotations": {"quota.scheduling.koordinator.sh/namespaces": "[\"apps\"]"}},
         "spec": {"max": {"cpu": "1"}}});
-    state.0.write().unwrap().add_value(q).unwrap();
+    state.add_value(q).unwrap();
 }
 
 /// The derivation's address (it is dropped: the next one may extend it in place) and whether
@@ -53,7 +30,7 @@ fn derive(ctx: &Context) -> (usize, Arc<StateQuotas>) {
 
 #[test]
 fn added_quotas_extend_the_derivation_as_a_new_one_would() {
-    let state = Arc::new(Growing(RwLock::new(StaticState::default())));
+    let state = Arc::new(GrowingState::default());
     let ctx = Context::new(state.clone());
     add(&state, "m", "quotas", "koordinator-root-quota");
     let (first, d) = derive(&ctx);

@@ -245,6 +245,52 @@ impl StaticState {
     }
 }
 
+/// A [`StaticState`] that gains objects while it is read: admission-check's run (each object it
+/// admits joins the state later objects are checked against) and tests. An object keeps its
+/// allocation once added, so what is derived from a list of them stays valid for that list.
+#[derive(Debug, Default)]
+pub struct GrowingState(std::sync::RwLock<StaticState>);
+
+impl GrowingState {
+    /// Starts from `state`.
+    pub fn new(state: StaticState) -> Self {
+        Self(std::sync::RwLock::new(state))
+    }
+
+    /// Adds an object (or a List's items), as [`StaticState::add_value`].
+    pub fn add_value(&self, v: serde_json::Value) -> Result<(), String> {
+        self.0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .add_value(v)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, StaticState> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl ClusterState for GrowingState {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        self.read().get(ty, namespace, name)
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        self.read().list(ty, namespace)
+    }
+}
+
 impl ClusterState for StaticState {
     fn get(
         &self,

@@ -6,7 +6,7 @@
 //! server builds it, so a rule answers here exactly what it answers when served.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use admission_kit::Operation;
 use admission_kit::app::{App, DecodeErrors, Endpoint, FailurePolicy, WebhookKind};
@@ -14,11 +14,10 @@ use admission_kit::gates::GateError;
 use admission_kit::handler::{Context, Denial};
 use admission_kit::registration::OPT_OUT_LABEL;
 use admission_kit::review::{Gvk, Gvr, RawRequest, ReviewIn, V1};
-use admission_kit::state::{ClusterState, LookupError, StaticState, TypeKey};
+use admission_kit::state::{ClusterState, GrowingState, StaticState, TypeKey};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -31,35 +30,6 @@ struct Service {
     endpoints: Vec<Endpoint>,
     ctx: Context,
     decode_errors: DecodeErrors,
-}
-
-/// The cluster as a run sees it: the given state plus every object the run admitted so far, as
-/// `kubectl apply -f` of the same files in order would leave it (a binding after its policy).
-struct RunState(RwLock<StaticState>);
-
-impl ClusterState for RunState {
-    fn get(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(ty, namespace, name)
-    }
-
-    fn list(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .list(ty, namespace)
-    }
 }
 
 /// The CRDs `apps` serve. Generating a CRD walks every type of its schema (seconds for the six
@@ -87,7 +57,10 @@ pub struct Catalog {
     /// generated from `apps` when a custom resource first needs them.
     crds: OnceLock<Arc<[CustomResourceDefinition]>>,
     apps: Vec<App>,
-    state: Arc<RunState>,
+    /// The cluster as the run sees it: the given state plus every object the run admitted so
+    /// far, as `kubectl apply -f` of the same files in order would leave it (a binding after
+    /// its policy).
+    state: Arc<GrowingState>,
     /// Objects in these namespaces are not sent to namespaced endpoints.
     pub excluded_namespaces: Vec<String>,
     /// The namespace of a namespaced object that names none (kubectl's default).
@@ -183,7 +156,7 @@ impl Catalog {
     /// The endpoints of `apps` with their default gates and options, reading `state` and the
     /// objects admitted by earlier checks.
     pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
-        let state = Arc::new(RunState(RwLock::new(state)));
+        let state = Arc::new(GrowingState::new(state));
         let mut services = Vec::new();
         for app in apps.iter().cloned() {
             let prepared = app.prepare(None)?;
@@ -532,12 +505,7 @@ impl Catalog {
             return;
         }
         // An object the state cannot hold (no name) is simply not remembered.
-        let _ = self
-            .state
-            .0
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add_value(object.clone());
+        let _ = self.state.add_value(object.clone());
     }
 }
 
