@@ -14,10 +14,11 @@ use admission_kit::gates::GateError;
 use admission_kit::handler::{Context, Denial};
 use admission_kit::registration::OPT_OUT_LABEL;
 use admission_kit::review::{Gvk, Gvr, RawRequest, ReviewIn, V1};
-use admission_kit::state::{ClusterState, GrowingState, StaticState, TypeKey};
+use admission_kit::state::{ClusterState, GrowingState, LookupError, StaticState, TypeKey};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -50,6 +51,84 @@ fn crds_of(apps: &[App]) -> Arc<[CustomResourceDefinition]> {
         .clone()
 }
 
+/// The run's state as the rules read it, noting every object a rule looked up and did not
+/// find: a refusal that rests on an absent object is undecided while the state may be partial
+/// (the object may well be in the cluster).
+struct Recording {
+    state: Arc<GrowingState>,
+    absent: Mutex<Vec<Absent>>,
+}
+
+/// An object a rule looked up and the state does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Absent {
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl std::fmt::Display for Absent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Whether `v` holds the string `name` anywhere (an object naming another: a policyRef, a
+/// runtimeRef, a priorityClassName).
+fn mentions(v: &Value, name: &str) -> bool {
+    match v {
+        Value::String(s) => s == name,
+        Value::Array(a) => a.iter().any(|v| mentions(v, name)),
+        Value::Object(o) => o.values().any(|v| mentions(v, name)),
+        _ => false,
+    }
+}
+
+impl Recording {
+    /// The objects looked up in vain since the last call.
+    fn take(&self) -> Vec<Absent> {
+        std::mem::take(&mut *self.absent.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl ClusterState for Recording {
+    fn get(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        let found = self.state.get(ty, namespace, name);
+        // A namespace the object is in exists wherever the object can be created (the
+        // NamespaceLifecycle plugin refuses others): its absence from the state is no gap.
+        if let Ok(None) = found
+            && ty.kind != "Namespace"
+        {
+            let what = Absent {
+                kind: ty.kind.clone(),
+                namespace: namespace.map(str::to_owned),
+                name: name.to_owned(),
+            };
+            let mut absent = self.absent.lock().unwrap_or_else(PoisonError::into_inner);
+            if !absent.contains(&what) {
+                absent.push(what);
+            }
+        }
+        found
+    }
+
+    fn list(
+        &self,
+        ty: &TypeKey,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
+        self.state.list(ty, namespace)
+    }
+}
+
 /// Every endpoint of the services, with the state their rules read.
 pub struct Catalog {
     services: Vec<Service>,
@@ -61,6 +140,11 @@ pub struct Catalog {
     /// far, as `kubectl apply -f` of the same files in order would leave it (a binding after
     /// its policy).
     state: Arc<GrowingState>,
+    /// The state as the rules read it.
+    recording: Arc<Recording>,
+    /// Whether the state is the whole cluster (read with `--kubeconfig`, or a test suite's
+    /// declared state): then an absent object is absent, and a refusal that rests on it stands.
+    pub state_complete: bool,
     /// Objects in these namespaces are not sent to namespaced endpoints.
     pub excluded_namespaces: Vec<String>,
     /// The namespace of a namespaced object that names none (kubectl's default).
@@ -84,6 +168,8 @@ pub struct Subject<'a> {
     pub user_info: Option<&'a Value>,
     /// Only these endpoint paths are called (all that apply when empty).
     pub only: &'a [String],
+    /// Label and annotation values the reader turned into strings (API-1).
+    pub retyped: &'a [crate::apiserver::Retyped],
 }
 
 /// One reason an endpoint refused.
@@ -144,6 +230,12 @@ pub struct Outcome {
     pub mutations: Vec<Mutation>,
     /// What the API server's built-in admission did first, and what could not be emulated.
     pub notes: Vec<String>,
+    /// Objects the decision looked for and the state does not hold (`Kind namespace/name`).
+    /// With a partial state, a refusal beside them is undecided: see [`Outcome::undecided`].
+    pub missing: Vec<String>,
+    /// Whether the state was partial when `missing` was found.
+    #[serde(skip)]
+    pub state_partial: bool,
     /// The object as the API server sends it to the first webhook (the namespace filled in).
     #[serde(skip)]
     pub sent: Value,
@@ -152,15 +244,33 @@ pub struct Outcome {
     pub object: Value,
 }
 
+impl Outcome {
+    /// A refusal that may rest on objects absent from a partial state: only webhooks refused
+    /// (the API server's own checks read no state) and a rule looked for something not there.
+    pub fn undecided(&self) -> bool {
+        !self.admitted
+            && self.state_partial
+            && !self.missing.is_empty()
+            && self.refusals.iter().all(|r| r.service != API_SERVER)
+    }
+}
+
+/// The name refusals of the API server's own checks carry as their service.
+pub const API_SERVER: &str = "kube-apiserver";
+
 impl Catalog {
     /// The endpoints of `apps` with their default gates and options, reading `state` and the
     /// objects admitted by earlier checks.
     pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
         let state = Arc::new(GrowingState::new(state));
+        let recording = Arc::new(Recording {
+            state: state.clone(),
+            absent: Mutex::new(Vec::new()),
+        });
         let mut services = Vec::new();
         for app in apps.iter().cloned() {
             let prepared = app.prepare(None)?;
-            let ctx = Context::new(state.clone() as Arc<dyn ClusterState>)
+            let ctx = Context::new(recording.clone() as Arc<dyn ClusterState>)
                 .with_gates(prepared.gates.clone())
                 .with_options(app.default_options());
             services.push(Service {
@@ -178,6 +288,8 @@ impl Catalog {
             crds: OnceLock::new(),
             apps,
             state,
+            recording,
+            state_complete: false,
             excluded_namespaces: EXCLUDED_NAMESPACES
                 .iter()
                 .map(|s| (*s).to_owned())
@@ -254,6 +366,7 @@ impl Catalog {
                 namespace: None,
                 user_info: Some(&t.user_info),
                 only: s.only,
+                retyped: &[],
             });
             if pod.endpoints.is_empty() {
                 continue;
@@ -268,6 +381,11 @@ impl Catalog {
             let of_pods = |text: &String| format!("the Pods of {}: {text}", t.path);
             outcome.warnings.extend(pod.warnings.iter().map(of_pods));
             outcome.notes.extend(pod.notes.iter().map(of_pods));
+            for m in pod.missing {
+                if !outcome.missing.contains(&m) {
+                    outcome.missing.push(m);
+                }
+            }
             for mut r in pod.refusals {
                 outcome.admitted = false;
                 r.message = format!(
@@ -296,9 +414,36 @@ impl Catalog {
             warnings: Vec::new(),
             mutations: Vec::new(),
             notes: Vec::new(),
+            missing: Vec::new(),
+            state_partial: !self.state_complete,
             sent: Value::Null,
             object: s.object.clone(),
         };
+        // The API server decodes and validates the object before any webhook; its refusal
+        // stands, and the webhooks are still asked (on the object as the reader quoted it) so
+        // that one run names everything to fix.
+        if s.operation != Operation::Delete {
+            let findings = crate::apiserver::findings(s.object, s.retyped);
+            if !findings.is_empty() {
+                outcome.admitted = false;
+                let code = if findings.iter().any(|f| f.rule != "API-3") {
+                    400
+                } else {
+                    422
+                };
+                let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
+                outcome.refusals.push(Refusal {
+                    service: API_SERVER.into(),
+                    endpoint: "(decoding and validation)".into(),
+                    code: Some(code),
+                    message: format!(
+                        "the API server refuses the object before any webhook: {}",
+                        fields.join(", ")
+                    ),
+                    findings,
+                });
+            }
+        }
         let routes: Vec<(&Service, &Endpoint)> = self
             .services
             .iter()
@@ -400,6 +545,10 @@ impl Catalog {
         let validating = selected
             .iter()
             .filter(|(_, e)| e.kind == WebhookKind::Validating);
+        self.recording.take();
+        if let Some(quota) = self.absent_quota(&outcome.object) {
+            outcome.missing.push(quota);
+        }
         for (svc, e) in mutating.chain(validating) {
             outcome.endpoints.push(e.path.to_owned());
             let step = call(svc, e, s, &outcome.object, namespace.as_deref());
@@ -432,10 +581,43 @@ impl Catalog {
                 }
             }
         }
+        // Only objects the checked one names count: a lookup of optional configuration (a
+        // ConfigMap whose absence means defaults) is no gap in the state.
+        for a in self.recording.take() {
+            let m = a.to_string();
+            if mentions(&outcome.sent, &a.name) && !outcome.missing.contains(&m) {
+                outcome.missing.push(m);
+            }
+        }
         if outcome.admitted {
             self.remember_unless_deleted(&outcome.object, s.operation);
         }
         outcome
+    }
+
+    /// The quota an object names by label when the state holds no quota of that name: an
+    /// ElasticQuota's parent (the tree rules refuse a child without its parent) or a Pod's
+    /// quota (PV-4 refuses a Pod charged to an unknown quota); the cluster may well have it.
+    fn absent_quota(&self, object: &Value) -> Option<String> {
+        use scheduling_webhook::quota::keys;
+        let (label, role) = match (object["apiVersion"].as_str()?, object["kind"].as_str()?) {
+            (_, "ElasticQuota") => (keys::PARENT, " (the parent)"),
+            ("v1", "Pod") => (keys::NAME, ""),
+            _ => return None,
+        };
+        let name = object["metadata"]["labels"][label].as_str()?;
+        if name.is_empty() || [keys::ROOT, keys::SYSTEM, keys::DEFAULT].contains(&name) {
+            return None;
+        }
+        let key = TypeKey {
+            api_version: "scheduling.sigs.k8s.io/v1alpha1".into(),
+            kind: "ElasticQuota".into(),
+        };
+        let quotas = self.state.list(&key, None).ok()?;
+        let known = quotas
+            .iter()
+            .any(|q| q.metadata.name.as_deref() == Some(name));
+        (!known).then(|| format!("ElasticQuota {name}{role}"))
     }
 
     fn remember_unless_deleted(&self, object: &Value, operation: Operation) {
@@ -482,8 +664,9 @@ impl Catalog {
             .or(builtin);
         let Some(value) = value else {
             outcome.notes.push(format!(
-                "PriorityClass {class} is not in the state: spec.priority is left unset (the API server refuses a Pod naming an unknown class; give it with --state)"
+                "PriorityClass {class} is not in the state: spec.priority is left unset (the API server refuses a Pod naming an unknown class; give it with --state or --profile)"
             ));
+            outcome.missing.push(format!("PriorityClass {class}"));
             return;
         };
         spec.insert("priority".into(), value.into());

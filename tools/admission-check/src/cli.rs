@@ -1,7 +1,8 @@
 //! The command line: `admission-check [OPTIONS] [PATH]...` and `admission-check --test SUITE...`.
 //!
 //! Exit codes: 0 when every object is admitted (warnings included) or every test passes, 1 when
-//! any object is denied or any test fails, 2 when input cannot be read.
+//! any object is denied or any test fails, 2 when input cannot be read, 3 when the report cannot
+//! be written, 4 when nothing is denied but something is undecided.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,7 +34,9 @@ enum Op {
 #[command(
     name = "admission-check",
     version,
-    after_help = "Exit codes: 0 all admitted (or all tests passed), 1 any denied (or any test failed), 2 unreadable input.\n\
+    after_help = "Exit codes: 0 all admitted (or all tests passed), 1 any denied (or any test failed), 2 unreadable input, \
+                  3 the report could not be written, 4 none denied but some undecided (a refusal resting on objects \
+                  absent from the state: give them with --state, --profile or --kubeconfig).\n\
                   Objects are routed by apiVersion, kind and subresource to every endpoint registered for them: \
                   mutating endpoints first, then validating endpoints on the mutated object."
 )]
@@ -91,6 +94,10 @@ struct Cli {
     /// koord-batch 5000, koord-free 3000). Objects of the same name given with --state win.
     #[arg(long = "profile", value_enum)]
     profiles: Vec<Profile>,
+    /// The --state files are the whole cluster: a refusal that rests on an object they lack
+    /// is a denial, not UNDECIDED (as with --kubeconfig).
+    #[arg(long)]
+    complete_state: bool,
 }
 
 /// A standard installation's objects (see `--profile`).
@@ -191,6 +198,9 @@ pub fn main() -> ExitCode {
         .cloned()
         .collect();
     catalog.default_namespace = cli.namespace.clone();
+    // A state read from the cluster is the cluster: an object it lacks is absent. Files and
+    // profiles may leave things out, so a refusal resting on an absent object is undecided.
+    catalog.state_complete = cli.kubeconfig.is_some() || cli.complete_state;
     let known = catalog.paths();
     if let Some(bad) = cli.endpoints.iter().find(|p| !known.contains(&p.as_str())) {
         return unreadable(format!("no endpoint {bad:?}; known: {}", known.join(", ")));
@@ -210,13 +220,15 @@ pub fn main() -> ExitCode {
     if !emit(&report::render(&results, cli.output)) {
         return ExitCode::from(3);
     }
-    let unchecked = |r: &report::Checked| r.verdict() == report::Verdict::Unchecked;
+    let verdict = |v: report::Verdict| results.iter().any(|r| r.verdict() == v);
     if !unread.is_empty() {
         ExitCode::from(2)
-    } else if results.iter().any(|r| !r.outcome.admitted)
-        || (cli.strict && results.iter().any(unchecked))
+    } else if verdict(report::Verdict::Denied)
+        || (cli.strict && verdict(report::Verdict::Unchecked))
     {
         ExitCode::from(1)
+    } else if verdict(report::Verdict::Undecided) {
+        ExitCode::from(4)
     } else {
         ExitCode::SUCCESS
     }
@@ -275,8 +287,11 @@ fn check_all(
                 namespace: r.and_then(|r| r.namespace.as_deref()),
                 user_info: Some(r.and_then(|r| r.user_info.as_ref()).unwrap_or(&user)),
                 only: &cli.endpoints,
+                retyped: &m.retyped,
             };
+            let started = std::time::Instant::now();
             let outcome = catalog.check(&subject);
+            let elapsed = started.elapsed();
             if outcome.admitted && operation != Operation::Delete {
                 current.insert(id, outcome.object.clone());
             }
@@ -284,7 +299,7 @@ fn check_all(
                 source: m.source,
                 object: m.object,
                 operation: operation.as_str(),
-                notes: m.notes,
+                elapsed,
                 outcome,
             }
         })

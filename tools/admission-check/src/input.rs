@@ -62,8 +62,9 @@ pub struct Manifest {
     pub object: Value,
     /// Set when the object came from an AdmissionReview.
     pub review: Option<FromReview>,
-    /// What was changed while reading, for the report (a YAML boolean label read as a string).
-    pub notes: Vec<String>,
+    /// Label and annotation values YAML typed as booleans or numbers, read as the strings
+    /// they spell: the API server refuses them as written (API-1).
+    pub retyped: Vec<crate::apiserver::Retyped>,
 }
 
 /// Why input could not be read: the run stops with exit code 2.
@@ -351,7 +352,10 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
                 let de = serde_yaml_ng::Deserializer::from_str(doc.text);
                 match Strict::deserialize(de) {
                     Ok(Strict(Value::Null)) => {}
-                    Ok(Strict(v)) => values.push((doc.line, v)),
+                    Ok(Strict(mut v)) => {
+                        as_go_reads_it(doc.text, &mut v);
+                        values.push((doc.line, v));
+                    }
                     Err(e) => {
                         if let Some(Err((document, line, msg))) = json {
                             // Neither: JSON's error, since it looked like JSON.
@@ -380,6 +384,63 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
         expand(source, v, &mut out).map_err(|m| err(i + 1, line, m))?;
     }
     Ok(out)
+}
+
+/// Types the plain scalars of a YAML document as kubectl's reader does. kubectl (and the API
+/// server's own YAML input) read YAML 1.1 through sigs.k8s.io/yaml: an unquoted `yes`, `no`,
+/// `on`, `off`, `y` or `n` is a boolean, `0777` is octal 511, `1_000` is 1000. serde_yaml_ng
+/// reads YAML 1.2, where all of these are strings, so the manifest we would check is not the
+/// one the cluster receives: a label `a: yes` the API server refuses, a `defaultMode: 0777` it
+/// takes as 511. Only quoted text stays text.
+fn as_go_reads_it(text: &str, v: &mut Value) {
+    for (path, plain) in crate::locate::plain_scalars(text) {
+        let Some(go) = yaml_1_1(&plain) else { continue };
+        let mut at = Some(&mut *v);
+        for key in &path {
+            at = match at {
+                Some(Value::Object(m)) => m.get_mut(key.as_str()),
+                Some(Value::Array(a)) => key.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+                _ => None,
+            };
+        }
+        if let Some(slot @ Value::String(_)) = at
+            && slot.as_str() == Some(plain.as_str())
+        {
+            *slot = go;
+        }
+    }
+}
+
+/// The value YAML 1.1 (Go's `yaml.v2` resolver) gives a plain scalar where YAML 1.2 gives a
+/// string; None where the two agree.
+fn yaml_1_1(plain: &str) -> Option<Value> {
+    match plain {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => return Some(Value::Bool(true)),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    // Integers as Go's strconv.ParseInt(s, 0, 64) reads them once `_` is dropped.
+    let digits: String = plain.chars().filter(|c| *c != '_').collect();
+    let (negative, body) = match digits.as_bytes().first() {
+        Some(b'-') => (true, &digits[1..]),
+        Some(b'+') => (false, &digits[1..]),
+        _ => (false, digits.as_str()),
+    };
+    let (radix, rest) = match body.get(..2) {
+        Some("0x" | "0X") => (16, &body[2..]),
+        Some("0o" | "0O") => (8, &body[2..]),
+        Some("0b" | "0B") => (2, &body[2..]),
+        _ if body.len() > 1 && body.starts_with('0') => (8, &body[1..]),
+        _ => (10, body),
+    };
+    if rest.is_empty() || (radix == 10 && !plain.contains('_')) {
+        return None;
+    }
+    // `08` is no octal number: Go's resolver then reads it as the float 8.
+    let magnitude = i64::from_str_radix(rest, radix)
+        .ok()
+        .or_else(|| (radix == 8).then(|| body.parse::<i64>().ok()).flatten())?;
+    Some(Value::from(if negative { -magnitude } else { magnitude }))
 }
 
 fn line_of(text: &str, byte: usize) -> usize {
@@ -483,8 +544,8 @@ fn from_review(mut source: Source, v: Value) -> Result<Manifest, String> {
 }
 
 /// Checks that `v` is an object with apiVersion and kind, and reads label and annotation
-/// values that YAML typed as booleans or numbers as the strings they spell (with a note: the
-/// API server refuses them unquoted).
+/// values that YAML typed as booleans or numbers as the strings they spell, remembering each
+/// (the API server refuses them unquoted: API-1).
 fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Manifest, String> {
     if !v.is_object() {
         return Err(format!(
@@ -499,7 +560,7 @@ fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Ma
             None => return Err(format!("not a Kubernetes object: no {key}")),
         }
     }
-    let mut notes = Vec::new();
+    let mut retyped = Vec::new();
     if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         for field in ["labels", "annotations"] {
             let Some(map) = meta.get_mut(field).and_then(Value::as_object_mut) else {
@@ -511,10 +572,11 @@ fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Ma
                     Value::Number(n) => n.to_string(),
                     _ => continue,
                 };
-                notes.push(format!(
-                    "metadata.{field}.{k}: YAML reads {text} as a {}; the API server refuses it (quote it); checked as \"{text}\"",
-                    kind_of(val)
-                ));
+                retyped.push(crate::apiserver::Retyped {
+                    field: format!("metadata.{field}[{k}]"),
+                    text: text.clone(),
+                    was: kind_of(val),
+                });
                 *val = Value::String(text);
             }
         }
@@ -523,7 +585,7 @@ fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Ma
         source,
         object: v,
         review,
-        notes,
+        retyped,
     })
 }
 
@@ -603,13 +665,37 @@ mod tests {
     }
 
     #[test]
-    fn unquoted_label_booleans_are_read_as_strings_with_a_note() {
+    fn yaml_1_1_scalars_are_typed_as_kubectl_types_them() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: yes, b: 'no'}\nspec:\n  x: [on, off, Y, n, 0777, 0x1f, 1_000, '0777', 08, 10, -012, 0o17, 0b101, yesno]\n";
+        let m = parse("p.yaml", text).unwrap();
+        assert_eq!(
+            m[0].object["spec"]["x"],
+            serde_json::json!([
+                true, false, true, false, 511, 31, 1000, "0777", 8, 10, -10, 15, 5, "yesno"
+            ])
+        );
+        // The boolean label is one the API server refuses (API-1); the quoted one is text.
+        assert_eq!(m[0].object["metadata"]["labels"]["b"], "no");
+        assert_eq!(m[0].retyped.len(), 1);
+        assert_eq!(m[0].retyped[0].text, "true");
+        // JSON is JSON.
+        let m = parse(
+            "p.json",
+            "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"x\": \"yes\"}",
+        )
+        .unwrap();
+        assert_eq!(m[0].object["x"], "yes");
+    }
+
+    #[test]
+    fn unquoted_label_booleans_are_read_as_strings_and_remembered() {
         let text =
             "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    a: true\n    b: '1'\n    c: 2\n";
         let m = parse("p.yaml", text).unwrap();
         assert_eq!(m[0].object["metadata"]["labels"]["a"], "true");
         assert_eq!(m[0].object["metadata"]["labels"]["c"], "2");
-        assert_eq!(m[0].notes.len(), 2);
-        assert!(m[0].notes[0].contains("metadata.labels.a"));
+        let fields: Vec<&str> = m[0].retyped.iter().map(|r| r.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.labels[a]", "metadata.labels[c]"]);
+        assert_eq!(m[0].retyped[1].was, "number");
     }
 }

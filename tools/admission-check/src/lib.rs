@@ -4,11 +4,13 @@
 //! and then validating endpoints on the mutated object, through the services' own endpoint
 //! tables (no rule is copied here).
 //!
-//! Modules: [`input`] reads manifests, [`locate`] finds a field's line in them, [`catalog`] routes and calls the endpoints, [`report`]
+//! Modules: [`input`] reads manifests, [`apiserver`] refuses what the API server refuses
+//! before any webhook, [`locate`] finds a field's line in them, [`catalog`] routes and calls the endpoints, [`report`]
 //! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`templates`]
 //! derives the Pods a workload's controller creates, [`cluster`] reads
 //! state from a live cluster, [`cli`] is the command line.
 
+pub mod apiserver;
 pub mod catalog;
 pub mod cli;
 pub mod cluster;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use granit_parser::{Event, Parser};
+use granit_parser::{Event, Parser, ScalarStyle};
 
 /// The segments of a field path as Kubernetes prints it: `a.b[0][key.with.dots].c` is
 /// `a`, `b`, `0`, `key.with.dots`, `c`.
@@ -53,17 +53,37 @@ enum Frame {
     },
 }
 
-/// Every node's path in the first document of `text` with the line it starts on (a mapping
-/// value at the line of its key), counting lines from `first_line`.
-fn lines(text: &str, first_line: usize) -> HashMap<Vec<String>, usize> {
+/// A position in the text: line and column, both from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The line.
+    pub line: usize,
+    /// The column (in characters).
+    pub column: usize,
+}
+
+/// What one read of a document finds.
+struct Walk {
+    /// Where each node starts (a mapping value at its key).
+    at: HashMap<Vec<String>, Position>,
+    /// Every plain (unquoted, untagged) scalar value, with its path.
+    plain: Vec<(Vec<String>, String)>,
+}
+
+/// Reads the first document of `text`, counting lines from `first_line`.
+fn walk(text: &str, first_line: usize) -> Walk {
     let mut found = HashMap::new();
+    let mut plain = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut started = false;
     for next in Parser::new_from_str(text) {
         // What was read before an error is still right; the document is already known to
         // parse (it was read before it was checked).
         let Ok((event, span)) = next else { break };
-        let line = span.start.line() + first_line - 1;
+        let here = Position {
+            line: span.start.line() + first_line - 1,
+            column: span.start.col() + 1,
+        };
         let opens = match &event {
             Event::MappingStart(..) => Some(true),
             Event::SequenceStart(..) => Some(false),
@@ -89,7 +109,7 @@ fn lines(text: &str, first_line: usize) -> HashMap<Vec<String>, usize> {
                     };
                     let mut p = path.clone();
                     p.push(name.clone());
-                    found.entry(p).or_insert(line);
+                    found.entry(p).or_insert(here);
                     *key = Some(name);
                     None
                 }
@@ -106,9 +126,12 @@ fn lines(text: &str, first_line: usize) -> HashMap<Vec<String>, usize> {
                 Some(p)
             }
         };
+        if let (Some(p), Event::Scalar(value, ScalarStyle::Plain, _, None)) = (&path, &event) {
+            plain.push((p.clone(), value.to_string()));
+        }
         match (path, opens) {
             (Some(p), open) => {
-                found.entry(p.clone()).or_insert(line);
+                found.entry(p.clone()).or_insert(here);
                 started = true;
                 match open {
                     Some(true) => stack.push(Frame::Mapping { path: p, key: None }),
@@ -129,32 +152,48 @@ fn lines(text: &str, first_line: usize) -> HashMap<Vec<String>, usize> {
             (None, None) => {}
         }
     }
-    found
+    Walk { at: found, plain }
 }
 
-/// The line of `field` (as a rule names it) of the object at `object_path` (`items[2]`,
+/// The position of `field` (as a rule names it) of the object at `object_path` (`items[2]`,
 /// `request.object`, or empty) in the document of `text` that starts on line `doc_line`: the
-/// field's own line, else the line of the nearest enclosing field the text has (a finding may
-/// name a field that is absent), else the object's first line (`doc_line` if none is found).
-pub fn line_of(text: &str, doc_line: usize, object_path: &str, field: &str) -> usize {
+/// field's own position, else that of the nearest enclosing field the text has (a finding may
+/// name a field that is absent), else the object's start (`doc_line`, column 1, if none is
+/// found).
+pub fn position_of(text: &str, doc_line: usize, object_path: &str, field: &str) -> Position {
     let start: usize = text
         .split_inclusive('\n')
         .take(doc_line.saturating_sub(1))
         .map(str::len)
         .sum();
-    let Some(rest) = text.get(start..) else {
-        return doc_line;
+    let fallback = Position {
+        line: doc_line,
+        column: 1,
     };
-    let found = lines(rest, doc_line);
+    let Some(rest) = text.get(start..) else {
+        return fallback;
+    };
+    let found = walk(rest, doc_line).at;
     let mut path = segments(object_path);
     path.extend(segments(field));
     while !path.is_empty() {
-        if let Some(line) = found.get(&path) {
-            return *line;
+        if let Some(p) = found.get(&path) {
+            return *p;
         }
         path.pop();
     }
-    found.get(&path).copied().unwrap_or(doc_line)
+    found.get(&path).copied().unwrap_or(fallback)
+}
+
+/// The line of `field`, as [`position_of`].
+pub fn line_of(text: &str, doc_line: usize, object_path: &str, field: &str) -> usize {
+    position_of(text, doc_line, object_path, field).line
+}
+
+/// The plain (unquoted, untagged) scalar values of the YAML document `text`, each with its
+/// path: the values a YAML 1.1 reader may type differently (`crate::input`).
+pub fn plain_scalars(text: &str) -> Vec<(Vec<String>, String)> {
+    walk(text, 1).plain
 }
 
 #[cfg(test)]
@@ -195,6 +234,39 @@ spec:
         assert_eq!(at("spec.template.spec.containers[0].resources"), 11);
         assert_eq!(at("status.phase"), 2);
         assert_eq!(at(""), 2);
+        // Columns from 1: the key of a mapping value, the dash's item of a sequence.
+        let pos = |f| position_of(DEPLOYMENT, 1, "", f);
+        assert_eq!(
+            pos("spec.template.spec.containers[0].image"),
+            Position {
+                line: 12,
+                column: 9
+            }
+        );
+        assert_eq!(
+            pos("metadata.labels[koordinator.sh/qosClass]"),
+            Position {
+                line: 6,
+                column: 22
+            }
+        );
+    }
+
+    #[test]
+    fn plain_scalars_are_told_from_quoted_ones() {
+        let text = "a: yes\nb: 'no'\nc: [on, \"off\", 0777]\nd: |\n  y\n";
+        let plain: Vec<(String, String)> = plain_scalars(text)
+            .into_iter()
+            .map(|(p, v)| (p.join("."), v))
+            .collect();
+        assert_eq!(
+            plain,
+            [
+                ("a".to_owned(), "yes".to_owned()),
+                ("c.0".to_owned(), "on".to_owned()),
+                ("c.2".to_owned(), "0777".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::Outcome;
 use crate::input::Source;
+use crate::locate::Position;
 
 /// One checked object.
 #[derive(Debug, Clone)]
@@ -17,8 +18,8 @@ pub struct Checked {
     pub object: Value,
     /// The operation it was checked for.
     pub operation: &'static str,
-    /// What reading changed (see [`crate::input::Manifest::notes`]).
-    pub notes: Vec<String>,
+    /// How long its check took (JUnit `time`).
+    pub elapsed: std::time::Duration,
     /// What the webhooks answered.
     pub outcome: Outcome,
 }
@@ -35,6 +36,9 @@ pub enum Verdict {
     Denied,
     /// Of a group our webhooks serve, in a version they do not: nothing checked it.
     Unchecked,
+    /// Refused, but the refusal may rest on objects the state does not hold
+    /// ([`crate::catalog::Outcome::missing`]): the cluster decides.
+    Undecided,
 }
 
 impl Verdict {
@@ -45,6 +49,7 @@ impl Verdict {
             Verdict::Warned => "WARNED",
             Verdict::Denied => "DENIED",
             Verdict::Unchecked => "UNCHECKED",
+            Verdict::Undecided => "UNDECIDED",
         }
     }
 }
@@ -54,6 +59,8 @@ impl Checked {
     pub fn verdict(&self) -> Verdict {
         if self.outcome.unknown_version.is_some() {
             Verdict::Unchecked
+        } else if self.outcome.undecided() {
+            Verdict::Undecided
         } else if !self.outcome.admitted {
             Verdict::Denied
         } else if self.outcome.warnings.is_empty() {
@@ -63,13 +70,16 @@ impl Checked {
         }
     }
 
-    /// The line of `field` (as a finding names it) in the file, else the document's line.
-    pub fn line_of(&self, field: &str) -> usize {
+    /// Where `field` (as a finding names it) is in the file, else where the document starts.
+    pub fn position_of(&self, field: &str) -> Position {
         match &self.source.text {
             Some(text) if !field.is_empty() => {
-                crate::locate::line_of(text, self.source.line, &self.source.path, field)
+                crate::locate::position_of(text, self.source.line, &self.source.path, field)
             }
-            _ => self.source.line,
+            _ => Position {
+                line: self.source.line,
+                column: 1,
+            },
         }
     }
 
@@ -121,6 +131,11 @@ pub struct Summary {
     pub denied: usize,
     /// Of a served group in a version nothing here serves.
     pub unchecked: usize,
+    /// Refused for want of objects the state does not hold.
+    pub undecided: usize,
+    /// Sent to no webhook (no webhook serves the kind, an excluded namespace, an
+    /// objectSelector): admitted, but nothing of ours checked them.
+    pub skipped: usize,
 }
 
 /// The counts of `results`.
@@ -135,6 +150,10 @@ pub fn summary(results: &[Checked]) -> Summary {
             Verdict::Warned => s.warned += 1,
             Verdict::Denied => s.denied += 1,
             Verdict::Unchecked => s.unchecked += 1,
+            Verdict::Undecided => s.undecided += 1,
+        }
+        if r.outcome.skipped.is_some() {
+            s.skipped += 1;
         }
     }
     s
@@ -175,24 +194,36 @@ fn text(results: &[Checked]) -> String {
         if let Some(why) = &o.skipped {
             let _ = writeln!(out, "  not sent to any webhook: {why}");
         }
+        let undecided = r.verdict() == Verdict::Undecided;
+        if undecided {
+            let _ = writeln!(
+                out,
+                "  undecided: the refusal below rests on objects the state does not hold: {} (give them with --state, --profile or --kubeconfig)",
+                o.missing.join(", ")
+            );
+        }
         for refusal in &o.refusals {
             let _ = writeln!(
                 out,
-                "  denied by {} ({}):",
-                refusal.endpoint, refusal.service
+                "  {} by {} ({}):",
+                if undecided {
+                    "would be denied"
+                } else {
+                    "denied"
+                },
+                refusal.endpoint,
+                refusal.service
             );
             if refusal.findings.iter().all(|f| f.field.is_empty()) {
                 let rules: Vec<&str> = refusal.findings.iter().map(|f| f.rule.as_str()).collect();
                 let _ = writeln!(out, "    [{}] {}", rules.join(","), refusal.message);
             } else {
                 for f in &refusal.findings {
+                    let at = r.position_of(&f.field);
                     let _ = writeln!(
                         out,
-                        "    {}  {} (line {}): {}",
-                        f.rule,
-                        f.field,
-                        r.line_of(&f.field),
-                        f.message
+                        "    {}  {} (line {}, column {}): {}",
+                        f.rule, f.field, at.line, at.column, f.message
                     );
                 }
             }
@@ -200,7 +231,7 @@ fn text(results: &[Checked]) -> String {
         for w in &o.warnings {
             let _ = writeln!(out, "  warning: {w}");
         }
-        for n in r.notes.iter().chain(&o.notes) {
+        for n in &o.notes {
             let _ = writeln!(out, "  note: {n}");
         }
         if !o.mutations.is_empty() {
@@ -217,6 +248,9 @@ fn text(results: &[Checked]) -> String {
         "{} objects: {} admitted, {} admitted with warnings, {} denied",
         s.objects, s.admitted, s.warned, s.denied
     );
+    if s.undecided > 0 {
+        let _ = write!(out, ", {} undecided (state missing)", s.undecided);
+    }
     if s.unchecked > 0 {
         let _ = write!(out, ", {} unchecked (unknown version)", s.unchecked);
     }
@@ -224,7 +258,11 @@ fn text(results: &[Checked]) -> String {
     out
 }
 
-/// The JSON report: `{"results": [...], "summary": {...}}`.
+/// The JSON report's format version: raised when a field changes meaning or goes away (new
+/// fields do not raise it).
+pub const JSON_FORMAT: u32 = 2;
+
+/// The JSON report: `{"format": 2, "results": [...], "summary": {...}}`.
 pub fn json_report(results: &[Checked]) -> Value {
     let items: Vec<Value> = results
         .iter()
@@ -243,7 +281,8 @@ pub fn json_report(results: &[Checked]) -> Value {
                 "endpoints": o.endpoints,
                 "refusals": o.refusals,
                 "warnings": o.warnings,
-                "notes": r.notes.iter().chain(&o.notes).collect::<Vec<_>>(),
+                "notes": o.notes,
+                "missing": o.missing,
                 "mutations": o.mutations,
             });
             if let Some(i) = r.source.item {
@@ -252,8 +291,9 @@ pub fn json_report(results: &[Checked]) -> Value {
             // Each finding at its field's line.
             for refusal in v["refusals"].as_array_mut().into_iter().flatten() {
                 for f in refusal["findings"].as_array_mut().into_iter().flatten() {
-                    let line = r.line_of(f["field"].as_str().unwrap_or_default());
-                    f["line"] = json!(line);
+                    let at = r.position_of(f["field"].as_str().unwrap_or_default());
+                    f["line"] = json!(at.line);
+                    f["column"] = json!(at.column);
                 }
             }
             if let Some(s) = &o.skipped {
@@ -265,7 +305,7 @@ pub fn json_report(results: &[Checked]) -> Value {
             v
         })
         .collect();
-    json!({"results": items, "summary": summary(results)})
+    json!({"format": JSON_FORMAT, "results": items, "summary": summary(results)})
 }
 
 fn junit(results: &[Checked]) -> String {
@@ -280,7 +320,16 @@ fn junit(results: &[Checked]) -> String {
             suites.push(TestSuite::new(r.source.file.clone()));
         }
         let name = format!("{}:{} {}", r.source, r.source.line, r.title());
-        let status = if r.verdict() == Verdict::Denied {
+        let status = if r.verdict() == Verdict::Undecided {
+            // Neither a pass nor a failure: the cluster decides.
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!(
+                "undecided: would be denied, resting on objects the state does not hold: {}",
+                r.outcome.missing.join(", ")
+            ));
+            st.set_type("undecided");
+            st
+        } else if r.verdict() == Verdict::Denied {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
             let msgs: Vec<&str> = r
                 .outcome
@@ -293,11 +342,13 @@ fn junit(results: &[Checked]) -> String {
             let mut detail = String::new();
             for refusal in &r.outcome.refusals {
                 for f in &refusal.findings {
+                    let at = r.position_of(&f.field);
                     let _ = writeln!(
                         detail,
-                        "{}:{}: {} {} {}: {}",
+                        "{}:{}:{}: {} {} {}: {}",
                         r.source.file,
-                        r.line_of(&f.field),
+                        at.line,
+                        at.column,
                         refusal.endpoint,
                         f.rule,
                         f.field,
@@ -322,11 +373,12 @@ fn junit(results: &[Checked]) -> String {
         };
         let mut case = TestCase::new(name, status);
         case.set_classname(r.source.file.clone());
+        case.set_time(r.elapsed);
         let mut out = String::new();
         for w in &r.outcome.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
-        for n in &r.notes {
+        for n in &r.outcome.notes {
             let _ = writeln!(out, "note: {n}");
         }
         if let Some(s) = &r.outcome.skipped {
@@ -336,9 +388,13 @@ fn junit(results: &[Checked]) -> String {
             case.set_system_out(out);
         }
         if let Some(s) = suites.last_mut() {
+            let time = s.time.unwrap_or_default() + r.elapsed;
+            s.set_time(time);
             s.add_test_case(case);
         }
     }
+    let total = suites.iter().filter_map(|s| s.time).sum();
+    report.set_time(total);
     report.add_test_suites(suites);
     report
         .to_string()
@@ -403,13 +459,20 @@ pub fn sarif(results: &[Checked]) -> Value {
             } else {
                 format!("{name}.{field}")
             };
+            let at = r.position_of(field);
             json!({
                 "physicalLocation": {
                     "artifactLocation": {"uri": uri(&r.source.file)},
-                    "region": {"startLine": r.line_of(field)},
+                    "region": {"startLine": at.line, "startColumn": at.column},
                 },
                 "logicalLocations": [{"fullyQualifiedName": fqn, "kind": "object"}],
             })
+        };
+        // An undecided refusal is a warning: the cluster may admit it.
+        let (level, verb) = if r.verdict() == Verdict::Undecided {
+            ("warning", "would be denied (undecided: the state lacks ")
+        } else {
+            ("error", "")
         };
         for refusal in &r.outcome.refusals {
             let findings: Vec<(String, String, String)> = if refusal.findings.is_empty() {
@@ -431,11 +494,16 @@ pub fn sarif(results: &[Checked]) -> Value {
             for (rule, field, text) in findings {
                 let desc = format!("Admission rule {rule} of {}", refusal.service);
                 let i = index(&mut rules, &rule, desc);
+                let said = if verb.is_empty() {
+                    "denied".to_owned()
+                } else {
+                    format!("{verb}{})", r.outcome.missing.join(", "))
+                };
                 out.push(json!({
                     "ruleId": rule,
                     "ruleIndex": i,
-                    "level": "error",
-                    "message": {"text": format!("{} {} denied by {}: {text}", r.title(), r.operation, refusal.endpoint)},
+                    "level": level,
+                    "message": {"text": format!("{} {} {said} by {}: {text}", r.title(), r.operation, refusal.endpoint)},
                     "locations": [location(&field)],
                 }));
             }

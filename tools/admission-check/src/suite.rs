@@ -197,6 +197,8 @@ pub fn run(
                 .map_err(|e| fail(format!("test {:?}: state: {e}", test.name)))?;
         }
         let mut catalog = Catalog::new(apps.to_vec(), state).map_err(|e| fail(e.to_string()))?;
+        // A test's state is the whole cluster it describes: what it lacks is absent.
+        catalog.state_complete = true;
         if let Some(ns) = &suite.exclude_namespaces {
             catalog.excluded_namespaces = ns.clone();
         }
@@ -262,13 +264,14 @@ pub fn run(
                 namespace: None,
                 user_info: test.user.as_ref(),
                 only: &test.endpoints,
+                retyped: &m.retyped,
             };
             let outcome = catalog.check(&subject);
             let c = Checked {
                 source: m.source,
                 object: m.object,
                 operation: operation.as_str(),
-                notes: m.notes,
+                elapsed: std::time::Duration::ZERO,
                 outcome,
             };
             // A test naming its endpoints passes only if they were called: an object no

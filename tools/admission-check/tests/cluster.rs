@@ -57,8 +57,11 @@ async fn the_state_comes_from_the_cluster() {
     );
     let kubeconfig = testenv::shared().unwrap().kubeconfig.display().to_string();
 
+    // Offline the policy is not in the state: BV-03's refusal rests on it, undecided (exit 4);
+    // the cluster's state decides it.
     let (code, offline) = check(&[], &binding);
-    assert_eq!(code, Some(1), "{offline:#}");
+    assert_eq!(code, Some(4), "{offline:#}");
+    assert_eq!(offline["results"][0]["result"], "undecided", "{offline:#}");
     assert_eq!(
         offline["results"][0]["refusals"][0]["findings"][0]["rule"],
         "BV-03"
