@@ -256,6 +256,14 @@ impl Drainer {
     }
 
     /// LD-6 to LD-9: the drain itself.
+    ///
+    /// LD-7: the drain's start and deadline are recorded by the first deletion; when they
+    /// cannot be, the deletion proceeds with a warning.
+    ///
+    /// LD-8: past the recorded deadline the deletion proceeds without a call.
+    ///
+    /// LD-9: the Pod's drain endpoint is called: done proceeds, in progress refuses (403 for a
+    /// deletion, 429 for an eviction), anything else proceeds with a warning.
     async fn drain(
         &self,
         pod: &Pod,
@@ -502,6 +510,8 @@ impl Validator for PodEviction {
         true
     }
 
+    /// LD-10: an eviction reads the Pod it names: none, or one that did not opt in, proceeds
+    /// (a Pod that cannot be read proceeds with a warning); otherwise it drains as a deletion.
     async fn validate_async(&self, req: &Request<Eviction>, ctx: &Context) -> Verdict {
         if req.operation != Operation::Create {
             return Verdict::default();

@@ -60,6 +60,9 @@ impl Validator for SloConfigMapValidator {
 }
 
 /// The body of the handler, timed under upstream's plugin name `SLOConfig`.
+///
+/// CM-7: a configuration with more than one node strategy may not give two strategies to any
+/// existing Node (refused with 400 naming the Node); Nodes that cannot be listed are a 500.
 fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
     // CM-0
     if req.resource.resource != "configmaps"

@@ -49,6 +49,9 @@ impl Validator for NodeValidator {
 }
 
 /// The body of the handler, timed under upstream's plugin name `SLOManagerConfigConflictForNode`.
+///
+/// NV-4: a Node's labels may not select two node strategies of one SLO configuration key
+/// (refused with 400 naming the key and the strategies).
 fn node_slo_conflicts(req: &Request<Node>, ctx: &Context) -> Verdict {
     // NV-0, NV-1
     if req.resource.resource != "nodes"

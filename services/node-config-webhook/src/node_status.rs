@@ -99,6 +99,14 @@ fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
 
 /// NS-3 (raw values, writing the annotation when they come from the new allocatable), NS-4
 /// (ratios) and NS-5 (amplification). `Err((rule, text))` is a failure answered with 500.
+///
+/// NS-3: the raw allocatable is read from the saved annotation, or taken from the new status
+/// (and saved) when the annotation is missing or the allocatable changed.
+///
+/// NS-4: the ratio annotation is a JSON map of numbers; anything else refuses the status update.
+///
+/// NS-5: `cpu` and then `memory` allocatable are the raw value times a ratio above 1, when the
+/// raw value has the resource.
 fn amplify(
     node: &mut Node,
     old: Option<&Node>,
@@ -206,6 +214,9 @@ impl Mutator for NodeStatusAmplifier {
 }
 
 /// The body of the handler, timed under upstream's plugin name `NodeResourceAmplificationPlugin`.
+///
+/// NS-1: without an amplification ratio annotation (or with an empty one), the saved raw
+/// allocatable annotation is removed.
 fn amplify_status(req: &Request<Node>, node: &mut Node) -> Verdict {
     // NS-0
     if req.resource.resource != "nodes" || req.sub_resource.as_deref() != Some("status") {

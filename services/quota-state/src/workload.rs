@@ -158,6 +158,12 @@ pub trait Quotas {
 /// WQ for one workload: QN of its pods, PV-3.2 (when asked), PV-4's preconditions (the quota
 /// exists once, limits a quota resource, the peak asks for something it limits), then [`fit`]
 /// along the chain.
+///
+/// PV-3: a pod may not be charged to a parent quota (`is-parent: "true"`) unless the
+/// `SupportParentQuotaSubmitPod` gate allows it.
+///
+/// PV-4: the pods' quota exists once and limits what they ask; then they fit it and each
+/// ancestor.
 pub fn decide(
     topology: &dyn QuotaLookup,
     quotas: &dyn Quotas,

@@ -286,6 +286,10 @@ fn mv_17_not_both(errs: &mut ErrorList) {
 }
 
 /// MV-18..MV-21: worker count and worker types per backend type.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: prefill, image: vllm}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}]}]}}`
 fn mv_18_21_worker_types(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
         let types: Vec<&str> = b.workers.iter().map(|w| w.type_.as_str()).collect();
@@ -448,6 +452,10 @@ impl Validator for ModelValidator {
 }
 
 /// MM-01, MM-02 (MM-03: nothing without model-level autoscaling). Returns the ids that acted.
+///
+/// MM-01: with model-level autoscaling, a backend without `scaleToZeroGracePeriod` gets 30 s.
+///
+/// MM-02: with model-level autoscaling, a missing `costExpansionRatePercent` becomes 200.
 pub fn default_model(spec: &mut ModelSpec) -> Vec<&'static str> {
     let mut applied = Vec::new();
     if spec.autoscaling_policy.is_none() {

@@ -246,6 +246,20 @@ pub fn default_policy(spec: &mut AutoscalingPolicySpec) -> Vec<&'static str> {
 }
 
 /// PM-01..PM-07 on a policy's behaviour (Kthena v1.0's mutator is the pinned one).
+///
+/// PM-01: a policy without any behaviour gets the default scale-up and scale-down.
+///
+/// PM-02: an empty scale-down becomes the default scale-down.
+///
+/// PM-03: a scale-down without a stabilisation window gets 5 minutes.
+///
+/// PM-04: an empty scale-up becomes the default scale-up.
+///
+/// PM-05: a scale-up without a stable policy gets the default one.
+///
+/// PM-06: a stable scale-up policy without a stabilisation window gets 0 s.
+///
+/// PM-07: a scale-up without a panic policy gets the default one.
 pub(crate) fn default_behavior(
     behavior: &mut Option<AutoscalingPolicyBehavior>,
 ) -> Vec<&'static str> {

@@ -19,6 +19,8 @@ impl Validator for BindingValidator {
     /// The Binding object; only the request's fields are read.
     type Object = Value;
 
+    /// PB-6: a Binding by a user outside the allowed list is refused (403) for a Pod in scope
+    /// (its namespace listed, no bypass label or annotation, not a dry run).
     fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
         let users = list(ctx.option("binding-admission-user-name"));
         if !ctx.gates().enabled("BindingAdmissionWebhook") || users.is_empty() {

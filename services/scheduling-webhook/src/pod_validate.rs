@@ -331,6 +331,12 @@ fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), Str
 
 /// Every check in upstream's order. It waits only for quota-state (PV-3.2 and PV-4), and only
 /// when `--quota-state-url` is set.
+///
+/// PV-3: on UPDATE the Pod's `preemptible` quota label may not change; and a Pod may not be
+/// charged to a parent quota unless the `SupportParentQuotaSubmitPod` gate allows it.
+///
+/// PV-4: a Pod charged to a quota fits it and each of its ancestors (requests against `max`,
+/// with what is already used and reserved); a quota it names that does not exist refuses it.
 async fn validate(
     req: &Request<Pod>,
     ctx: &Context,

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use admission_kit::state::LookupError;
+use admission_kit::state::{Generation, LookupError};
 use admission_kit::{Context, Mutator, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
@@ -48,8 +48,13 @@ pub struct StateQuotas {
 /// The objects the last [`StateQuotas`] was derived from, and it. Holding the objects keeps
 /// their addresses theirs, so a list of the very same allocations is the very same quotas: the
 /// state hands out new objects for every change (files load once; a watch store replaces an
-/// object on each event).
-type Derived = (Vec<Arc<DynamicObject>>, Arc<StateQuotas>);
+/// object on each event). With the state's generation of the kind when it keeps one: the same
+/// generation is the same objects, known without listing them (admission-check's state).
+type Derived = (
+    Vec<Arc<DynamicObject>>,
+    Arc<StateQuotas>,
+    Option<Generation>,
+);
 
 /// One entry, process-wide rather than per state: a second state only costs a rebuild when the
 /// two alternate (tests), never a wrong answer.
@@ -59,18 +64,25 @@ static LAST: Mutex<Option<Derived>> = Mutex::new(None);
 /// quota objects changed (each review used to decode every quota and build the tree anew, twice
 /// for a Pod: 15 % of an in-process Pod validation's time).
 pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
-    let listed = ctx.list::<ElasticQuota>(None)?;
     let last = || LAST.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((held, derived)) = &*last()
+    let generation = ctx.generation::<ElasticQuota>();
+    if let Some((_, derived, Some(held))) = &*last()
+        && generation == Some(*held)
+    {
+        return Ok(derived.clone());
+    }
+    let listed = ctx.list::<ElasticQuota>(None)?;
+    if let Some((held, derived, known)) = &mut *last()
         && held.len() == listed.len()
         && held.iter().zip(&listed).all(|(a, b)| Arc::ptr_eq(a, b))
     {
+        *known = generation;
         return Ok(derived.clone());
     }
     // Only quotas added since (admission-check remembers each quota it admits; a watch adds
     // one): added to the tree in place when no review holds it any more, instead of a tree
     // derived anew per quota (quadratic in the number of quotas).
-    if let Some(derived) = add_new_quotas(&mut last(), &listed) {
+    if let Some(derived) = add_new_quotas(&mut last(), &listed, generation) {
         return Ok(derived);
     }
     // Objects already decoded last time (the same allocation is the same object, held by LAST
@@ -80,7 +92,7 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
         let guard = last();
         let before: std::collections::HashMap<usize, &Arc<ElasticQuota>> = guard
             .as_ref()
-            .map(|(_, derived)| {
+            .map(|(_, derived, _)| {
                 derived
                     .origin
                     .iter()
@@ -106,7 +118,7 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
         objects,
         origin,
     });
-    *last() = Some((listed, derived.clone()));
+    *last() = Some((listed, derived.clone(), generation));
     Ok(derived)
 }
 
@@ -116,8 +128,9 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
 fn add_new_quotas(
     last: &mut Option<Derived>,
     listed: &[Arc<DynamicObject>],
+    generation: Option<Generation>,
 ) -> Option<Arc<StateQuotas>> {
-    let (held, derived) = last.as_mut()?;
+    let (held, derived, known) = last.as_mut()?;
     if listed.len() <= held.len() {
         return None;
     }
@@ -161,6 +174,7 @@ fn add_new_quotas(
     state.objects = objects;
     state.origin = origin;
     *held = listed.to_vec();
+    *known = generation;
     Some(derived.clone())
 }
 
@@ -433,6 +447,9 @@ impl Mutator for QuotaDefaulter {
 pub struct QuotaValidator;
 
 /// QV through quota-state, or in-process on the cluster state. `Ok` carries warnings.
+///
+/// QV-0: the quotas and pods the tree rules read must be readable; a decode or lookup failure
+/// is refused with its cause.
 fn validate_quota(
     req: &Request<ElasticQuota>,
     ctx: &Context,
@@ -492,6 +509,14 @@ impl Validator for QuotaValidator {
 }
 
 /// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.
+///
+/// QM-2: a quota without a parent label gets `koordinator-root-quota` as its parent.
+///
+/// QM-3: a quota without a tree id under a parent other than the root takes its parent's tree
+/// id; a parent not in the quota tree is refused ("parent not exist").
+///
+/// QM-4: a quota without a shared-weight annotation gets its `spec.max` as the weight; a
+/// `spec.max` that does not decode as a resource list is refused.
 fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
     if req.resource.resource != "elasticquotas"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())

@@ -76,6 +76,9 @@ impl Mutator for ReservationMutator {
 }
 
 /// The body of the handler, timed under upstream's plugin name `ClusterColocationProfile`.
+///
+/// RM-1: a new Reservation's template gets the colocation profiles that select it, as PM-1
+/// gives them to Pods, except that a profile's namespace selector is not consulted.
 fn reservation_profiles(req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
     if req.resource.resource != "reservations"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())

@@ -97,6 +97,14 @@ fn tr_03_managed_by_immutable(old: Option<&str>, new: Option<&str>, errs: &mut E
 }
 
 /// TR-05..TR-08 for one replica type.
+///
+/// TR-05: the replica type is one the job kind supports.
+///
+/// TR-06: the replica's pod template has containers.
+///
+/// TR-07: each container has an image.
+///
+/// TR-08: one container has the job kind's default container name.
 fn tr_05_08_replica<J: JobKind>(key: &str, spec: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
     if let Some(keys) = J::KEYS
         && !keys.contains(&key)
@@ -141,6 +149,9 @@ fn tr_05_08_replica<J: JobKind>(key: &str, spec: &ReplicaSpec, path: &Path, errs
 }
 
 /// Every rule for a job of kind `J`, in upstream's order (§5).
+///
+/// TR-04: the job's replica map (`spec.pytorchReplicaSpecs`, …) is required; an empty map
+/// passes.
 pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<String>) {
     let (mut errs, mut warnings) = (ErrorList::new(), Vec::new());
     let job = &req.object;
@@ -258,6 +269,10 @@ impl JobKind for PyTorchJobSpec {
 
     /// TR-11 (a Worker is needed with elastic training, Q8), TR-12 (deprecation warning),
     /// TR-13 (not both nProcPerNode fields).
+    ///
+    /// TR-11: elastic training needs a Worker replica.
+    ///
+    /// TR-13: `spec.elasticPolicy.nProcPerNode` and `spec.nprocPerNode` may not both be set.
     fn before_replicas(&self, errs: &mut ErrorList, warnings: &mut Vec<String>) {
         let Some(ep) = &self.elastic_policy else {
             return;
@@ -288,7 +303,13 @@ impl JobKind for PyTorchJobSpec {
         }
     }
 
-    /// TR-09: exactly one Master (absent replicas fail, Q5); TR-10: other types at least 1.
+    /// TR-09: exactly one Master (absent replicas fail, Q5).
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
+    /// TR-10: every other replica type asks for at least one replica when it says how many.
     fn per_replica(&self, key: &str, rs: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
         if key == "Master" {
             if rs.replicas != Some(1) {
@@ -409,6 +430,8 @@ impl JobKind for JAXJobSpec {
 pub const MXJOB_WARNING: &str = "MXJob is deprecated, and the MXJob will be removed in the release v1.9.0. Please see https://github.com/kubeflow/training-operator/issues/1996 for more details";
 
 /// `/validate-kubeflow-org-v1-mxjob`: admits everything with the deprecation warning (TR-17).
+///
+/// TR-17: every MXJob request is admitted with a warning that MXJob is no longer supported.
 pub struct MXJobWarner;
 
 impl Validator for MXJobWarner {

@@ -99,6 +99,11 @@ impl Context {
         self.state.list(&TypeKey::of::<K>(), namespace)
     }
 
+    /// The generation of kind `K`'s objects ([`ClusterState::generation`]).
+    pub fn generation<K: Resource<DynamicType = ()>>(&self) -> Option<crate::state::Generation> {
+        self.state.generation(&TypeKey::of::<K>())
+    }
+
     /// One object of any kind as the API server has it now ([`ClusterState::read_now`]).
     pub fn read_now(
         &self,

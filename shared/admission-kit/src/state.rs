@@ -105,6 +105,22 @@ pub trait ClusterState: Send + Sync {
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
         Err(LookupError::NotWatched(resource.kind.clone()))
     }
+
+    /// A value that changes whenever the objects of `ty` change, and that no other state
+    /// shares: what a rule derived from a list of them holds while it is the same, without
+    /// listing again. `None` (the default) when the state does not keep one.
+    fn generation(&self, _ty: &TypeKey) -> Option<Generation> {
+        None
+    }
+}
+
+/// See [`ClusterState::generation`]: the state's identity and its count of changes to a kind.
+pub type Generation = (u64, u64);
+
+/// Each [`StaticState`] gets its own identity, so generations of two states never compare equal.
+fn next_state_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A state with nothing in it; every lookup finds nothing.
@@ -150,9 +166,22 @@ type Objects = BTreeMap<(String, String), Arc<DynamicObject>>;
 
 /// Objects loaded from files (`review --state`): JSON or YAML, single objects, multi-document
 /// YAML, or `List`s.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StaticState {
     by_type: HashMap<TypeKey, Objects>,
+    /// This state's identity and, per kind, how many times its objects changed.
+    id: u64,
+    changes: HashMap<TypeKey, u64>,
+}
+
+impl Default for StaticState {
+    fn default() -> Self {
+        Self {
+            by_type: HashMap::new(),
+            id: next_state_id(),
+            changes: HashMap::new(),
+        }
+    }
 }
 
 impl StaticState {
@@ -224,13 +253,28 @@ impl StaticState {
             .clone()
             .ok_or_else(|| format!("a {} has no metadata.name", tm.kind))?;
         let ns = obj.metadata.namespace.clone().unwrap_or_default();
-        self.by_type
-            .entry(TypeKey {
-                api_version: tm.api_version,
-                kind: tm.kind,
-            })
+        let key = TypeKey {
+            api_version: tm.api_version,
+            kind: tm.kind,
+        };
+        match self
+            .by_type
+            .entry(key.clone())
             .or_default()
-            .insert((ns, name), Arc::new(obj));
+            .entry((ns, name))
+        {
+            // The same object again keeps its allocation and the kind's generation: what was
+            // derived from a list of these objects (a quota tree) stays valid, as it would for
+            // a watch that sees no change.
+            std::collections::btree_map::Entry::Occupied(e) if **e.get() == obj => return Ok(()),
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                e.insert(Arc::new(obj));
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(Arc::new(obj));
+            }
+        }
+        *self.changes.entry(key).or_default() += 1;
         Ok(())
     }
 
@@ -289,6 +333,10 @@ impl ClusterState for GrowingState {
     ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
         self.read().list(ty, namespace)
     }
+
+    fn generation(&self, ty: &TypeKey) -> Option<Generation> {
+        self.read().generation(ty)
+    }
 }
 
 impl ClusterState for StaticState {
@@ -319,6 +367,10 @@ impl ClusterState for StaticState {
                     .collect()
             })
             .unwrap_or_default())
+    }
+
+    fn generation(&self, ty: &TypeKey) -> Option<Generation> {
+        Some((self.id, self.changes.get(ty).copied().unwrap_or_default()))
     }
 
     fn read_now(
@@ -723,6 +775,31 @@ mod tests {
         assert!(s.get(&key(), None, "c").unwrap().is_some());
         assert_eq!(s.list(&key(), Some("ns")).unwrap().len(), 2);
         assert_eq!(s.list(&key(), None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_same_object_again_keeps_its_allocation() {
+        let mut s = StaticState::default();
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}});
+        s.add_value(cm.clone()).unwrap();
+        let key = TypeKey {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let first = s.get(&key, Some("n"), "c").unwrap().unwrap();
+        s.add_value(cm.clone()).unwrap();
+        let again = s.get(&key, Some("n"), "c").unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let mut changed = cm;
+        changed["data"]["a"] = "2".into();
+        s.add_value(changed).unwrap();
+        let after = s.get(&key, Some("n"), "c").unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&first, &after));
+        // One change per new or changed object; another state never shares a generation.
+        assert_eq!(s.generation(&key).map(|g| g.1), Some(2));
+        assert_ne!(s.generation(&key), StaticState::default().generation(&key));
+        assert_eq!(after.data["data"]["a"], "2");
     }
 
     #[test]

@@ -377,6 +377,51 @@ pub fn ensure_report_validators() -> Result<ReportValidators, ToolsError> {
     report_validators()
 }
 
+/// The `pre-commit` release the hook definition (`.pre-commit-hooks.yaml`) is tested with.
+pub const PRE_COMMIT_VERSION: &str = "4.7.0";
+
+fn pre_commit_path() -> PathBuf {
+    cache_dir()
+        .join(format!("pre-commit-{PRE_COMMIT_VERSION}"))
+        .join("bin/pre-commit")
+}
+
+/// The `pre-commit` executable, when installed.
+pub fn pre_commit() -> Result<PathBuf, ToolsError> {
+    let p = pre_commit_path();
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(ToolsError::Missing("pre-commit", p))
+    }
+}
+
+/// Installs `pre-commit` from PyPI into a virtual environment of the tool cache when missing
+/// (pinned, with its dependencies; a few seconds).
+pub fn ensure_pre_commit() -> Result<PathBuf, ToolsError> {
+    let p = pre_commit_path();
+    if p.is_file() {
+        return Ok(p);
+    }
+    eprintln!("installing pre-commit {PRE_COMMIT_VERSION} from PyPI, first time only");
+    let venv = p
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(cache_dir);
+    run_installer(
+        "python3 -m venv",
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+    )?;
+    run_installer(
+        "pip install pre-commit",
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .arg(format!("pre-commit=={PRE_COMMIT_VERSION}")),
+    )?;
+    pre_commit()
+}
+
 /// Paths of the three binaries.
 #[derive(Debug, Clone)]
 pub struct Binaries {

@@ -1,7 +1,14 @@
-//! `cargo xtask check-speed`: how long `admission-check` takes over a directory of many
-//! manifests, pinned to one core. The corpus is the upstream example manifests and the
-//! services' samples, copied round-robin to the requested count (templated examples, which are
-//! not YAML until rendered, are left out).
+//! `cargo xtask check-speed`: how long `admission-check` (release build) takes over a directory of
+//! many manifests, pinned to one core, and whether the cost per object stays flat as the
+//! directory grows (it was quadratic in ElasticQuotas: each quota rebuilt the tree of every
+//! earlier one).
+//!
+//! The corpus: 40 % ElasticQuotas (a tree of parents with 39 children each, in the order a
+//! directory apply creates them: each parent before its children), the rest the upstream example
+//! manifests and the services' samples copied round-robin (templated examples, which are not YAML
+//! until rendered, left out). Two sizes are run, the requested one and a tenth of it; the run
+//! fails when the larger costs more than 1.5× per object what the smaller does, or when its
+//! median is above `--budget-secs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -26,14 +33,86 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Builds admission-check (release), writes `manifests` files and times `runs` checks of them
-/// on `cpu`; prints the median.
+/// Children per parent quota.
+const CHILDREN: usize = 39;
+
+/// The `k`-th of `quotas` ElasticQuotas: parents first (one per 40 quotas), then children spread
+/// over them, each child's minimum well inside its parent's.
+fn quota(k: usize, quotas: usize) -> String {
+    let parents = quotas.div_ceil(CHILDREN + 1).max(1);
+    if k < parents {
+        format!(
+            "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata:\n  name: parent-{k}\n  namespace: quota-parents\n  labels:\n    quota.scheduling.koordinator.sh/is-parent: \"true\"\nspec:\n  min: {{cpu: \"100\", memory: 400Gi}}\n  max: {{cpu: \"1000\", memory: 4000Gi}}\n"
+        )
+    } else {
+        let child = k - parents;
+        format!(
+            "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata:\n  name: team-{child}\n  namespace: team-{child}\n  labels:\n    quota.scheduling.koordinator.sh/parent: parent-{}\nspec:\n  min: {{cpu: \"1\", memory: 4Gi}}\n  max: {{cpu: \"10\", memory: 40Gi}}\n",
+            child % parents
+        )
+    }
+}
+
+/// Writes `n` manifests into `dir`: every fifth file from 0 and from 2 a quota (40 %), in order.
+fn write_corpus(dir: &Path, n: usize, texts: &[String]) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let is_quota = |i: usize| matches!(i % 5, 0 | 2);
+    let quotas = (0..n).filter(|i| is_quota(*i)).count();
+    let (mut q, mut other) = (0, 0);
+    for i in 0..n {
+        let text = if is_quota(i) {
+            q += 1;
+            quota(q - 1, quotas)
+        } else {
+            other += 1;
+            texts[(other - 1) % texts.len()].clone()
+        };
+        std::fs::write(dir.join(format!("{i:06}.yaml")), text)?;
+    }
+    Ok(())
+}
+
+/// The median wall time of `runs` checks of `dir` on `cpu`, and the objects checked.
+fn time_runs(binary: &Path, dir: &Path, runs: usize, cpu: usize) -> Result<(f64, u64)> {
+    let mut times = Vec::new();
+    let mut objects = 0u64;
+    for run in 1..=runs {
+        let started = Instant::now();
+        let out = Command::new("taskset")
+            .args(["-c", &cpu.to_string()])
+            .arg(binary)
+            .args(["--profile", "koordinator", "-o", "json"])
+            .arg(dir)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("running admission-check under taskset")?;
+        let secs = started.elapsed().as_secs_f64();
+        if !matches!(out.status.code(), Some(0 | 1 | 4)) {
+            bail!("admission-check exited with {:?}", out.status.code());
+        }
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        objects = report["summary"]["objects"].as_u64().unwrap_or_default();
+        eprintln!(
+            "  run {run}: {secs:.2} s, {objects} objects ({})",
+            report["summary"]
+        );
+        times.push(secs);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], objects))
+}
+
+/// Builds admission-check (release), writes the corpus at `manifests` and a tenth of it, times
+/// `runs` checks of each on `cpu`; prints both medians and their cost per object, and fails when
+/// growth is worse than linear by 1.5× or the large run's median exceeds `budget_secs`.
 pub fn run(
     root: &Path,
     mut cargo: Command,
     manifests: usize,
     runs: usize,
     cpu: usize,
+    budget_secs: f64,
 ) -> Result<()> {
     eprintln!("==> cargo build --release -p admission-check");
     let ok = cargo
@@ -68,52 +147,35 @@ pub fn run(
     if texts.is_empty() {
         bail!("no example manifests found");
     }
-    let dir = root.join("target/check-speed");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    for i in 0..manifests {
-        std::fs::write(dir.join(format!("{i:05}.yaml")), &texts[i % texts.len()])?;
-    }
-    eprintln!(
-        "==> {manifests} manifests ({} distinct) in {}; {runs} runs of `taskset -c {cpu} admission-check -o json {}`",
-        texts.len(),
-        dir.display(),
-        dir.display()
-    );
-    let mut times = Vec::new();
-    let mut objects = 0u64;
-    for run in 1..=runs {
-        let started = Instant::now();
-        let out = Command::new("taskset")
-            .args(["-c", &cpu.to_string()])
-            .arg(&binary)
-            .args(["-o", "json"])
-            .arg(&dir)
-            .stderr(Stdio::inherit())
-            .output()
-            .context("running admission-check under taskset")?;
-        let secs = started.elapsed().as_secs_f64();
-        if !matches!(out.status.code(), Some(0 | 1 | 4)) {
-            bail!("admission-check exited with {:?}", out.status.code());
-        }
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        objects = report["summary"]["objects"].as_u64().unwrap_or_default();
+    let small = (manifests / 10).max(1);
+    let mut rows = Vec::new();
+    for n in [small, manifests] {
+        let dir = root.join(format!("target/check-speed/{n}"));
+        write_corpus(&dir, n, &texts)?;
         eprintln!(
-            "run {run}: {secs:.2} s, {objects} objects ({})",
-            report["summary"]
+            "==> {n} manifests (40 % ElasticQuotas, the rest {} distinct examples); {runs} runs of `taskset -c {cpu} admission-check --profile koordinator -o json {}`",
+            texts.len(),
+            dir.display()
         );
-        times.push(secs);
+        let (median, objects) = time_runs(&binary, &dir, runs, cpu)?;
+        let per = median * 1e6 / objects.max(1) as f64;
+        println!(
+            "admission-check: {n} manifests, {objects} objects, one core: median {median:.2} s over {runs} runs ({per:.0} µs per object)"
+        );
+        rows.push((median, per));
     }
-    times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
+    let growth = rows[1].1 / rows[0].1;
     println!(
-        "admission-check: {manifests} manifests, {objects} objects, one core: median {median:.2} s over {runs} runs ({:.0} µs per object; runs {})",
-        median * 1e6 / objects.max(1) as f64,
-        times
-            .iter()
-            .map(|t| format!("{t:.2}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "growth from {small} to {manifests} manifests: {growth:.2}× the cost per object (linear is 1.0×; at most 1.5× passes)"
     );
+    if growth > 1.5 {
+        bail!("the cost per object grew {growth:.2}× from {small} to {manifests} manifests");
+    }
+    if rows[1].0 > budget_secs {
+        bail!(
+            "{manifests} manifests took {:.2} s, over the {budget_secs} s budget",
+            rows[1].0
+        );
+    }
     Ok(())
 }

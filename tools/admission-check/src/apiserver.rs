@@ -47,6 +47,10 @@ fn finding(rule: &str, field: String, message: String) -> Finding {
 /// API-1: label and annotation values are strings. YAML reads an unquoted `true`, `false`,
 /// `yes` or `3` as a boolean or number, which the API server cannot decode into a string map
 /// (400 before any webhook); quoting the value fixes it.
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {team: yes}}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {team: "yes"}}}`
 pub fn api_1_string_maps(retyped: &[Retyped]) -> Vec<Finding> {
     retyped
         .iter()
@@ -76,6 +80,10 @@ fn decode_as<T: DeserializeOwned>(v: &Value) -> Option<(String, String)> {
 /// declares (a number for `containerPort`, a string for an env `value`, a list for `args`). The
 /// API server refuses the request otherwise (400), naming the field; quantities and
 /// int-or-string fields take numbers and strings both.
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {port: 80}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {port: "80"}}`
 pub fn api_2_types(object: &Value) -> Option<Finding> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
@@ -138,6 +146,10 @@ fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
 /// `generateName`) on every object; a Pod's containers, each with a name and an image; a
 /// workload's selector and template; a CronJob's schedule and job template; a PriorityClass's
 /// value. Refused with 422 "Required value" before any webhook.
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox}]}}`
 pub fn api_3_required(object: &Value) -> Vec<Finding> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();

@@ -127,6 +127,10 @@ impl ClusterState for Recording {
     ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
         self.state.list(ty, namespace)
     }
+
+    fn generation(&self, ty: &TypeKey) -> Option<admission_kit::state::Generation> {
+        self.state.generation(ty)
+    }
 }
 
 /// Every endpoint of the services, with the state their rules read.
@@ -546,9 +550,6 @@ impl Catalog {
             .iter()
             .filter(|(_, e)| e.kind == WebhookKind::Validating);
         self.recording.take();
-        if let Some(quota) = self.absent_quota(&outcome.object) {
-            outcome.missing.push(quota);
-        }
         for (svc, e) in mutating.chain(validating) {
             outcome.endpoints.push(e.path.to_owned());
             let step = call(svc, e, s, &outcome.object, namespace.as_deref());
@@ -580,6 +581,13 @@ impl Catalog {
                     }
                 }
             }
+        }
+        // A quota the object names that the state lacks matters only to a refusal (listing
+        // the quotas for every object would cost each check the size of the state).
+        if !outcome.admitted
+            && let Some(quota) = self.absent_quota(&outcome.object)
+        {
+            outcome.missing.push(quota);
         }
         // Only objects the checked one names count: a lookup of optional configuration (a
         // ConfigMap whose absence means defaults) is no gap in the state.

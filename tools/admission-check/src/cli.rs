@@ -34,6 +34,7 @@ enum Op {
 #[command(
     name = "admission-check",
     version,
+    args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 all admitted (or all tests passed), 1 any denied (or any test failed), 2 unreadable input, \
                   3 the report could not be written, 4 none denied but some undecided (a refusal resting on objects \
                   absent from the state: give them with --state, --profile or --kubeconfig).\n\
@@ -41,6 +42,9 @@ enum Op {
                   mutating endpoints first, then validating endpoints on the mutated object."
 )]
 struct Cli {
+    /// What else to do than check manifests.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Manifests: files, directories (searched recursively for .yaml, .yml and .json) or `-`
     /// for standard input (the default). YAML streams, JSON, Lists and AdmissionReviews. With
     /// --test: test-suite files.
@@ -98,6 +102,27 @@ struct Cli {
     /// is a denial, not UNDECIDED (as with --kubeconfig).
     #[arg(long)]
     complete_state: bool,
+    /// The base URL of this repository's files (e.g. `https://github.com/ORG/REPO/blob/TAG`):
+    /// SARIF rules then link their spec page (`helpUri`) and the tool its documentation.
+    #[arg(long, env = "ADMISSION_CHECK_DOCS_URL")]
+    docs_url: Option<String>,
+}
+
+/// The rules themselves.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Every rule: id, service, the kinds it applies to, one line, where it is written and
+    /// specified.
+    Rules {
+        /// One JSON document instead of a line per rule.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One rule: its description, its source and spec, and its examples as checked now.
+    Explain {
+        /// The rule id (`MV-03`, `PV-2`, `API-1`; case-insensitive).
+        id: String,
+    },
 }
 
 /// A standard installation's objects (see `--profile`).
@@ -141,6 +166,42 @@ fn unreadable(msg: impl std::fmt::Display) -> ExitCode {
 /// Runs the command; returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    match &cli.command {
+        Some(Command::Rules { json }) => {
+            let rules = crate::rules::all();
+            let text = if *json {
+                let list: Vec<Value> = rules
+                    .iter()
+                    .map(|r| {
+                        json!({"id": r.id, "service": r.doc.service, "kinds": r.kinds,
+                               "summary": r.summary(), "description": r.doc.text,
+                               "source": r.source(), "specified": r.page,
+                               "examples": r.doc.refused.len() + r.doc.admitted.len()})
+                    })
+                    .collect();
+                format!("{:#}\n", json!({"rules": list}))
+            } else {
+                crate::rules::listing(&rules)
+            };
+            return if emit(&text) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            };
+        }
+        Some(Command::Explain { id }) => {
+            let rules = crate::rules::find(id);
+            if rules.is_empty() {
+                return unreadable(format!("no rule {id}; `admission-check rules` lists them"));
+            }
+            return if emit(&crate::rules::explain(&rules)) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            };
+        }
+        None => {}
+    }
     if cli.test {
         return run_suites(&cli);
     }
@@ -217,7 +278,11 @@ pub fn main() -> ExitCode {
         eprintln!("admission-check: {e}");
     }
     let results = check_all(&catalog, &cli, manifests, &olds);
-    if !emit(&report::render(&results, cli.output)) {
+    if !emit(&report::render(
+        &results,
+        cli.output,
+        cli.docs_url.as_deref(),
+    )) {
         return ExitCode::from(3);
     }
     let verdict = |v: report::Verdict| results.iter().any(|r| r.verdict() == v);
@@ -337,7 +402,7 @@ fn run_suites(cli: &Cli) -> ExitCode {
         suites_junit(&all)
     } else if cli.output == Format::Sarif {
         let checked: Vec<Checked> = all.iter().flat_map(|t| t.checked.clone()).collect();
-        format!("{:#}\n", report::sarif(&checked))
+        format!("{:#}\n", report::sarif(&checked, cli.docs_url.as_deref()))
     } else if cli.output == Format::Json {
         let tests: Vec<Value> = all
             .iter()

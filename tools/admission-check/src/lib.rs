@@ -6,7 +6,8 @@
 //!
 //! Modules: [`input`] reads manifests, [`apiserver`] refuses what the API server refuses
 //! before any webhook, [`locate`] finds a field's line in them, [`catalog`] routes and calls the endpoints, [`report`]
-//! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`templates`]
+//! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`rules`] lists the rules from their doc
+//! comments, [`templates`]
 //! derives the Pods a workload's controller creates, [`cluster`] reads
 //! state from a live cluster, [`cli`] is the command line.
 
@@ -18,6 +19,7 @@ pub mod defaults;
 pub mod input;
 pub mod locate;
 pub mod report;
+pub mod rules;
 pub mod suite;
 pub mod templates;
 

@@ -159,13 +159,13 @@ pub fn summary(results: &[Checked]) -> Summary {
     s
 }
 
-/// Renders `results` in `format`.
-pub fn render(results: &[Checked], format: Format) -> String {
+/// Renders `results` in `format` (`docs_url`: see [`sarif`]).
+pub fn render(results: &[Checked], format: Format, docs_url: Option<&str>) -> String {
     match format {
         Format::Text => text(results),
         Format::Json => format!("{:#}\n", json_report(results)),
         Format::Junit => junit(results),
-        Format::Sarif => format!("{:#}\n", sarif(results)),
+        Format::Sarif => format!("{:#}\n", sarif(results, docs_url)),
     }
 }
 
@@ -416,15 +416,29 @@ fn warning_rule(w: &str) -> &str {
 }
 
 /// A file path as a SARIF `artifactLocation.uri`: a relative reference for relative paths, a
-/// `file://` URI for absolute ones, with the characters URIs reserve escaped; standard input
-/// (`-`) is `stdin`.
+/// `file://` URI for absolute ones, normalised (`./` and `dir/..` dropped, so code scanning
+/// matches it to the repository's file) with the characters URIs reserve escaped; standard
+/// input (`-`) is `stdin`.
 fn uri(path: &str) -> String {
     if path == "-" {
         return "stdin".into();
     }
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            ".." if absolute => {}
+            p => parts.push(p),
+        }
+    }
+    let path = parts.join("/");
     let mut out = String::new();
-    if path.starts_with('/') {
-        out.push_str("file://");
+    if absolute {
+        out.push_str("file:///");
     }
     for b in path.bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
@@ -442,7 +456,12 @@ fn uri(path: &str) -> String {
 /// Built with serde_json rather than the serde-sarif crate: the log uses a dozen properties,
 /// and the test suite checks it with Microsoft's SARIF validator, which is the conformance
 /// that matters.
-pub fn sarif(results: &[Checked]) -> Value {
+///
+/// Each rule's description and help are its documentation (`crate::rules`: the doc comment
+/// above it); with `docs_url` (the base URL of this repository's files, e.g.
+/// `https://github.com/org/repo/blob/v1.2.0`) each rule gets a `helpUri` at the page that
+/// specifies it and the tool an `informationUri`.
+pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
     let mut rules: Vec<(String, String)> = Vec::new();
     let index = |rules: &mut Vec<(String, String)>, id: &str, text: String| {
         rules.iter().position(|(r, _)| r == id).unwrap_or_else(|| {
@@ -450,6 +469,7 @@ pub fn sarif(results: &[Checked]) -> Value {
             rules.len() - 1
         })
     };
+    let mut services: Vec<(String, String)> = Vec::new();
     let mut out = Vec::new();
     for r in results {
         let location = |field: &str| {
@@ -493,6 +513,7 @@ pub fn sarif(results: &[Checked]) -> Value {
             };
             for (rule, field, text) in findings {
                 let desc = format!("Admission rule {rule} of {}", refusal.service);
+                services.push((rule.clone(), refusal.service.clone()));
                 let i = index(&mut rules, &rule, desc);
                 let said = if verb.is_empty() {
                     "denied".to_owned()
@@ -539,32 +560,85 @@ pub fn sarif(results: &[Checked]) -> Value {
             }));
         }
     }
+    let documented = crate::rules::all();
+    let base = docs_url.map(|u| u.trim_end_matches('/'));
     let rules: Vec<Value> = rules
         .into_iter()
         .map(|(id, text)| {
-            let help = format!(
-                "{text}. The rule id names the spec row (docs/upstream-parity.md says where each \
-                 spec lives; docs/workload-quota.md holds the WQ rules)."
-            );
-            json!({
-                "id": id,
-                "name": id.replace(['-', '.'], ""),
-                "shortDescription": {"text": text},
-                "fullDescription": {"text": format!("{text}; the rule id is the spec's.")},
-                "help": {"text": help, "markdown": help},
-            })
+            // The rule's own documentation: of the service that reported it, else any.
+            let service = services.iter().find(|(r, _)| *r == id).map(|(_, s)| s);
+            let doc = documented
+                .iter()
+                .find(|d| d.id == id && Some(&d.doc.service.to_owned()) == service)
+                .or_else(|| documented.iter().find(|d| d.id == id));
+            let mut rule = match doc {
+                Some(d) => {
+                    let help = format!(
+                        "{id} ({}, {}): {}\n\nRule: {}. Specified in {}.",
+                        d.doc.service,
+                        d.kinds,
+                        d.doc.text,
+                        d.source(),
+                        d.page
+                    );
+                    json!({
+                        "id": id,
+                        "name": id.replace(['-', '.'], ""),
+                        "shortDescription": {"text": d.summary()},
+                        "fullDescription": {"text": d.doc.text},
+                        "help": {"text": help, "markdown": help},
+                        "properties": {"service": d.doc.service, "kinds": d.kinds, "source": d.source()},
+                    })
+                }
+                None => {
+                    let help = format!(
+                        "{text}. `admission-check rules` lists the documented rules; \
+                         docs/upstream-parity.md says where each spec lives."
+                    );
+                    json!({
+                        "id": id,
+                        "name": id.replace(['-', '.'], ""),
+                        "shortDescription": {"text": text},
+                        "fullDescription": {"text": text},
+                        "help": {"text": help, "markdown": help},
+                    })
+                }
+            };
+            if let Some(base) = base {
+                let page = doc.map_or("docs/admission-check.md", |d| d.page);
+                rule["helpUri"] = json!(format!("{base}/{page}"));
+            }
+            rule
         })
         .collect();
+    let mut driver = json!({
+        "name": "admission-check",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rules,
+    });
+    if let Some(base) = base {
+        driver["informationUri"] = json!(format!("{base}/docs/admission-check.md"));
+    }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
-                "name": "admission-check",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
+            "tool": {"driver": driver},
             "results": out,
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uris_are_normalised_and_escaped() {
+        assert_eq!(
+            super::uri("./deploy/../deploy/a b.yaml"),
+            "deploy/a%20b.yaml"
+        );
+        assert_eq!(super::uri("../x/./y.yaml"), "../x/y.yaml");
+        assert_eq!(super::uri("/r/t/../../s/z.yaml"), "file:///s/z.yaml");
+        assert_eq!(super::uri("-"), "stdin");
+    }
 }

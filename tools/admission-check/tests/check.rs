@@ -549,11 +549,40 @@ fn sarif_output_is_valid_sarif_2_1_0() {
     let out = check(&[
         "-o",
         "sarif",
+        "--docs-url",
+        "https://example.org/admission-webhooks/blob/v1",
         "services/registry-webhook/examples/samples",
         "services/scheduling-webhook/examples/samples",
     ]);
     assert_eq!(out.status.code(), Some(1));
     let log: Value = json_of(&out);
+    // Rules are described by their own documentation and link the page that specifies them.
+    let driver = &log["runs"][0]["tool"]["driver"];
+    assert_eq!(
+        driver["informationUri"],
+        "https://example.org/admission-webhooks/blob/v1/docs/admission-check.md"
+    );
+    let rule = driver["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "MV-19")
+        .unwrap_or_else(|| panic!("{driver:#}"));
+    assert_eq!(
+        rule["helpUri"],
+        "https://example.org/admission-webhooks/blob/v1/docs/registry-webhook.md"
+    );
+    assert_eq!(
+        rule["shortDescription"]["text"], "worker count and worker types per backend type",
+        "{rule:#}"
+    );
+    assert!(
+        rule["help"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("services/registry-webhook/src/model.rs:"),
+        "{rule:#}"
+    );
     let results = log["runs"][0]["results"].as_array().unwrap();
     // Each result at its field's line (MV-19: `spec.backends[0].workers[0].type`, line 14 of
     // the sample), not at the document's first.

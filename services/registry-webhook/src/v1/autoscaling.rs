@@ -53,6 +53,10 @@ fn metric_rules(ids: [&'static str; 2], metrics: &[Metric], path: &Path, errs: &
 }
 
 /// AP-1, AP-2 on `spec.metrics`.
+///
+/// AP-1: each metric's target value is above zero and finite.
+///
+/// AP-2: no metric name is given twice.
 fn ap_1_2_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let metrics = spec.metrics.as_deref().unwrap_or_default();
     metric_rules(
@@ -143,6 +147,20 @@ fn is_fixed(p: &RoleScalingParam) -> bool {
 }
 
 /// AP-7..AP-13 for one role of a disaggregated target.
+///
+/// AP-7: a role of a disaggregated target has a name (naming a role of the ModelServing's
+/// template).
+///
+/// AP-8: a role's `minReplicas` is at most its `maxReplicas`.
+///
+/// AP-9: a role that is not fixed (min = max) has metrics when `spec.metrics` is empty.
+///
+/// AP-10, AP-11: a role's own metrics follow AP-1 and AP-2 (targets above zero and finite,
+/// names unique).
+///
+/// AP-12: a role that is not fixed has `metricSources` when metrics are configured.
+///
+/// AP-13: each `metricSources` key names an effective metric of the role.
 fn ap_7_13_role(name: &str, p: &RoleScalingParam, spec_metrics: &[Metric], errs: &mut ErrorList) {
     if name.is_empty() {
         errs.push(FieldError::invalid(
@@ -300,6 +318,10 @@ fn ap_7_21_disaggregated(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
 }
 
 /// Every v1.0 AutoscalingPolicy rule, in upstream's order.
+///
+/// AP-22..AP-27: `spec.behavior` is held to the pinned policy's PV-03..PV-08 (scale-up and
+/// scale-down periods, stabilisation windows, the panic period and the panic hold, each a
+/// duration within 0..30 minutes).
 pub fn validate_autoscaling(spec: &AutoscalingPolicySpec) -> ErrorList {
     let mut errs = ErrorList::new();
     ap_1_2_metrics(spec, &mut errs);

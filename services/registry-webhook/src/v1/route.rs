@@ -75,6 +75,16 @@ fn mr_8_9_regexes(rule: &Rule, path: &Path, errs: &mut ErrorList) {
 /// MR-3..MR-9 for each rule: not null, has targets, each target names a server (and is not null:
 /// FIX F-2), weights (absent = 100) add up, as uint32 with wrap-around, to more than zero; then
 /// the regexes.
+///
+/// MR-3: a routing rule is not null.
+///
+/// MR-4: a routing rule has target models.
+///
+/// MR-5: each target names a model server.
+///
+/// MR-6: a target is not null.
+///
+/// MR-7: the targets' weights (absent = 100) add up, as a wrapping uint32, to more than zero.
 fn mr_3_9_rules(spec: &ModelRouteSpec, errs: &mut ErrorList) {
     let rules = Path::new("spec").child("rules");
     for (i, rule) in spec.rules.iter().enumerate() {

@@ -424,6 +424,18 @@ fn namespace_of(req: &Request<Value>) -> String {
 }
 
 /// WQ for `object` (and on UPDATE `old`) of `kind` in namespace `ns`.
+///
+/// WQ-2: a workload whose peak (all its pods at once) is above a quota's limit along its chain
+/// can never run whole: refused, with the arithmetic.
+///
+/// WQ-3: a workload that fits the limits but not what is free now is admitted with a warning
+/// (or refused where configured so).
+///
+/// WQ-5: pods that would be refused whatever their number (charged to a parent quota, or to a
+/// quota that does not exist) admit the workload with a warning naming the pod rule.
+///
+/// WQ-6: the pod rules that read a pod alone run on each template; what they would refuse is a
+/// warning, or a refusal for the kinds of `--workload-template-rules-deny-kinds`.
 async fn decide(
     ctx: &Context,
     kind: &Kind,

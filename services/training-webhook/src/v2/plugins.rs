@@ -379,7 +379,9 @@ fn js_initializer(
     }
 }
 
-/// JS-01..JS-06.
+/// JS-01..JS-06: the dataset and model initializer steps of a runtime's JobSet, when a TrainJob
+/// configures them, exist as jobs with a container of the step's name that mounts the
+/// `initializer` volume.
 pub fn js_01_06_initializers(info: &Info, job: &Job, errs: &mut ErrorList) {
     let Some(init) = &job.new.typed.spec.initializer else {
         return;
