@@ -146,6 +146,9 @@ pub struct Catalog {
     state: Arc<GrowingState>,
     /// The state as the rules read it.
     recording: Arc<Recording>,
+    /// The kinds anything here reads from the state (`apiVersion`, `kind`): the services'
+    /// watched kinds, Namespaces and PriorityClasses. Only these are remembered.
+    read_kinds: std::collections::HashSet<(String, String)>,
     /// Whether the state is the whole cluster (read with `--kubeconfig`, or a test suite's
     /// declared state): then an absent object is absent, and a refusal that rests on it stands.
     pub state_complete: bool,
@@ -243,12 +246,22 @@ pub struct Outcome {
     /// The object as the API server sends it to the first webhook (the namespace filled in).
     #[serde(skip)]
     pub sent: Value,
-    /// The object after every mutation.
+    /// The object after every mutation; `Null` once [`Catalog::check`] returns when nothing
+    /// mutated it (it is then `sent`: read it with [`Outcome::admitted_object`]).
     #[serde(skip)]
     pub object: Value,
 }
 
 impl Outcome {
+    /// The object as admitted: after the mutations, or as sent when nothing mutated it.
+    pub fn admitted_object(&self) -> &Value {
+        if self.object.is_null() {
+            &self.sent
+        } else {
+            &self.object
+        }
+    }
+
     /// A refusal that may rest on objects absent from a partial state: only webhooks refused
     /// (the API server's own checks read no state) and a rule looked for something not there.
     pub fn undecided(&self) -> bool {
@@ -284,12 +297,24 @@ impl Catalog {
                 decode_errors: app.decode_errors,
             });
         }
+        let mut read_kinds: std::collections::HashSet<(String, String)> = apps
+            .iter()
+            .flat_map(|a| a.watches.iter())
+            .map(|w| (w.resource.api_version.clone(), w.resource.kind.clone()))
+            .collect();
+        for (api_version, kind) in [
+            ("v1", "Namespace"),
+            ("scheduling.k8s.io/v1", "PriorityClass"),
+        ] {
+            read_kinds.insert((api_version.to_owned(), kind.to_owned()));
+        }
         // The API server calls mutating webhooks configuration by configuration, in name order;
         // each service registers one configuration named after it.
         services.sort_by_key(|s| s.name);
         Ok(Self {
             services,
             crds: OnceLock::new(),
+            read_kinds,
             apps,
             state,
             recording,
@@ -348,6 +373,10 @@ impl Catalog {
             && s.sub_resource.is_none()
         {
             self.check_template_pods(s, &mut outcome);
+        }
+        // A run keeps every outcome: one copy of an unmutated object is enough.
+        if outcome.mutations.is_empty() && outcome.object == outcome.sent {
+            outcome.object = Value::Null;
         }
         outcome
     }
@@ -693,6 +722,14 @@ impl Catalog {
             .as_str()
             .is_none_or(str::is_empty)
         {
+            return;
+        }
+        // A kind nothing reads would only cost memory (a run keeps every object it admits).
+        let kind = (
+            object["apiVersion"].as_str().unwrap_or_default().to_owned(),
+            object["kind"].as_str().unwrap_or_default().to_owned(),
+        );
+        if !self.read_kinds.contains(&kind) {
             return;
         }
         // An object the state cannot hold (no name) is simply not remembered.

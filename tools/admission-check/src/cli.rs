@@ -321,54 +321,60 @@ fn check_all(
     olds: &[Manifest],
 ) -> Vec<Checked> {
     // The objects as they are: those of --old, then each object admitted earlier in the run
-    // (the same identity again is the UPDATE `kubectl apply` would send).
-    let mut current: HashMap<_, Value> = olds
+    // (the same identity again is the UPDATE `kubectl apply` would send). Kept as places, not
+    // copies: an object is copied only when its identity comes again.
+    enum Current {
+        Old(usize),
+        Checked(usize),
+    }
+    let mut current: HashMap<_, Current> = olds
         .iter()
-        .map(|m| (identity(&m.object, &cli.namespace), m.object.clone()))
+        .enumerate()
+        .map(|(i, m)| (identity(&m.object, &cli.namespace), Current::Old(i)))
         .collect();
     let user = json!({"username": cli.user, "groups": cli.groups});
-    manifests
-        .into_iter()
-        .map(|m| {
-            let id = identity(&m.object, &cli.namespace);
-            let old = current.get(&id).cloned();
-            let old = old.as_ref();
-            let r = m.review.as_ref();
-            let operation = match (cli.operation, r) {
-                (Some(Op::Create), _) => Operation::Create,
-                (Some(Op::Update), _) => Operation::Update,
-                (Some(Op::Delete), _) => Operation::Delete,
-                (None, Some(r)) => r.operation,
-                (None, None) if old.is_some() => Operation::Update,
-                (None, None) => Operation::Create,
-            };
-            let subject = Subject {
-                object: &m.object,
-                old: r.and_then(|r| r.old_object.as_ref()).or(old),
-                operation,
-                sub_resource: r
-                    .and_then(|r| r.sub_resource.as_deref())
-                    .or(cli.subresource.as_deref()),
-                namespace: r.and_then(|r| r.namespace.as_deref()),
-                user_info: Some(r.and_then(|r| r.user_info.as_ref()).unwrap_or(&user)),
-                only: &cli.endpoints,
-                retyped: &m.retyped,
-            };
-            let started = std::time::Instant::now();
-            let outcome = catalog.check(&subject);
-            let elapsed = started.elapsed();
-            if outcome.admitted && operation != Operation::Delete {
-                current.insert(id, outcome.object.clone());
-            }
-            Checked {
-                source: m.source,
-                object: m.object,
-                operation: operation.as_str(),
-                elapsed,
-                outcome,
-            }
-        })
-        .collect()
+    let mut results: Vec<Checked> = Vec::with_capacity(manifests.len());
+    for m in manifests {
+        let id = identity(&m.object, &cli.namespace);
+        let old = current.get(&id).map(|c| match c {
+            Current::Old(i) => &olds[*i].object,
+            Current::Checked(i) => results[*i].outcome.admitted_object(),
+        });
+        let r = m.review.as_ref();
+        let operation = match (cli.operation, r) {
+            (Some(Op::Create), _) => Operation::Create,
+            (Some(Op::Update), _) => Operation::Update,
+            (Some(Op::Delete), _) => Operation::Delete,
+            (None, Some(r)) => r.operation,
+            (None, None) if old.is_some() => Operation::Update,
+            (None, None) => Operation::Create,
+        };
+        let subject = Subject {
+            object: &m.object,
+            old: r.and_then(|r| r.old_object.as_ref()).or(old),
+            operation,
+            sub_resource: r
+                .and_then(|r| r.sub_resource.as_deref())
+                .or(cli.subresource.as_deref()),
+            namespace: r.and_then(|r| r.namespace.as_deref()),
+            user_info: Some(r.and_then(|r| r.user_info.as_ref()).unwrap_or(&user)),
+            only: &cli.endpoints,
+            retyped: &m.retyped,
+        };
+        let started = std::time::Instant::now();
+        let outcome = catalog.check(&subject);
+        let elapsed = started.elapsed();
+        if outcome.admitted && operation != Operation::Delete {
+            current.insert(id, Current::Checked(results.len()));
+        }
+        results.push(Checked {
+            source: m.source,
+            operation: operation.as_str(),
+            elapsed,
+            outcome,
+        });
+    }
+    results
 }
 
 fn run_suites(cli: &Cli) -> ExitCode {

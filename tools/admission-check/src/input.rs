@@ -393,6 +393,13 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
 /// one the cluster receives: a label `a: yes` the API server refuses, a `defaultMode: 0777` it
 /// takes as 511. Only quoted text stays text.
 fn as_go_reads_it(text: &str, v: &mut Value) {
+    // Most documents hold no word YAML 1.1 reads differently: skip the second parse for them.
+    let candidate = text
+        .split(|c: char| c.is_whitespace() || ",[]{}:\"'#".contains(c))
+        .any(|w| !w.is_empty() && yaml_1_1(w).is_some());
+    if !candidate {
+        return;
+    }
     for (path, plain) in crate::locate::plain_scalars(text) {
         let Some(go) = yaml_1_1(&plain) else { continue };
         let mut at = Some(&mut *v);

@@ -14,8 +14,6 @@ use crate::locate::Position;
 pub struct Checked {
     /// Where it was read.
     pub source: Source,
-    /// The object as read.
-    pub object: Value,
     /// The operation it was checked for.
     pub operation: &'static str,
     /// How long its check took (JUnit `time`).
@@ -83,17 +81,16 @@ impl Checked {
         }
     }
 
-    /// A metadata field of the object as sent (its namespace filled in), else as read.
+    /// A metadata field of the object as sent (as read, its namespace filled in).
     fn meta(&self, key: &str) -> &str {
-        let sent = &self.outcome.sent["metadata"][key];
-        sent.as_str()
-            .or_else(|| self.object["metadata"][key].as_str())
+        self.outcome.sent["metadata"][key]
+            .as_str()
             .unwrap_or_default()
     }
 
     /// `Kind namespace/name` (or `Kind name`).
     pub fn title(&self) -> String {
-        let kind = self.object["kind"].as_str().unwrap_or_default();
+        let kind = self.outcome.sent["kind"].as_str().unwrap_or_default();
         let name = match self.meta("name") {
             "" => format!("{}(generated)", self.meta("generateName")),
             n => n.to_owned(),
@@ -237,7 +234,7 @@ fn text(results: &[Checked]) -> String {
         if !o.mutations.is_empty() {
             let by: Vec<&str> = o.mutations.iter().map(|m| m.endpoint.as_str()).collect();
             let _ = writeln!(out, "  mutated by {}:", by.join(", "));
-            for line in diff(&o.sent, &o.object).lines() {
+            for line in diff(&o.sent, o.admitted_object()).lines() {
                 let _ = writeln!(out, "    {line}");
             }
         }
@@ -272,8 +269,8 @@ pub fn json_report(results: &[Checked]) -> Value {
                 "file": r.source.file,
                 "document": r.source.document,
                 "line": r.source.line,
-                "apiVersion": r.object["apiVersion"],
-                "kind": r.object["kind"],
+                "apiVersion": o.sent["apiVersion"],
+                "kind": o.sent["kind"],
                 "namespace": r.meta("namespace"),
                 "name": r.meta("name"),
                 "operation": r.operation,
@@ -300,7 +297,7 @@ pub fn json_report(results: &[Checked]) -> Value {
                 v["skipped"] = json!(s);
             }
             if !o.mutations.is_empty() {
-                v["mutated"] = o.object.clone();
+                v["mutated"] = o.admitted_object().clone();
             }
             v
         })

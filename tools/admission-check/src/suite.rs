@@ -269,7 +269,6 @@ pub fn run(
             let outcome = catalog.check(&subject);
             let c = Checked {
                 source: m.source,
-                object: m.object,
                 operation: operation.as_str(),
                 elapsed: std::time::Duration::ZERO,
                 outcome,
@@ -373,9 +372,9 @@ pub fn mismatches(expect: &Expect, c: &Checked) -> Vec<String> {
             Err(e) => out.push(format!(
                 "the expected patch does not apply to the input: {e}"
             )),
-            Ok(()) if want != o.object => out.push(format!(
+            Ok(()) if want != *o.admitted_object() => out.push(format!(
                 "the admitted object differs from the expected one:\n{}",
-                crate::report::diff(&want, &o.object)
+                crate::report::diff(&want, o.admitted_object())
             )),
             Ok(()) => {}
         }
