@@ -48,6 +48,10 @@ fn mv_01_02_grace_period_range(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-03: `minReplicas` ≤ `maxReplicas` on every backend.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 2, maxReplicas: 1, workers: [{type: server, image: vllm}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}]}]}}`
 fn mv_03_min_le_max(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
         if b.min_replicas > b.max_replicas {
@@ -107,6 +111,10 @@ pub(crate) fn image_rule(
 }
 
 /// MV-05, MV-06: a worker image is not whitespace only and has no ASCII space.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: "vllm/vllm-openai: v0.10.1"}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: "vllm/vllm-openai:v0.10.1"}]}]}}`
 fn mv_05_06_image(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
         for (j, w) in b.workers.iter().enumerate() {
@@ -199,6 +207,10 @@ fn mv_10_backend_autoscaling_min(i: usize, b: &ModelBackend, errs: &mut ErrorLis
 }
 
 /// MV-11: without any autoscaling, `minReplicas` = `maxReplicas` (0 = 0 passes, Q-03).
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 2, workers: [{type: server, image: vllm}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 2, maxReplicas: 2, workers: [{type: server, image: vllm}]}]}}`
 fn mv_11_static_min_eq_max(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.min_replicas != b.max_replicas {
         errs.push(FieldError::invalid(

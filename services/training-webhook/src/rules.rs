@@ -49,6 +49,10 @@ fn spec() -> Path {
 }
 
 /// TR-01: the name is a DNS-1035 label.
+///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: 1job}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: job-1}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 fn tr_01_name(name: &str, errs: &mut ErrorList) {
     let reasons = admission_kit::validation::dns1035_label_errors(name);
     if !reasons.is_empty() {
@@ -100,11 +104,19 @@ fn tr_03_managed_by_immutable(old: Option<&str>, new: Option<&str>, errs: &mut E
 ///
 /// TR-05: the replica type is one the job kind supports.
 ///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Chief: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
 /// TR-06: the replica's pod template has containers.
 ///
 /// TR-07: each container has an image.
 ///
 /// TR-08: one container has the job kind's default container name.
+///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: trainer, image: x}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 fn tr_05_08_replica<J: JobKind>(key: &str, spec: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
     if let Some(keys) = J::KEYS
         && !keys.contains(&key)

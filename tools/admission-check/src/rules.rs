@@ -296,7 +296,16 @@ pub fn all() -> Vec<Rule> {
             })
         })
         .collect();
-    out.sort_by(|a, b| (a.doc.service, order(a.id)).cmp(&(b.doc.service, order(b.id))));
+    out.sort_by(|a, b| {
+        (a.doc.service, order(a.id), a.doc.ids.len()).cmp(&(
+            b.doc.service,
+            order(b.id),
+            b.doc.ids.len(),
+        ))
+    });
+    // A rule documented by its own paragraph and by a group's (`MV-07..MV-17: what each scope
+    // requires`) is listed once, by the paragraph that names the fewest rules.
+    out.dedup_by(|later, kept| later.doc.service == kept.doc.service && later.id == kept.id);
     out
 }
 
