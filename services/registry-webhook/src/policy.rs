@@ -18,6 +18,10 @@ pub type PolicyObj = Obj<AutoscalingPolicySpec>;
 const THIRTY_MINUTES: i64 = 30 * 60 * 1_000_000_000;
 
 /// PV-01, PV-02: each metric's target is > 0 and finite; names are unique.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "0"}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}]}}`
 fn pv_01_02_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let metrics = Path::new("spec").child("metrics");
     let mut seen = HashSet::new();
@@ -65,6 +69,10 @@ const STABLE_PERIOD: &str = "stable policy period must be between 0 and 30 minut
 const STABLE_WINDOW: &str = "stable policy stabilization window must be between 0 and 30 minutes";
 
 /// PV-03, PV-04: scale-down period and stabilization window within 0..=30m.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleDown: {period: 31m}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleDown: {period: 5m}}}}`
 fn pv_03_04_scale_down(
     b: &AutoscalingPolicyBehavior,
     ids: &[&'static str; 6],

@@ -40,6 +40,10 @@ fn pv_1_reserve_pod(pod: &Pod) -> ErrorList {
 }
 
 /// PV-2: QoS, priority class and resources agree.
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-prod}}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-batch}}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pv_2_colocation(req: &Request<Pod>, request: &PodRequest<'_>, ctx: &Context) -> ErrorList {
     let mut errs = ErrorList::new();
     let pod = &req.object;

@@ -364,6 +364,10 @@ fn range_errors(
 }
 
 /// CM-3: every field outside its limits, reported together.
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 120}}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 65}}'}}`
 pub fn check_ranges(key: &Key, parsed: &Parsed) -> Result<(), String> {
     let Value::Object(m) = &parsed.value else {
         return Ok(());

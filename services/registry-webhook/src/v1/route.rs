@@ -85,6 +85,10 @@ fn mr_8_9_regexes(rule: &Rule, path: &Path, errs: &mut ErrorList) {
 /// MR-6: a target is not null.
 ///
 /// MR-7: the targets' weights (absent = 100) add up, as a wrapping uint32, to more than zero.
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 0}]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
 fn mr_3_9_rules(spec: &ModelRouteSpec, errs: &mut ErrorList) {
     let rules = Path::new("spec").child("rules");
     for (i, rule) in spec.rules.iter().enumerate() {
