@@ -48,20 +48,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A rule id: capitals, then dash-separated parts, the last a number (`MV-03`, `NS-FIX-1`,
-/// `PV-3`, `S-FIX-1`); a sub-rule suffix such as `PV-3.2` is not an id of its own.
-fn is_id(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() >= 2
-        && parts[0].len() <= 5
-        && parts[0].bytes().all(|b| b.is_ascii_uppercase())
-        && parts[1..parts.len() - 1]
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase()))
-        && parts
-            .last()
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
+include!("src/rule_id.rs");
 
 /// `MV-07..MV-17` or `AP-1..27`: every id between, keeping the first's zero padding.
 fn range(from: &str, to: &str) -> Option<Vec<String>> {
@@ -89,11 +76,11 @@ fn ids_of(line: &str) -> Option<(Vec<String>, &str)> {
     {
         let part = part.trim();
         if let Some((a, b)) = part.split_once("..").or_else(|| part.split_once(" to ")) {
-            if !is_id(a) {
+            if !is_rule_id(a) {
                 return None;
             }
             ids.extend(range(a, b)?);
-        } else if is_id(part) {
+        } else if is_rule_id(part) {
             ids.push(part.to_owned());
         } else {
             return None;
@@ -202,6 +189,7 @@ fn main() {
     let services = root.join("services");
     println!("cargo:rerun-if-changed={}", services.display());
     println!("cargo:rerun-if-changed=src/apiserver.rs");
+    println!("cargo:rerun-if-changed=src/rule_id.rs");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&services)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();

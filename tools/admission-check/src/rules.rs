@@ -27,6 +27,7 @@ pub struct RuleDoc {
 }
 
 include!(concat!(env!("OUT_DIR"), "/rule_docs.rs"));
+include!("rule_id.rs");
 
 /// The kinds a family of rules applies to and the page that specifies it: by service and the
 /// id's prefix (`MV` of `MV-03`), as the services' specs group them.

@@ -1299,20 +1299,6 @@ fn trainer_v2_examples_are_decided_as_the_cluster_decides_them() {
         } else {
             "denied"
         };
-        // The one difference is the reader's: this file's `defaultMode: 0777` is octal 511 to
-        // kubectl (YAML 1.1, as admission-check reads it) but the string "0777" to the e2e
-        // test's YAML 1.2 reader, whose request the CRD schema refuses. Read as kubectl reads
-        // it, the ModelServing reaches the webhooks, which admit it.
-        let want = if id == "models_deepseek-v4-flash_modelserving.yaml#0" {
-            assert_eq!(
-                want, "denied",
-                "the e2e answer changed: drop this exception"
-            );
-            assert!(r["refusals"].as_array().unwrap().is_empty(), "{id}: {r}");
-            "admitted"
-        } else {
-            want
-        };
         assert_eq!(r["result"].as_str(), Some(want), "{id}: {r}");
         seen += 1;
     }

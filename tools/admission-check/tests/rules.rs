@@ -38,17 +38,7 @@ fn reported_ids(service: &str) -> BTreeSet<String> {
         let text = std::fs::read_to_string(&f).unwrap();
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for piece in code.split('"').skip(1).step_by(2) {
-            let parts: Vec<&str> = piece.split('-').collect();
-            let id_like = parts.len() >= 2
-                && parts[0].len() <= 5
-                && !parts[0].is_empty()
-                && parts[0].bytes().all(|b| b.is_ascii_uppercase())
-                && parts[1..parts.len() - 1]
-                    .iter()
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase()))
-                && parts
-                    .last()
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let id_like = rules::is_rule_id(piece);
             if id_like {
                 ids.insert(piece.to_owned());
             }
