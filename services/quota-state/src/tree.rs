@@ -621,6 +621,25 @@ fn relevant(q: &ElasticQuota) -> (String, String, String, String, serde_json::Va
 /// QV-C, QV-U, QV-D with QV-S and QV-T: an ElasticQuota create, update or delete against the
 /// tree. `q` is the object (on DELETE the old object), `old` the old object on UPDATE. The error
 /// carries the rule id and upstream's text (which upstream sends with code 400).
+///
+/// QV-C1: a quota is not created twice (the root quota's object may be created while none
+/// exists).
+///
+/// QV-C2: a new quota binds no namespace (its `namespaces` annotation) another quota binds.
+///
+/// QV-U2: the system and root quotas are not updated (beyond fields no rule reads).
+///
+/// QV-U3: an updated quota binds no namespace another quota binds.
+///
+/// QV-U4: the quota updated is in the tree.
+///
+/// QV-D1: the system, root and default quotas are never deleted.
+///
+/// QV-D2: the quota deleted is in the tree.
+///
+/// QV-D3: a quota with child quotas is not deleted.
+///
+/// QV-D4: a quota that pods are charged to (by label) is not deleted; the first two are named.
 pub fn validate(
     operation: Operation,
     q: &ElasticQuota,

@@ -287,6 +287,8 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
     }
 }
 
+/// PV-S1: with `--quota-label-scope=namespace` a pod charges only a quota its namespace may use.
+///
 /// PV-S1 (ours, FIX row S-FIX-2): with `--quota-label-scope=namespace` (opt-in) a pod's
 /// quota label may name only a quota of the pod's own namespace or one whose `namespaces`
 /// annotation lists it, and the system, default and root quotas only from the namespaces of

@@ -1,7 +1,8 @@
 // Shared by build.rs (`include!`) and `crate::rules`: what a rule id looks like.
 
-/// A rule id: capitals, then dash-separated parts, the last a number (`MV-03`, `NS-FIX-1`,
-/// `PV-3`, `S-FIX-1`); a sub-rule suffix such as `PV-3.2` is not an id of its own.
+/// A rule id: capitals, then dash-separated parts, the last a number, a letter and a number,
+/// or one letter (`MV-03`, `NS-FIX-1`, `QV-C1`, `QV-S`); a sub-rule suffix such as `PV-3.2` is
+/// not an id of its own.
 pub fn is_rule_id(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.len() >= 2
@@ -10,7 +11,12 @@ pub fn is_rule_id(s: &str) -> bool {
         && parts[1..parts.len() - 1]
             .iter()
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase()))
-        && parts
-            .last()
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && parts.last().is_some_and(|n| {
+            // A number, a letter and a number (`QV-C1`), or one letter (`QV-S`).
+            let digits = n.trim_start_matches(|c: char| c.is_ascii_uppercase());
+            (n.len() == 1 && n.bytes().all(|b| b.is_ascii_uppercase()))
+                || (!digits.is_empty()
+                    && n.len() - digits.len() <= 1
+                    && digits.bytes().all(|b| b.is_ascii_digit()))
+        })
 }

@@ -131,6 +131,7 @@ const FAMILIES: &[(&str, &str, &str, &str)] = &[
         "docs/upstream-parity.md",
     ),
     ("quota-state", "PV", "Pod", "docs/quota-state.md"),
+    ("quota-state", "QV", "ElasticQuota", "docs/quota-state.md"),
     (
         "quota-state",
         "WQ",
