@@ -66,6 +66,10 @@ fn mv_03_min_le_max(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-04: Σ maxReplicas ≤ 1,000,000. Summed in 64 bits (FIX Q-07: upstream wraps in 32 bits).
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1000001, maxReplicas: 1000001, workers: [{type: server, image: vllm}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1000000, maxReplicas: 1000000, workers: [{type: server, image: vllm}]}]}}`
 fn mv_04_max_replicas_sum(spec: &ModelSpec, errs: &mut ErrorList) {
     let sum: i64 = spec
         .backends

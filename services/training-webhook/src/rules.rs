@@ -354,6 +354,10 @@ impl JobKind for TFJobSpec {
     }
 
     /// TR-14: not both Chief and Master.
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: j}, spec: {tfReplicaSpecs: {Chief: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: x}]}}}, Master: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: j}, spec: {tfReplicaSpecs: {Chief: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: x}]}}}, Worker: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: x}]}}}}}}`
     fn after_replicas(&self, errs: &mut ErrorList) {
         let m = self.tf_replica_specs.as_ref();
         let count = ["Chief", "Master"]
@@ -383,6 +387,10 @@ impl JobKind for XGBoostJobSpec {
     }
 
     /// TR-15: exactly one Master.
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: j}, spec: {xgbReplicaSpecs: {Master: {replicas: 2, template: {spec: {containers: [{name: xgboost, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: j}, spec: {xgbReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: xgboost, image: x}]}}}}}}`
     fn per_replica(&self, key: &str, rs: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
         if key == "Master" && rs.replicas != Some(1) {
             errs.push(FieldError::forbidden(
