@@ -253,6 +253,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Notes an object the decision looked for and the state lacks (once).
+    fn add_missing(&mut self, what: String) {
+        if !self.missing.contains(&what) {
+            self.missing.push(what);
+        }
+    }
+
     /// The object as admitted: after the mutations, or as sent when nothing mutated it.
     pub fn admitted_object(&self) -> &Value {
         if self.object.is_null() {
@@ -415,9 +422,7 @@ impl Catalog {
             outcome.warnings.extend(pod.warnings.iter().map(of_pods));
             outcome.notes.extend(pod.notes.iter().map(of_pods));
             for m in pod.missing {
-                if !outcome.missing.contains(&m) {
-                    outcome.missing.push(m);
-                }
+                outcome.add_missing(m);
             }
             for mut r in pod.refusals {
                 outcome.admitted = false;
@@ -616,14 +621,13 @@ impl Catalog {
         if !outcome.admitted
             && let Some(quota) = self.absent_quota(&outcome.object)
         {
-            outcome.missing.push(quota);
+            outcome.add_missing(quota);
         }
         // Only objects the checked one names count: a lookup of optional configuration (a
         // ConfigMap whose absence means defaults) is no gap in the state.
         for a in self.recording.take() {
-            let m = a.to_string();
-            if mentions(&outcome.sent, &a.name) && !outcome.missing.contains(&m) {
-                outcome.missing.push(m);
+            if mentions(&outcome.sent, &a.name) {
+                outcome.add_missing(a.to_string());
             }
         }
         if outcome.admitted {
@@ -703,7 +707,7 @@ impl Catalog {
             outcome.notes.push(format!(
                 "PriorityClass {class} is not in the state: spec.priority is left unset (the API server refuses a Pod naming an unknown class; give it with --state or --profile)"
             ));
-            outcome.missing.push(format!("PriorityClass {class}"));
+            outcome.add_missing(format!("PriorityClass {class}"));
             return;
         };
         spec.insert("priority".into(), value.into());

@@ -459,14 +459,15 @@ fn uri(path: &str) -> String {
 /// `https://github.com/org/repo/blob/v1.2.0`) each rule gets a `helpUri` at the page that
 /// specifies it and the tool an `informationUri`.
 pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
-    let mut rules: Vec<(String, String)> = Vec::new();
-    let index = |rules: &mut Vec<(String, String)>, id: &str, text: String| {
-        rules.iter().position(|(r, _)| r == id).unwrap_or_else(|| {
-            rules.push((id.to_owned(), text));
-            rules.len() - 1
-        })
-    };
-    let mut services: Vec<(String, String)> = Vec::new();
+    // Each rule met: its id, a fallback description, and the service that reported it first.
+    let mut rules: Vec<(String, String, String)> = Vec::new();
+    let index =
+        |rules: &mut Vec<(String, String, String)>, id: &str, text: String, service: &str| {
+            rules.iter().position(|(r, ..)| r == id).unwrap_or_else(|| {
+                rules.push((id.to_owned(), text, service.to_owned()));
+                rules.len() - 1
+            })
+        };
     let mut out = Vec::new();
     for r in results {
         let location = |field: &str| {
@@ -510,8 +511,7 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
             };
             for (rule, field, text) in findings {
                 let desc = format!("Admission rule {rule} of {}", refusal.service);
-                services.push((rule.clone(), refusal.service.clone()));
-                let i = index(&mut rules, &rule, desc);
+                let i = index(&mut rules, &rule, desc, &refusal.service);
                 let said = if verb.is_empty() {
                     "denied".to_owned()
                 } else {
@@ -531,6 +531,7 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
                 &mut rules,
                 "unknown-version",
                 "An object of a served API group in a version no webhook here serves".into(),
+                "",
             );
             out.push(json!({
                 "ruleId": "unknown-version",
@@ -547,7 +548,7 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
             } else {
                 format!("Admission rule {id} (a warning)")
             };
-            let i = index(&mut rules, id, desc);
+            let i = index(&mut rules, id, desc, "");
             out.push(json!({
                 "ruleId": id,
                 "ruleIndex": i,
@@ -561,12 +562,11 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
     let base = docs_url.map(|u| u.trim_end_matches('/'));
     let rules: Vec<Value> = rules
         .into_iter()
-        .map(|(id, text)| {
+        .map(|(id, text, service)| {
             // The rule's own documentation: of the service that reported it, else any.
-            let service = services.iter().find(|(r, _)| *r == id).map(|(_, s)| s);
             let doc = documented
                 .iter()
-                .find(|d| d.id == id && Some(&d.doc.service.to_owned()) == service)
+                .find(|d| d.id == id && d.doc.service == service)
                 .or_else(|| documented.iter().find(|d| d.id == id));
             let mut rule = match doc {
                 Some(d) => {
