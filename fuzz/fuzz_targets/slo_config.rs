@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-static SERVICE: LazyLock<(admission_kit::App, admission_kit::handler::Context)> =
+static SERVICE: LazyLock<(admission_kit::App, admission_kit::review::handler::Context)> =
     LazyLock::new(|| admission_fuzz::service(node_config_webhook::app(), ""));
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -47,5 +47,5 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     };
     let mut input = vec![u8::try_from(i).unwrap_or(0)];
     input.extend_from_slice(&body);
-    admission_kit::fuzzing::review(app, ctx, &input);
+    admission_testing::fuzzing::review(app, ctx, &input);
 });

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use admission_kit::App;
-use admission_kit::handler::Context;
-use admission_kit::state::StaticState;
+use admission_kit::review::handler::Context;
+use admission_kit::cluster::state::StaticState;
 
 /// A service prepared as `review` prepares it (default gates and options), reading `state`
 /// (YAML or JSON objects, as `--state` takes them).

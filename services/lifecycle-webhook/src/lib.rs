@@ -41,7 +41,7 @@ pub fn app() -> App {
 /// The service with these rules' dependencies (tests give their own API client).
 pub fn app_with(drainer: rules::Drainer) -> App {
     use FailurePolicy::Ignore;
-    admission_kit::metrics::drains_known();
+    admission_kit::server::metrics::drains_known();
     let drainer = Arc::new(drainer);
     let pods = Target::resource("", "v1", "pods", "Pod").operations(&[Operation::Delete]);
     let evictions =

@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use admission_kit::go::GoDuration;
-use admission_kit::handler::{Context, Request, Validator, Verdict, wait_for};
+use admission_kit::compat::go::GoDuration;
+use admission_kit::review::handler::{Context, Request, Validator, Verdict, wait_for};
 use admission_kit::{Operation, Status};
 use http::uri::PathAndQuery;
 use jiff::Timestamp;
@@ -302,7 +302,7 @@ impl Drainer {
         {
             Ok(b) => b,
             Err(e) => {
-                admission_kit::metrics::drain("unrecorded");
+                admission_kit::server::metrics::drain("unrecorded");
                 return warned(
                     "LD-7",
                     format!("drain of {name} not recorded ({e}); deletion proceeds without it"),
@@ -310,7 +310,7 @@ impl Drainer {
             }
         };
         if begun.new {
-            admission_kit::metrics::drain("started");
+            admission_kit::server::metrics::drain("started");
             tracing::info!(pod = %id, target = %plan.target, deadline = %begun.drain.deadline, "drain started");
         }
         let (started, deadline) = match (begun.drain.started_at(), begun.drain.deadline_at()) {
@@ -377,7 +377,7 @@ impl Drainer {
                 }
             }
             Answer::Unanswered(why) => {
-                admission_kit::metrics::drain("unanswered");
+                admission_kit::server::metrics::drain("unanswered");
                 warned(
                     "LD-9",
                     format!(
@@ -398,7 +398,7 @@ impl Drainer {
                     Ended::Done => "done",
                     Ended::TimedOut => "timed_out",
                 };
-                admission_kit::metrics::drain(outcome);
+                admission_kit::server::metrics::drain(outcome);
                 tracing::info!(pod = %id, outcome, "drain ended");
             }
             Ok(false) => {}
@@ -425,7 +425,7 @@ async fn bounded<F: std::future::Future<Output = Verdict>>(
     match tokio::time::timeout(deadline, decide(o, Instant::now() + deadline)).await {
         Ok(v) => v,
         Err(_) => {
-            admission_kit::metrics::drain("undecided");
+            admission_kit::server::metrics::drain("undecided");
             warned(
                 "LD-11",
                 format!(

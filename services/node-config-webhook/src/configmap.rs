@@ -48,7 +48,7 @@ impl Validator for SloConfigMapValidator {
     type Object = ConfigMap;
 
     fn validate(&self, req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "validate",
             "configmap",
             req.operation.as_str(),

@@ -37,7 +37,7 @@ impl Validator for NodeValidator {
     }
 
     fn validate(&self, req: &Request<Node>, ctx: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "validate",
             "node",
             req.operation.as_str(),

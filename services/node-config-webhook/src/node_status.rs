@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{
+use admission_kit::compat::go::{
     ParsedQuantity, Quantity as GoQuantity, decode_go_map, decode_resource_list, go_json_kind,
 };
 use admission_kit::{Context, Mutator, Operation, Request, Verdict};
@@ -180,7 +180,7 @@ pub fn check_status_quantities(
     capacity: Option<&BTreeMap<String, Quantity>>,
     allocatable: Option<&BTreeMap<String, Quantity>>,
 ) -> Result<(), String> {
-    use admission_kit::resources::check_list;
+    use admission_kit::compat::resources::check_list;
     check_list("status.capacity", capacity)
         .and_then(|()| check_list("status.allocatable", allocatable))
         .map_err(|e| e.to_string())
@@ -202,7 +202,7 @@ impl Mutator for NodeStatusAmplifier {
     }
 
     fn mutate(&self, req: &Request<Node>, node: &mut Node, _: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "mutate",
             "node",
             req.operation.as_str(),

@@ -1,7 +1,7 @@
 //! Every node-config case in ../shared/fixtures/reviews/node-config and examples/node-config,
 //! through the handler in-process and through `node-config-webhook review`.
 
-use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use admission_testing::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
 use std::path::Path;
 
 #[test]
@@ -13,7 +13,12 @@ fn node_config_fixtures_pass_in_process() {
         Err(e) => panic!("{e}"),
     }
     // Koordinator's §8 histogram, one plugin per webhook, allowed and rejected.
-    let text = String::from_utf8(admission_kit::metrics::Metrics::new().unwrap().render()).unwrap();
+    let text = String::from_utf8(
+        admission_kit::server::metrics::Metrics::new()
+            .unwrap()
+            .render(),
+    )
+    .unwrap();
     for plugin in [
         "NodeResourceAmplificationPlugin",
         "SLOManagerConfigConflictForNode",
@@ -38,11 +43,11 @@ fn node_config_fixtures_pass_through_the_review_command() {
 }
 
 /// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
-/// whatever upstream decides (`admission_kit::variants`). `ADMISSION_VARIANTS_PER_CASE` and
+/// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn node_config_variants_keep_every_property() {
-    admission_kit::variants::check_domain(
+    admission_testing::variants::check_domain(
         &node_config_webhook::app(),
         env!("CARGO_MANIFEST_DIR"),
         "node-config",

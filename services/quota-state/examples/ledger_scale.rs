@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use admission_kit::go::QuantityFormat;
+use admission_kit::compat::go::QuantityFormat;
 use clap::Parser;
 use quota_state::ledger::{Amount, Amounts, Ledger, PodCheck, QuotaSpec};
 use quota_state::synthetic;

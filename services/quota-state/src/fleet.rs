@@ -53,17 +53,7 @@ pub fn cluster_of_identity(identity: &str) -> Option<&str> {
         .filter(|c| is_cluster_name(c))
 }
 
-/// Whether `name` can name a member cluster: a DNS label (it becomes part of identities,
-/// Secret names and ledger keys, so no `/` and no dot).
-pub fn is_cluster_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
+pub use quota_protocol::spec::is_cluster_name;
 
 /// What quota-state knows of one member.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -376,7 +366,8 @@ async fn copy_client_secret(
     let Some((namespace, name)) = to else {
         return;
     };
-    let issued = admission_kit::managed::client_secret("quota-state", &member_identity(&cluster));
+    let issued =
+        admission_kit::cluster::managed::client_secret("quota-state", &member_identity(&cluster));
     let config = watcher::Config::default().fields(&format!("metadata.name={issued}"));
     let stream = watcher(hub, config).default_backoff().applied_objects();
     futures::pin_mut!(stream);

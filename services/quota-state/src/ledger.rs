@@ -39,12 +39,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use admission_kit::Operation;
-use admission_kit::go::Quantity as GoQuantity;
-pub use admission_kit::resources::{Amount, AmountError, Amounts};
-use admission_kit::resources::{NANO_PER_UNIT, list_text};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+pub use admission_kit::compat::resources::{Amount, AmountError, Amounts};
+use admission_kit::compat::resources::{NANO_PER_UNIT, list_text};
 
-use crate::tree::{self, PodIndex, QuotaInfo, QuotaLookup, QuotaRef, TreeGates};
+use crate::tree::{self, PodIndex, QuotaLookup, QuotaRef, TreeGates};
 use crate::types::ElasticQuota;
 pub use crate::workload::{WorkloadCheck, WorkloadOutcome};
 
@@ -93,139 +91,7 @@ fn add<'a>(a: &mut Amounts, b: impl Iterator<Item = (&'a str, &'a Amount)>, sign
     }
 }
 
-/// One quota as the ledger needs it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QuotaSpec {
-    /// The tree entry: name (unique across namespaces upstream; duplicates are refused at
-    /// admission), namespace, parent, tree id, min and max as written.
-    pub info: QuotaInfo,
-    /// `spec.max`.
-    pub max: Amounts,
-    /// The admission limit: the `admission` annotation when non-empty, else `spec.max`.
-    pub limit: Amounts,
-    /// Namespaces bound by the `namespaces` annotation.
-    pub namespaces: Vec<String>,
-    /// In a fleet, the member clusters it spans ([`SPANS`] annotation); `None`: every member.
-    pub members: Option<Vec<String>>,
-}
-
-/// ElasticQuota annotation naming the member clusters a quota spans in a fleet
-/// (comma-separated); absent or empty: every member. A pod of another member cannot be charged
-/// to it, nor to a quota below it.
-pub const SPANS: &str = "fleet.admission-webhooks.io/members";
-
-/// The members a [`SPANS`] value names (`None` when it names none).
-fn spans_of(value: &str) -> Option<Vec<String>> {
-    let mut members: Vec<String> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(str::to_owned)
-        .collect();
-    members.sort();
-    members.dedup();
-    (!members.is_empty()).then_some(members)
-}
-
-/// A quota's list as amounts. A value beyond 128-bit billionths counts as the largest one: as a
-/// limit it is then above any usage the ledger can hold (bounded well below, see
-/// [`MAX_AMOUNT_NANO`]), so every comparison against it stays exact. Text that does not parse
-/// is skipped (the CRD's pattern keeps it out of the cluster).
-fn amounts_of(rl: Option<&crate::types::ResourceList>) -> Amounts {
-    rl.into_iter()
-        .flatten()
-        .filter_map(|(k, q)| {
-            let p = GoQuantity::parse(&q.0).ok()?;
-            let p = p.value();
-            Some((
-                k.clone(),
-                Amount {
-                    nano: p.nano_value_wide().unwrap_or(if p.negative {
-                        i128::MIN
-                    } else {
-                        i128::MAX
-                    }),
-                    format: p.format,
-                },
-            ))
-        })
-        .collect()
-}
-
-impl QuotaSpec {
-    /// The ledger's view of an ElasticQuota object.
-    pub fn of(o: &ElasticQuota) -> Self {
-        let ann = |k: &str| {
-            o.metadata
-                .annotations
-                .as_ref()
-                .and_then(|l| l.get(k))
-                .map(String::as_str)
-                .unwrap_or_default()
-        };
-        let max = amounts_of(o.spec.max.as_ref());
-        let admission: Option<crate::types::ResourceList> =
-            serde_json::from_str(ann(tree::keys::ADMISSION)).unwrap_or_default();
-        let admission = amounts_of(admission.as_ref());
-        Self {
-            info: QuotaInfo::of(o),
-            limit: if admission.is_empty() {
-                max.clone()
-            } else {
-                admission
-            },
-            max,
-            namespaces: tree::bound_namespaces(o),
-            members: spans_of(ann(SPANS)),
-        }
-    }
-
-    /// A quota with `max` as its limit (tests, synthetic state).
-    pub fn simple(name: &str, namespace: &str, parent: Option<&str>, max: Amounts) -> Self {
-        let list: crate::types::ResourceList = max
-            .iter()
-            .map(|(k, a)| (k.clone(), Quantity(a.canonical())))
-            .collect();
-        Self {
-            info: QuotaInfo {
-                name: name.into(),
-                namespace: namespace.into(),
-                parent: parent.unwrap_or(tree::keys::ROOT).into(),
-                max: Some(list),
-                ..QuotaInfo::default()
-            },
-            limit: max.clone(),
-            max,
-            namespaces: Vec::new(),
-            members: None,
-        }
-    }
-}
-
-/// Quota names that are never checked (PV-4.2).
-pub const UNCHECKED: [&str; 3] = [
-    "koordinator-default-quota",
-    "koordinator-system-quota",
-    "koordinator-root-quota",
-];
-
-/// Resource names whose presence in `spec.max` makes a quota checked (PV-4.6).
-pub const QUOTA_KEYS: [&str; 14] = [
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "kubernetes.io/batch-cpu",
-    "kubernetes.io/batch-memory",
-    "kubernetes.io/mid-cpu",
-    "kubernetes.io/mid-memory",
-    "koordinator.sh/gpu",
-    "nvidia.com/gpu",
-    "koordinator.sh/gpu.shared",
-    "koordinator.sh/gpu-memory-ratio",
-];
+pub use quota_protocol::spec::{QUOTA_KEYS, QuotaSpec, SPANS, UNCHECKED};
 
 /// `(namespace, name)` of a pod, or `(name, namespace)` of a quota.
 pub type PodKey = (String, String);
@@ -966,7 +832,7 @@ fn by_member_json(members: &[(&Arc<str>, &HashMap<String, Amounts>)], quota: &st
             (!used.is_empty()).then(|| {
                 format!(
                     "\"{cluster}\":{}",
-                    admission_kit::resources::amounts_json(&used)
+                    admission_kit::compat::resources::amounts_json(&used)
                 )
             })
         })
@@ -1557,7 +1423,7 @@ impl Ledger {
                         l.rebuild();
                         // A rebuild frees a whole tree; hand the pages back (at 100,000 pods
                         // the resident size stays about 10 % lower).
-                        admission_kit::trim::release_free_memory();
+                        admission_kit::server::trim::release_free_memory();
                     }
                 }
             })
@@ -2085,7 +1951,7 @@ impl Ledger {
                     .filter(|(_, a)| a.nano != 0)
                     .map(|(k, a)| (k.clone(), *a))
                     .collect();
-                let value = admission_kit::resources::amounts_json(&used);
+                let value = admission_kit::compat::resources::amounts_json(&used);
                 let key = (namespace.clone(), name.clone());
                 let shown = shown.get(&key).map_or("{}", String::as_str);
                 let by_member = if fleet {
@@ -2166,7 +2032,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use admission_kit::go::QuantityFormat;
+    use admission_kit::compat::go::QuantityFormat;
     use std::sync::Arc;
 
     fn cpu(n: i64) -> Amounts {
@@ -2724,9 +2590,9 @@ mod tests {
     fn a_quota_naming_its_members_refuses_pods_of_the_others() {
         let l = Ledger::new(Duration::from_secs(30));
         let mut parent = quota("p", None, 10);
-        parent.members = spans_of(" east , ,east");
+        parent.members = quota_protocol::spec::spans_of(" east , ,east");
         assert_eq!(parent.members.as_deref(), Some(&["east".to_owned()][..]));
-        assert_eq!(spans_of(" , "), None);
+        assert_eq!(quota_protocol::spec::spans_of(" , "), None);
         l.upsert_quota(parent);
         l.upsert_quota(quota("q", Some("p"), 10));
         let one = cpu(1);

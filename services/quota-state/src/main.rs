@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use std::path::PathBuf;
 
-use admission_kit::mtls::MtlsFiles;
+use admission_kit::server::mtls::MtlsFiles;
 use anyhow::Context as _;
 use clap::Parser;
 use quota_state::auth::Policy;
@@ -171,7 +171,7 @@ async fn shutdown() {
 
 fn main() -> anyhow::Result<()> {
     // Before any thread exists: it may execute the binary again.
-    admission_kit::trim::tune_malloc();
+    admission_kit::server::trim::tune_malloc();
     serve()
 }
 
@@ -214,15 +214,15 @@ async fn serve() -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?;
         if args.fleet {
             let m = members.clone();
-            managed.more_clients = Some(admission_kit::managed::ClientSource {
+            managed.more_clients = Some(admission_kit::cluster::managed::ClientSource {
                 list: Arc::new(move || m.identities()),
                 changed: members.changed.clone(),
             });
         }
-        let mtls = admission_kit::managed::MutualTls::new().context("mutual TLS")?;
-        admission_kit::managed::start(
+        let mtls = admission_kit::cluster::managed::MutualTls::new().context("mutual TLS")?;
+        admission_kit::cluster::managed::start(
             managed,
-            admission_kit::registration::Registrar::Off,
+            admission_kit::cluster::registration::Registrar::Off,
             mtls.clone(),
             metrics.registry(),
         )
@@ -245,8 +245,8 @@ async fn serve() -> anyhow::Result<()> {
             key: key.clone(),
             ca: ca.clone(),
         };
-        let tls =
-            admission_kit::mtls::server(files, Duration::from_secs(5)).context("mutual TLS")?;
+        let tls = admission_kit::server::mtls::server(files, Duration::from_secs(5))
+            .context("mutual TLS")?;
         (Some(tls), Box::new(|| true))
     };
     let policy = match (tls.is_some(), args.fleet) {
@@ -280,7 +280,7 @@ async fn serve() -> anyhow::Result<()> {
                 .clone()
                 .or_else(|| std::env::var("HOSTNAME").ok())
                 .unwrap_or_else(|| format!("quota-state-{}", std::process::id()));
-            admission_kit::managed::check_lease_owner(
+            admission_kit::cluster::managed::check_lease_owner(
                 &client,
                 &args.lease_namespace,
                 &args.lease_name,
@@ -395,7 +395,7 @@ async fn serve() -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.metrics_listen))?;
     {
         let (m, l, ready) = (metrics.clone(), ledger.clone(), serving_flag.clone());
-        tokio::spawn(admission_kit::server::serve_probes(
+        tokio::spawn(admission_kit::server::http::serve_probes(
             probes,
             Arc::new(move || {
                 m.leader.set(i64::from(leading.load(Ordering::Acquire)));

@@ -1,7 +1,7 @@
 //! Synthetic state for benchmarks: a two-level tree (one parent per 100 leaf quotas) and running
 //! pods spread over the leaves.
 
-use admission_kit::go::QuantityFormat;
+use admission_kit::compat::go::QuantityFormat;
 
 use crate::ledger::{Amount, Amounts, Ledger, QuotaSpec};
 

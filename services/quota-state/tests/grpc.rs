@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission_kit::go::QuantityFormat;
-use admission_kit::mtls::Pki;
+use admission_kit::compat::go::QuantityFormat;
+use admission_kit::server::mtls::Pki;
 use quota_state::auth::Policy;
 use quota_state::ledger::{Amount, Amounts, Ledger, QuotaSpec};
 use quota_state::metrics::Metrics;
@@ -35,13 +35,13 @@ struct Served {
 }
 
 async fn serve(ledger: Arc<Ledger>, allowed: &[&str]) -> Served {
-    admission_kit::tls::install_crypto_provider();
+    admission_kit::server::tls::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new("quota-state test CA").unwrap();
     let files = pki
         .write(dir.path(), "server", &["quota-state".into()], true, false)
         .unwrap();
-    let tls = admission_kit::mtls::server(files, Duration::from_secs(1)).unwrap();
+    let tls = admission_kit::server::mtls::server(files, Duration::from_secs(1)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -82,9 +82,9 @@ impl Served {
                     .unwrap();
                 // Trust the server's CA whoever issued the client certificate.
                 files.ca = self.dir.path().join("server-ca.crt");
-                admission_kit::mtls::client(files, Duration::from_secs(1)).unwrap()
+                admission_kit::server::mtls::client(files, Duration::from_secs(1)).unwrap()
             }
-            None => admission_kit::mtls::client_without_certificate(
+            None => admission_kit::server::mtls::client_without_certificate(
                 &self.dir.path().join("server-ca.crt"),
             )
             .unwrap(),
@@ -125,7 +125,7 @@ async fn admit_release_and_health_over_grpc() {
             true,
         )
         .unwrap();
-    let cfg = admission_kit::mtls::client(files, Duration::from_secs(1)).unwrap();
+    let cfg = admission_kit::server::mtls::client(files, Duration::from_secs(1)).unwrap();
     let channel = quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap();
     let mut client = QuotaStateClient::new(channel.clone());
     let req = |name: &str, n: i64| AdmitPodRequest {

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use admission_kit::go::QuantityFormat;
+use admission_kit::compat::go::QuantityFormat;
 use quota_state::ledger::{
     Amount, Amounts, Ledger, MAX_AMOUNT_NANO, PodCheck, PodOutcome, QuotaSpec, ReservationLimits,
     UNCHECKED,

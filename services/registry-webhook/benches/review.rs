@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use admission_kit::handler::{Context, review_body};
+use admission_kit::review::handler::{Context, review_body};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const MODEL_REVIEW: &str = include_str!("model-review.json");

@@ -81,7 +81,7 @@ impl Validator for BindingValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use admission_kit::state::StaticState;
+    use admission_kit::cluster::state::StaticState;
     use serde_json::json;
     use std::sync::Arc;
 

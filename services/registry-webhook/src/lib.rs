@@ -91,7 +91,7 @@ pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
         .iter()
         .map(|(p, v)| (p.as_str(), v.clone()))
         .collect();
-    admission_kit::object::crd_defaults(&mut c, &refs);
+    admission_kit::review::object::crd_defaults(&mut c, &refs);
     c
 }
 

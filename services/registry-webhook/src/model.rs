@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 
-use admission_kit::field::BadValue;
-use admission_kit::go::GoDuration;
+use admission_kit::compat::go::GoDuration;
+use admission_kit::review::field::BadValue;
 use admission_kit::{
     Context, ErrorList, FieldError, Mutator, Path, Request, Status, Validator, Verdict,
 };
@@ -430,7 +430,7 @@ pub fn validate_model(model: &ModelObj) -> ErrorList {
 /// Item 3: the quantities `encoding/json` parses while decoding a Model (each worker's resources,
 /// each backend's environment divisors), refused as Kthena's decoder refuses them (HX-05).
 fn check_quantities(model: &ModelObj) -> Result<(), String> {
-    use admission_kit::resources::{check_env, check_requirements};
+    use admission_kit::compat::resources::{check_env, check_requirements};
     for (i, b) in model.spec.backends.iter().enumerate() {
         check_env("env", b.env.as_ref())
             .and_then(|()| {
@@ -784,7 +784,7 @@ mod tests {
             "/validate-registry-volcano-sh-v1alpha1-model",
             "/mutate-registry-volcano-sh-v1alpha1-model",
         ] {
-            let e = admission_kit::fixtures::answer_in_process(&app, path, &review("abc"), &[])
+            let e = admission_testing::fixtures::answer_in_process(&app, path, &review("abc"), &[])
                 .unwrap_err();
             assert!(
                 e.starts_with("HTTP 400: failed to decode object: quantities must match the regular expression"),
@@ -794,7 +794,7 @@ mod tests {
                 e.contains("spec.backends[0].workers[0].resources.limits.cpu"),
                 "{e}"
             );
-            let e = admission_kit::fixtures::answer_in_process(&app, path, &review("2 "), &[]);
+            let e = admission_testing::fixtures::answer_in_process(&app, path, &review("2 "), &[]);
             assert_eq!(
                 e.map(|a| a["response"]["allowed"].clone()),
                 Ok(json!(true)),

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use admission_kit::go::GoDuration;
+use admission_kit::compat::go::GoDuration;
 use admission_kit::{
     Context, ErrorList, FieldError, Mutator, Path, Request, Status, Validator, Verdict,
 };
@@ -31,7 +31,7 @@ fn pv_01_02_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
             errs.push(FieldError::invalid(
                 "PV-01",
                 metrics.index(i).child("targetValue"),
-                m.target_value.bad_value(),
+                admission_kit::review::field::BadValue::from(&m.target_value),
                 "metric target value must be greater than 0 and not equal to infinity",
             ));
         }
@@ -47,7 +47,7 @@ fn pv_01_02_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
 }
 
 /// A metric target is above zero and finite (PV-01; v1.0's metric rules alike).
-pub(crate) fn target_ok(q: &admission_kit::go::Quantity) -> bool {
+pub(crate) fn target_ok(q: &admission_kit::compat::go::Quantity) -> bool {
     let v = q.value();
     !(v.is_zero() || v.negative || !v.to_f64().is_finite())
 }

@@ -6,7 +6,7 @@
 //! (presence matters to the rules), a wrong JSON type fails the whole decode. Unknown keys are
 //! ignored here and kept by mutators (the kit diffs typed objects and replays onto the raw JSON).
 
-use admission_kit::go::{GoDuration, Quantity, null_as_default};
+use admission_kit::compat::go::{GoDuration, Quantity, null_as_default};
 use k8s_openapi::api::core::v1::{
     Affinity, EnvFromSource, EnvVar, ObjectReference, ResourceRequirements,
 };

@@ -60,7 +60,7 @@ fn paths(
 }
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     // Kthena v1.0's groups are in their own folder.
     let dir = if file.contains(".serving.volcano.sh_") {
         "crds/kthena-v1.0.0"

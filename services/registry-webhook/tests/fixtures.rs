@@ -1,7 +1,7 @@
 //! Every registry case in ../shared/fixtures/reviews/registry and examples/registry, through the
 //! handler in-process and through `registry-webhook review`.
 
-use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use admission_testing::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
 use std::path::Path;
 
 #[test]
@@ -25,11 +25,11 @@ fn registry_fixtures_pass_through_the_review_command() {
 }
 
 /// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
-/// whatever upstream decides (`admission_kit::variants`). `ADMISSION_VARIANTS_PER_CASE` and
+/// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn registry_variants_keep_every_property() {
-    admission_kit::variants::check_domain(
+    admission_testing::variants::check_domain(
         &registry_webhook::app(),
         env!("CARGO_MANIFEST_DIR"),
         "registry",
@@ -64,7 +64,7 @@ fn kthena_v1_fixtures_pass() {
 #[test]
 fn kthena_v1_variants_keep_every_property() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    admission_kit::variants::check_cases(&registry_webhook::app(), &root, "kthena-v1");
+    admission_testing::variants::check_cases(&registry_webhook::app(), &root, "kthena-v1");
 }
 
 /// With `KTHENA_V1_VARIANTS_DIR` set, writes the fuzzer's variants of Kthena v1.0's cases there
@@ -75,15 +75,15 @@ fn kthena_v1_variants_for_upstream_comparison() {
     let Ok(dir) = std::env::var("KTHENA_V1_VARIANTS_DIR") else {
         return;
     };
-    let (per_case, seed) = admission_kit::variants::bounds_from_env();
+    let (per_case, seed) = admission_testing::variants::bounds_from_env();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
-    for (i, file) in admission_kit::fixtures::case_files(&root, "kthena-v1")
+    for (i, file) in admission_testing::fixtures::case_files(&root, "kthena-v1")
         .iter()
         .enumerate()
     {
-        let case = admission_kit::fixtures::load(file).unwrap();
-        for (n, (body, _)) in admission_kit::variants::bodies(&case, i, per_case, seed)
+        let case = admission_testing::fixtures::load(file).unwrap();
+        for (n, (body, _)) in admission_testing::variants::bodies(&case, i, per_case, seed)
             .into_iter()
             .enumerate()
         {

@@ -101,7 +101,7 @@ async fn start(dir: &Path) -> Served {
     // read back whole.)
     let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
         .into_owned();
-    let first = admission_kit::trim::MALLOC_TUNABLES
+    let first = admission_kit::server::trim::MALLOC_TUNABLES
         .split(':')
         .next()
         .unwrap();

@@ -1,6 +1,6 @@
 //! `/validate-pod-binding` (spec §5, PB): who may bind pods, when the gate and flags ask for it.
 
-use admission_kit::metrics::koord;
+use admission_kit::server::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;

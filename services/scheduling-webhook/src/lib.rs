@@ -13,7 +13,7 @@ pub mod quota;
 pub mod quota_client;
 pub mod reservation;
 /// Resource arithmetic (the kit's).
-pub use admission_kit::resources;
+pub use admission_kit::compat::resources;
 pub mod types;
 pub mod workload;
 
@@ -183,7 +183,7 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
 }
 
 /// Field errors aggregated as controller-runtime sends them (the kit's).
-pub use admission_kit::field::aggregate;
+pub use admission_kit::review::field::aggregate;
 
 /// The workload kinds judged whole (WQ, `docs/workload-quota.md`), a webhook each for CREATE
 /// and UPDATE: path, group, version, resource, kind.

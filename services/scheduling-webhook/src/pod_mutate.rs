@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::QuantityFormat;
-use admission_kit::resources::NANO_PER_UNIT;
+use admission_kit::compat::go::QuantityFormat;
+use admission_kit::compat::resources::NANO_PER_UNIT;
 use admission_kit::{Context, Mutator, Operation, Request, Verdict};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
@@ -14,8 +14,8 @@ use crate::effective_priority_class;
 use crate::profile::{self, SKIP_UPDATE_RESOURCES};
 use std::cell::RefCell;
 
-use admission_kit::metrics::koord;
-use quota_state::tree::QuotaLookup;
+use admission_kit::server::metrics::koord;
+use quota_protocol::tree::QuotaLookup;
 
 use crate::quota::{keys, pod_namespace, state_quotas};
 use crate::quota_client;
@@ -99,7 +99,7 @@ pub(crate) fn milli_text(q: &Quantity) -> Quantity {
 }
 
 fn canonical(q: &Quantity) -> Quantity {
-    Quantity(admission_kit::resources::go_text(q))
+    Quantity(admission_kit::compat::resources::go_text(q))
 }
 
 fn move_resources(rl: &mut ResourceList, cpu: &str, mem: &str) {
@@ -177,7 +177,7 @@ fn extended_spec(pod: &Pod, canonical_text: bool) -> serde_json::Value {
                     (
                         k.clone(),
                         serde_json::Value::String(if canonical_text {
-                            admission_kit::resources::go_text(v)
+                            admission_kit::compat::resources::go_text(v)
                         } else {
                             v.0.clone()
                         }),
@@ -419,7 +419,7 @@ impl Mutator for PodMutator {
 
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
-        admission_kit::resources::check_pod(pod)
+        admission_kit::compat::resources::check_pod(pod)
     }
 
     fn mutate(&self, req: &Request<Pod>, pod: &mut Pod, ctx: &Context) -> Verdict {

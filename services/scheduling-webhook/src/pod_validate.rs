@@ -1,7 +1,7 @@
 //! `/validate-pod` (spec §4, PV-0..PV-6): the first failing check denies with 400.
 
-use admission_kit::field::{ErrorList, FieldError, Path};
-use admission_kit::metrics::koord;
+use admission_kit::review::field::{ErrorList, FieldError, Path};
+use admission_kit::server::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -323,7 +323,7 @@ fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), Str
     };
     let home = q.metadata.namespace.as_deref().unwrap_or_default();
     if home == ns
-        || quota_state::tree::bound_namespaces(q)
+        || quota_protocol::tree::bound_namespaces(q)
             .iter()
             .any(|n| n == ns)
     {
@@ -474,7 +474,7 @@ impl Validator for PodValidator {
 
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
-        admission_kit::resources::check_pod(pod)
+        admission_kit::compat::resources::check_pod(pod)
     }
 
     fn validate(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
@@ -511,7 +511,7 @@ impl Validator for PodValidator {
 mod tests {
     use std::sync::Arc;
 
-    use admission_kit::state::StaticState;
+    use admission_kit::cluster::state::StaticState;
     use serde_json::json;
 
     use super::*;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use admission_kit::Context;
-use admission_kit::selector::Selector;
+use admission_kit::compat::selector::Selector;
 use k8s_openapi::api::core::v1::{Namespace, PodSpec};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -149,7 +149,7 @@ pub fn apply_pod_spec(
             .ok_or_else(|| {
                 format!(
                     "priorityclasses.scheduling.k8s.io {} not found",
-                    admission_kit::field::go_quote(pc)
+                    admission_kit::compat::go::go_quote(pc)
                 )
             })?;
         pod.priority_class_name = Some(pc.clone());

@@ -3,17 +3,17 @@
 //!
 //! With `--quota-state-url` every tree question goes to quota-state ([`crate::quota_client`]),
 //! which keeps the tree and the usage from its watches. Without it (`review`, `serve --state`)
-//! the same functions of [`quota_state::tree`] run here on a tree built from the cluster state,
+//! the same functions of [`quota_protocol::tree`] run here on a tree built from the cluster state,
 //! and PV-4 reads the usage upstream's way, from each quota's `child-request` annotation.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use admission_kit::state::{Generation, LookupError};
+use admission_kit::review::lookup::{Generation, LookupError};
 use admission_kit::{Context, Mutator, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
-use quota_state::tree::{
+use quota_protocol::tree::{
     self, PodIndex, QuotaLookup, Topology, TreeGates, annotation, label, pod_quota_label,
 };
 
@@ -24,7 +24,7 @@ use crate::resources::{
 use crate::types::{ElasticQuota, ResourceList};
 
 use keys::*;
-pub use quota_state::tree::keys;
+pub use quota_protocol::tree::keys;
 
 fn to_quota(d: &DynamicObject) -> Option<ElasticQuota> {
     serde_json::to_value(d)
@@ -277,7 +277,7 @@ pub fn pv_3_2_not_on_parent(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), St
     )
 }
 
-use quota_state::ledger::QUOTA_KEYS;
+use quota_protocol::spec::QUOTA_KEYS;
 
 fn parse_list(text: &str) -> Result<ResourceList, String> {
     if text.is_empty() {
@@ -402,7 +402,7 @@ fn labels_mut(o: &mut ElasticQuota) -> &mut BTreeMap<String, String> {
 /// The quantities of an ElasticQuota (`spec.min`, `spec.max`, `status.used`) as Go's decoder
 /// parses them.
 fn check_quota_quantities(q: &ElasticQuota) -> Result<(), String> {
-    use admission_kit::resources::check_list;
+    use admission_kit::compat::resources::check_list;
     check_list("spec.min", q.spec.min.as_ref())
         .and_then(|()| check_list("spec.max", q.spec.max.as_ref()))
         .and_then(|()| {
@@ -424,7 +424,7 @@ impl Mutator for QuotaDefaulter {
     }
 
     fn mutate(&self, req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "mutate",
             "elasticquota",
             req.operation.as_str(),
@@ -493,7 +493,7 @@ impl Validator for QuotaValidator {
     }
 
     fn validate(&self, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "validate",
             "elasticquota",
             req.operation.as_str(),
@@ -579,8 +579,9 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     let new_text = if current.is_empty() {
         // QM-5: upstream's gauge of the defaulted weights (the max values), in units.
         for (resource, amount) in max.iter().flatten() {
-            let units = admission_kit::resources::Amount::of(amount).milli() as f64 / 1000.0;
-            admission_kit::metrics::koord::shared_weight(&name, resource, units);
+            let units =
+                admission_kit::compat::resources::Amount::of(amount).milli() as f64 / 1000.0;
+            admission_kit::server::metrics::koord::shared_weight(&name, resource, units);
         }
         Some(
             max.as_ref()
@@ -591,7 +592,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
         // Decoded as Go decodes a ResourceList: a quantity that does not parse is refused with
         // apimachinery's text (item 3), JSON errors in encoding/json's words (item 5).
         let mut sw: BTreeMap<String, String> =
-            match admission_kit::go::decode_resource_list(&current) {
+            match admission_kit::compat::go::decode_resource_list(&current) {
                 Ok(m) => m.into_iter().map(|(k, q)| (k, q.canonical())).collect(),
                 Err(e) => {
                     return Verdict::errored(
@@ -605,7 +606,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
         let mut changed = false;
         for (k, v) in &maxm {
             if !sw.contains_key(k) {
-                sw.insert(k.clone(), admission_kit::resources::go_text(v));
+                sw.insert(k.clone(), admission_kit::compat::resources::go_text(v));
                 changed = true;
             }
         }
@@ -649,7 +650,7 @@ fn quota_checks(req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
 /// `child-request` annotation (upstream's record of what its subtree admitted).
 pub struct StateWorkloadQuotas {
     quotas: Arc<StateQuotas>,
-    specs: BTreeMap<String, Vec<quota_state::ledger::QuotaSpec>>,
+    specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>>,
     used: BTreeMap<String, Amounts>,
 }
 
@@ -657,10 +658,10 @@ impl StateWorkloadQuotas {
     /// The quotas of the cluster state.
     pub fn of(ctx: &Context) -> Result<Self, LookupError> {
         let quotas = state_quotas(ctx)?;
-        let mut specs: BTreeMap<String, Vec<quota_state::ledger::QuotaSpec>> = BTreeMap::new();
+        let mut specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>> = BTreeMap::new();
         let mut used = BTreeMap::new();
         for o in &quotas.objects {
-            let spec = quota_state::ledger::QuotaSpec::of(o);
+            let spec = quota_protocol::spec::QuotaSpec::of(o);
             let name = spec.info.name.clone();
             let usage = parse_list(annotation(o, CHILD_REQUEST))
                 .ok()
@@ -682,7 +683,7 @@ impl StateWorkloadQuotas {
     }
 }
 
-impl quota_state::workload::Quotas for StateWorkloadQuotas {
+impl quota_protocol::workload::Quotas for StateWorkloadQuotas {
     fn max(&self, quota: &str) -> Result<Option<&Amounts>, String> {
         match self.specs.get(quota).map(Vec::as_slice) {
             None | Some([]) => Ok(None),
@@ -691,20 +692,20 @@ impl quota_state::workload::Quotas for StateWorkloadQuotas {
         }
     }
 
-    fn chain(&self, quota: &str) -> Result<Vec<quota_state::workload::Level<'_>>, String> {
+    fn chain(&self, quota: &str) -> Result<Vec<quota_protocol::workload::Level<'_>>, String> {
         static NONE: std::sync::LazyLock<Amounts> = std::sync::LazyLock::new(Amounts::new);
-        let mut out: Vec<quota_state::workload::Level<'_>> = Vec::new();
+        let mut out: Vec<quota_protocol::workload::Level<'_>> = Vec::new();
         let mut cur = quota;
         // A chain longer than the quotas is a cycle: stop there, as quota-state does.
         while !cur.is_empty()
-            && !quota_state::ledger::UNCHECKED.contains(&cur)
+            && !quota_protocol::spec::UNCHECKED.contains(&cur)
             && !out.iter().any(|l| l.name == cur)
             && out.len() <= self.specs.len()
         {
             let Some(spec) = self.specs.get(cur).and_then(|v| v.first()) else {
                 break;
             };
-            out.push(quota_state::workload::Level {
+            out.push(quota_protocol::workload::Level {
                 name: &spec.info.name,
                 limit: &spec.limit,
                 used: self.used.get(cur).unwrap_or(&NONE),

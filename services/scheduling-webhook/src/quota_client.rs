@@ -1,7 +1,7 @@
 //! Every quota question through quota-state (gRPC) when `--quota-state-url` is set: PV-3.2 and
 //! PV-4 ([`check_pod`], one call that also reserves), PM-3 and QM-3 ([`lookup`]), QV
 //! ([`validate_quota`]). Without the URL (`review`, or `serve --state`), the same tree functions
-//! of [`quota_state::tree`] run in-process on the cluster state.
+//! of [`quota_protocol::tree`] run in-process on the cluster state.
 //!
 //! Each call carries the `--quota-state-timeout-ms` deadline, well under the webhook's
 //! timeoutSeconds, so a slow or absent quota-state is answered by us (see [`unavailable`]) rather
@@ -12,17 +12,17 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use admission_kit::mtls::MtlsFiles;
-use admission_kit::resources::PodRequest;
+use admission_kit::compat::resources::PodRequest;
+use admission_kit::server::mtls::MtlsFiles;
 use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
-use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{
+use quota_protocol::proto::quota_state_client::QuotaStateClient;
+use quota_protocol::proto::{
     AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, CheckWorkloadRequest,
     CheckWorkloadResponse, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
 };
-use quota_state::tree::{QuotaLookup, QuotaRef, pod_quota_label};
-use quota_state::{operation_code, wire_amount};
+use quota_protocol::tree::{QuotaLookup, QuotaRef, pod_quota_label};
+use quota_protocol::wire::{operation_code, wire_amount};
 use tokio::sync::{mpsc, oneshot};
 use tonic::transport::{Channel, Endpoint};
 
@@ -53,7 +53,7 @@ fn outage(cause: &str) {
 }
 
 fn reachable() {
-    admission_kit::metrics::dependency_up(DEPENDENCY);
+    admission_kit::server::metrics::dependency_up(DEPENDENCY);
     if OUTAGE.swap(false, std::sync::atomic::Ordering::AcqRel) {
         tracing::info!(dependency = DEPENDENCY, "quota-state answers again");
     }
@@ -62,7 +62,7 @@ fn reachable() {
 /// A review that needed no quota-state answer (no quota concerns the pod) during an outage.
 pub fn admitted_without(cause: &str) {
     outage(cause);
-    admission_kit::metrics::dependency_unavailable(DEPENDENCY, "admitted");
+    admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "admitted");
 }
 
 /// What to do when quota-state cannot answer: refuse naming the cause (fail closed, the default),
@@ -70,12 +70,12 @@ pub fn admitted_without(cause: &str) {
 pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, String> {
     outage(cause);
     if ctx.option("quota-unavailable") == "allow" {
-        admission_kit::metrics::dependency_unavailable(DEPENDENCY, "allowed");
+        admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "allowed");
         Ok(format!(
             "{what} not checked: quota-state unavailable ({cause})"
         ))
     } else {
-        admission_kit::metrics::dependency_unavailable(DEPENDENCY, "denied");
+        admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "denied");
         Err(format!(
             "quota-state unavailable, cannot check {what}: {cause}"
         ))
@@ -84,7 +84,7 @@ pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, Str
 
 /// Refuses at start what would make every quota call fail: calls in flight that are not a
 /// number from 1 to 64, a cluster name that is not a DNS label.
-pub fn check_options(o: &admission_kit::app::OptionValues) -> Result<(), String> {
+pub fn check_options(o: &admission_kit::review::app::OptionValues) -> Result<(), String> {
     let get = |k: &str| o.get(k).map(String::as_str).unwrap_or_default();
     let n = get("quota-state-calls-in-flight");
     if !n.parse::<usize>().is_ok_and(|n| (1..=64).contains(&n)) {
@@ -93,7 +93,7 @@ pub fn check_options(o: &admission_kit::app::OptionValues) -> Result<(), String>
         ));
     }
     let cluster = get("quota-state-cluster");
-    if !cluster.is_empty() && !quota_state::fleet::is_cluster_name(cluster) {
+    if !cluster.is_empty() && !quota_protocol::spec::is_cluster_name(cluster) {
         return Err(format!(
             "--quota-state-cluster {cluster:?}: a DNS label (lower-case letters, digits and '-', at most 63)"
         ));
@@ -145,7 +145,7 @@ pub fn namespace_concerned(namespace: &str) -> Option<bool> {
 
 /// Whether quota `name` (a pod's QN) is one admission checks.
 fn checked(name: &str) -> bool {
-    use quota_state::tree::keys::{DEFAULT, ROOT, SYSTEM};
+    use quota_protocol::tree::keys::{DEFAULT, ROOT, SYSTEM};
     !name.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&name)
 }
 
@@ -167,7 +167,7 @@ fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, Stri
         .timeout(deadline);
     let c = match endpoint.uri().scheme_str() {
         Some("https") => tls_channel(ctx, endpoint)?,
-        Some("http") => quota_state::auth::plaintext_channel(endpoint),
+        Some("http") => quota_protocol::channel::plaintext_channel(endpoint),
         _ => {
             return Err(format!(
                 "--quota-state-url {url}: use https:// (or http:// for a plaintext quota-state)"
@@ -194,9 +194,9 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
                 secret.to_owned(),
             ),
         };
-        let config = admission_kit::managed::client_config_from_secret(namespace, name_of)
+        let config = admission_kit::cluster::managed::client_config_from_secret(namespace, name_of)
             .map_err(|e| format!("quota-state client TLS: {e}"))?;
-        return quota_state::auth::mtls_channel(endpoint, config, &name);
+        return quota_protocol::channel::mtls_channel(endpoint, config, &name);
     }
     let file = |o: &str| {
         let v = ctx.option(o);
@@ -211,9 +211,9 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
         key: file("quota-state-key-file")?,
         ca: file("quota-state-ca-file")?,
     };
-    let config = admission_kit::mtls::client(files, Duration::from_secs(5))
+    let config = admission_kit::server::mtls::client(files, Duration::from_secs(5))
         .map_err(|e| format!("quota-state client TLS: {e}"))?;
-    quota_state::auth::mtls_channel(endpoint, config, &name)
+    quota_protocol::channel::mtls_channel(endpoint, config, &name)
 }
 
 /// The name quota-state's certificate must carry: `--quota-state-server-name`, else the URL's
@@ -473,7 +473,7 @@ fn one_by_one(
 pub fn blocking_verdict(
     verdict: impl Future<Output = admission_kit::Verdict>,
 ) -> admission_kit::Verdict {
-    admission_kit::handler::wait_for(verdict).unwrap_or_else(|| {
+    admission_kit::review::handler::wait_for(verdict).unwrap_or_else(|| {
         admission_kit::Verdict::errored(
             UNAVAILABLE_RULE,
             400,
@@ -484,9 +484,9 @@ pub fn blocking_verdict(
 
 /// A quota-state question from synchronous rules (the mutators, the ElasticQuota validator,
 /// the `review` command): the worker thread is lent to the wait
-/// ([`wait_for`](admission_kit::handler::wait_for)).
+/// ([`wait_for`](admission_kit::review::handler::wait_for)).
 pub fn blocking<T>(question: impl Future<Output = Result<T, String>>) -> Result<T, String> {
-    admission_kit::handler::wait_for(question)
+    admission_kit::review::handler::wait_for(question)
         .unwrap_or_else(|| Err("quota-state calls need the multi-threaded runtime".into()))
 }
 

@@ -58,13 +58,13 @@ impl Mutator for ReservationMutator {
     fn check_decoded(&self, r: &Reservation) -> Result<(), String> {
         let pod = r.spec.template.as_ref().and_then(|t| t.spec.as_ref());
         pod.map_or(Ok(()), |p| {
-            admission_kit::resources::check_pod_spec("spec.template.spec", p)
+            admission_kit::compat::resources::check_pod_spec("spec.template.spec", p)
         })
         .map_err(|e| e.to_string())
     }
 
     fn mutate(&self, req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
-        admission_kit::metrics::koord::timed_with(
+        admission_kit::server::metrics::koord::timed_with(
             "mutate",
             "reservation",
             req.operation.as_str(),

@@ -10,9 +10,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use admission_kit::resources::ResourceList;
+pub use admission_kit::compat::resources::ResourceList;
 /// ElasticQuota is quota-state's kind: the tree rules it runs read it.
-pub use quota_state::types::{ElasticQuota, ElasticQuotaSpec, ElasticQuotaStatus};
+pub use quota_protocol::types::{ElasticQuota, ElasticQuotaSpec, ElasticQuotaStatus};
 
 /// `ElasticQuotaProfile.spec` (quota.koordinator.sh/v1alpha1).
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,7 +1,7 @@
 //! Every scheduling case in ../shared/fixtures/reviews/scheduling and examples/scheduling,
 //! through the handler in-process and through `scheduling-webhook review`.
 
-use admission_kit::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
+use admission_testing::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
 use std::path::Path;
 
 #[test]
@@ -25,11 +25,11 @@ fn scheduling_fixtures_pass_through_the_review_command() {
 }
 
 /// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
-/// whatever upstream decides (`admission_kit::variants`). `ADMISSION_VARIANTS_PER_CASE` and
+/// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn scheduling_variants_keep_every_property() {
-    admission_kit::variants::check_domain(
+    admission_testing::variants::check_domain(
         &scheduling_webhook::app(),
         env!("CARGO_MANIFEST_DIR"),
         "scheduling",

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use admission_kit::Context;
-use admission_kit::state::StaticState;
+use admission_kit::cluster::state::StaticState;
 use scheduling_webhook::quota::state_quotas;
 use serde_json::json;
 

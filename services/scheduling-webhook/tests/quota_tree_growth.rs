@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use admission_kit::Context;
-use admission_kit::state::GrowingState;
-use quota_state::tree::Topology;
+use admission_kit::cluster::state::GrowingState;
+use quota_protocol::tree::Topology;
 use scheduling_webhook::quota::{StateQuotas, state_quotas};
 use serde_json::json;
 

@@ -17,13 +17,13 @@ use types::{
 };
 
 /// The CRD of a kind with `listKind` spelled out and upstream's one default (`runPolicy.suspend:
-/// false`) as its only one ([`admission_kit::object::crd_defaults`]).
+/// false`) as its only one ([`admission_kit::review::object::crd_defaults`]).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     let mut c = K::crd();
     if c.spec.names.list_kind.is_none() {
         c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
     }
-    admission_kit::object::crd_defaults(
+    admission_kit::review::object::crd_defaults(
         &mut c,
         &[(".spec.runPolicy.suspend", serde_json::Value::Bool(false))],
     );
@@ -40,7 +40,7 @@ pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     if c.spec.names.list_kind.is_none() {
         c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
     }
-    admission_kit::object::crd_defaults(
+    admission_kit::review::object::crd_defaults(
         &mut c,
         &[
             (

@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use admission_kit::resources::{BadQuantity, check_list, check_pod_spec};
+use admission_kit::compat::resources::{BadQuantity, check_list, check_pod_spec};
 use admission_kit::{
     Context, ErrorList, FieldError, Operation, Path, Request, SpecView, Status, Validator, Verdict,
 };
@@ -54,7 +54,7 @@ fn spec() -> Path {
 ///
 /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: job-1}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 fn tr_01_name(name: &str, errs: &mut ErrorList) {
-    let reasons = admission_kit::validation::dns1035_label_errors(name);
+    let reasons = admission_kit::compat::validation::dns1035_label_errors(name);
     if !reasons.is_empty() {
         errs.push(FieldError::invalid(
             "TR-01",
@@ -200,7 +200,7 @@ pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<S
 }
 
 /// Field errors aggregated as controller-runtime sends them (the kit's).
-pub use admission_kit::field::aggregate;
+pub use admission_kit::review::field::aggregate;
 
 /// The validator of one job kind.
 pub struct JobValidator<J>(PhantomData<J>);

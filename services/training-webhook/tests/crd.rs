@@ -11,7 +11,7 @@ use training_webhook::crd;
 use training_webhook::types::{JAXJob, MXJob, PaddleJob, PyTorchJob, TFJob, XGBoostJob};
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     let path = root.join("crds/training").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml_ng::from_str(&text).unwrap()

@@ -13,7 +13,7 @@ use training_webhook::v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRunt
 use training_webhook::v2_crd;
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     let path = root.join("crds/kubeflow-trainer-v2.3.0").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml_ng::from_str(&text).unwrap()

@@ -1,7 +1,7 @@
 //! Every training case in ../shared/fixtures/reviews/training and examples/training,
 //! through the handler in-process and through `training-webhook review`.
 
-use admission_kit::fixtures::{
+use admission_testing::fixtures::{
     check_in_process, check_with_binary, check_with_binary_args, fixtures_root, run_all,
 };
 use std::path::Path;
@@ -27,11 +27,11 @@ fn training_fixtures_pass_through_the_review_command() {
 }
 
 /// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
-/// whatever upstream decides (`admission_kit::variants`). `ADMISSION_VARIANTS_PER_CASE` and
+/// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn training_variants_keep_every_property() {
-    admission_kit::variants::check_domain(
+    admission_testing::variants::check_domain(
         &training_webhook::app(),
         env!("CARGO_MANIFEST_DIR"),
         "training",
@@ -84,7 +84,7 @@ fn trainer_v2_fixtures_pass() {
 #[test]
 fn trainer_v2_variants_keep_every_property() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    admission_kit::variants::check_cases(&app_on_fixed_clock(), &root, "trainer-v2");
+    admission_testing::variants::check_cases(&app_on_fixed_clock(), &root, "trainer-v2");
 }
 
 /// With `TRAINER_V2_VARIANTS_DIR` set, writes the fuzzer's variants of Trainer v2.3's cases there
@@ -95,15 +95,15 @@ fn trainer_v2_variants_for_upstream_comparison() {
     let Ok(dir) = std::env::var("TRAINER_V2_VARIANTS_DIR") else {
         return;
     };
-    let (per_case, seed) = admission_kit::variants::bounds_from_env();
+    let (per_case, seed) = admission_testing::variants::bounds_from_env();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
-    for (i, file) in admission_kit::fixtures::case_files(&root, "trainer-v2")
+    for (i, file) in admission_testing::fixtures::case_files(&root, "trainer-v2")
         .iter()
         .enumerate()
     {
-        let case = admission_kit::fixtures::load(file).unwrap();
-        for (n, (body, _)) in admission_kit::variants::bodies(&case, i, per_case, seed)
+        let case = admission_testing::fixtures::load(file).unwrap();
+        for (n, (body, _)) in admission_testing::variants::bodies(&case, i, per_case, seed)
             .into_iter()
             .enumerate()
         {

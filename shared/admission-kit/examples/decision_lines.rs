@@ -12,7 +12,7 @@
 //! `--stock` writes the same lines with tracing-subscriber's own JSON format instead of the
 //! kit's line writer (what the kit used before), for comparison.
 
-use admission_kit::telemetry::{LogFormat, LogTarget, Telemetry, UnprintedSpanFields};
+use admission_kit::server::telemetry::{LogFormat, LogTarget, Telemetry, UnprintedSpanFields};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 

@@ -9,14 +9,16 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::app::App;
-use crate::go::GoDuration;
-use crate::handler::Context;
-use crate::metrics::Metrics;
-use crate::server::{ServeOptions, Server};
-use crate::state::{ClusterState, EmptyState, StaticState, WatchState};
-use crate::telemetry::{LogFormat, LogTarget, Telemetry};
-use crate::tls::{CertFiles, CertStore, SelfSigned, install_crypto_provider};
+use crate::cluster::state::{StaticState, WatchState};
+use crate::compat::go::GoDuration;
+use crate::review::app::App;
+use crate::review::handler::Context;
+use crate::review::lookup::{ClusterState, EmptyState};
+use crate::server::http::{ServeOptions, Server};
+use crate::server::metrics::Metrics;
+use crate::server::mtls::SelfSigned;
+use crate::server::telemetry::{LogFormat, LogTarget, Telemetry};
+use crate::server::tls::{CertFiles, CertStore, install_crypto_provider};
 
 #[derive(Parser, Debug)]
 struct Cli {
@@ -267,8 +269,8 @@ impl CertArgs {
         &self,
         service: &str,
         clients: Vec<String>,
-    ) -> Result<crate::managed::Managed, String> {
-        use crate::managed::{Lifetimes, Managed, Policy};
+    ) -> Result<crate::cluster::managed::Managed, String> {
+        use crate::cluster::managed::{Lifetimes, Managed, Policy};
         let namespace = match &self.namespace {
             Some(n) => n.clone(),
             None => service_account_namespace().map_err(|e| {
@@ -350,12 +352,12 @@ impl RegistrationArgs {
     fn registrar(
         &self,
         app: &App,
-        m: &crate::managed::Managed,
+        m: &crate::cluster::managed::Managed,
         service: &str,
-        options: &crate::app::OptionValues,
-    ) -> Result<crate::registration::Registrar, String> {
-        use crate::registration::{
-            ClientTarget, EndpointInfo, Registrar, Registration, all_namespaces_except,
+        options: &crate::review::app::OptionValues,
+    ) -> Result<crate::cluster::registration::Registrar, String> {
+        use crate::cluster::registration::{
+            ClientTarget, Registrar, Registration, all_namespaces_except,
         };
         let name = self
             .webhook_configuration_name
@@ -393,7 +395,7 @@ impl RegistrationArgs {
                         object_labels: Default::default(),
                     },
                     endpoints: {
-                        let mut all = EndpointInfo::of(app);
+                        let mut all = crate::review::app::EndpointInfo::of(app);
                         for extra in &app.extra_endpoints {
                             all.extend(extra(options)?);
                         }
@@ -425,7 +427,7 @@ struct ReviewArgs {
 
 /// Runs the binary: parses the command line and dispatches. Returns the process exit code.
 pub fn main(app: App) -> ExitCode {
-    crate::trim::tune_malloc();
+    crate::server::trim::tune_malloc();
     let paths: Vec<String> = app
         .endpoints
         .iter()
@@ -476,7 +478,7 @@ pub fn main(app: App) -> ExitCode {
         Command::Review(a) => review(&app, a, options),
         Command::Crd => crd(&app),
         Command::Endpoints => {
-            match serde_json::to_string_pretty(&crate::registration::EndpointInfo::of(&app)) {
+            match serde_json::to_string_pretty(&crate::review::app::EndpointInfo::of(&app)) {
                 Ok(s) => emit(&(s + "\n")),
                 Err(e) => {
                     eprintln!("cannot encode the endpoints: {e}");
@@ -587,10 +589,10 @@ fn review(
     if let Err(e) = read {
         return fail(format!("cannot read the review from {source}: {e}"));
     }
-    let review: crate::review::ReviewIn = match serde_json::from_slice(&body) {
+    let review: crate::review::envelope::ReviewIn = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
-            let e = crate::handler::ReviewError::Body(e.to_string());
+            let e = crate::review::handler::ReviewError::Body(e.to_string());
             return fail(if body.trim_ascii_start().first() == Some(&b'{') {
                 format!("{source}: {e}")
             } else {
@@ -622,10 +624,11 @@ fn review(
         Ok(answer) => answer.review,
         // What the server answers, where it answers with a review: the user sees upstream's
         // answer. Kthena answers plain text (HTTP 400): an error here.
-        Err(e) if app.decode_errors == crate::app::DecodeErrors::Errored => e.errored_review(
-            crate::review::claimed_api_version(&body),
-            crate::review::claimed_uid(&body),
-        ),
+        Err(e) if app.decode_errors == crate::review::app::DecodeErrors::Errored => e
+            .errored_review(
+                crate::review::envelope::claimed_api_version(&body),
+                crate::review::envelope::claimed_uid(&body),
+            ),
         Err(e) => return fail(format!("{source}: {}", e.plain_text())),
     };
     match serde_json::to_string_pretty(&out) {
@@ -639,8 +642,8 @@ fn review(
 /// by the wrong rules, usually admitted). A different subresource or version is left to the
 /// handler, which answers it as upstream does; a review naming no resource is not judged here.
 fn served_elsewhere(
-    req: &crate::review::RawRequest,
-    endpoint: &crate::app::Endpoint,
+    req: &crate::review::envelope::RawRequest,
+    endpoint: &crate::review::app::Endpoint,
 ) -> Option<String> {
     let res = &req.resource;
     let t = &endpoint.target;
@@ -700,13 +703,13 @@ async fn start_managed(
     a: &ServeArgs,
     certs: &Arc<CertStore>,
     metrics: &Metrics,
-    options: &crate::app::OptionValues,
+    options: &crate::review::app::OptionValues,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a.certs.service(app.name);
     let registrar = a.registration.registrar(app, &managed, &service, options)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
-    crate::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
+    crate::cluster::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
 }
 
@@ -789,7 +792,9 @@ async fn serve(
         body_limit: a.body_limit,
         max_inflight_bytes: a.max_inflight_bytes,
         max_concurrent_reviews: a.max_concurrent_reviews,
-        max_connections: a.max_connections.unwrap_or_else(crate::conns::default_cap),
+        max_connections: a
+            .max_connections
+            .unwrap_or_else(crate::server::conns::default_cap),
         handshake_timeout: a.read_timeout,
         header_timeout: a.read_timeout,
         body_timeout: a.read_timeout,

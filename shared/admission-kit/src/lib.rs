@@ -1,50 +1,35 @@
 //! The common kit every admission webhook service is built from.
 //!
-//! A service is its rules plus a table of endpoints ([`App`]); the kit supplies the rest:
+//! A service is its rules plus a table of endpoints ([`App`]); the kit supplies the rest, in four
+//! layers. Each layer uses only the layers listed before it (`tests/layers.rs` checks this, and
+//! that no two modules import each other in a circle):
 //!
-//! - [`review`]: the AdmissionReview envelope (v1 and v1beta1);
-//! - [`handler`]: typed [`Validator`]s and [`Mutator`]s, field errors turned into one denial,
-//!   JSON Patches computed by diffing;
-//! - [`field`]: Kubernetes-style field paths and errors;
-//! - [`go`]: Go duration and quantity values as the upstream Go code reads them;
-//! - [`state`]: the cluster-state lookup rules use (watch caches in `serve`, files in `review`);
-//! - [`server`], [`tls`], [`metrics`], [`telemetry`]: HTTPS with certificate reload, limits,
-//!   Prometheus metrics, JSON logs and OTLP traces, graceful shutdown;
-//! - [`cli`]: the `serve`, `review` and `crd` commands.
+//! 1. [`compat`]: Go compatibility, the values and texts upstream's Go code produces (durations,
+//!    quantities, `%q`, label selectors, feature gates, resource arithmetic, apimachinery's name
+//!    checks). Uses nothing else of the kit.
+//! 2. [`review`]: one AdmissionReview from bytes to answer: the envelope, typed [`Validator`]s and
+//!    [`Mutator`]s, field errors, the patch by diff, the endpoint table ([`App`]) and the lookup
+//!    interface rules read the cluster through.
+//! 3. [`server`]: serving reviews: HTTPS and its limits, TLS and certificate reload, connections,
+//!    the in-flight budget, Prometheus metrics, logs and OTLP traces.
+//! 4. [`cluster`]: talking to the API server: watch-cache state, managed certificates,
+//!    self-registration.
+//!
+//! On top, [`cli`] is a service's `main`: the `serve`, `review`, `crd` and `endpoints` commands.
+//! Test support (fixture runner, fuzz entry points, variant generator) is the separate
+//! `admission-testing` crate, so production binaries do not carry it.
 
-pub mod app;
 pub mod cli;
-pub mod conns;
-mod diff;
-pub mod field;
-pub mod fixtures;
-pub mod fuzzing;
-pub mod gates;
-pub mod go;
-pub mod handler;
-pub mod idle;
-pub mod managed;
-pub mod metrics;
-pub mod mtls;
-pub mod object;
-pub mod registration;
-pub mod resources;
+pub mod cluster;
+pub mod compat;
 pub mod review;
-pub mod selector;
 pub mod server;
-mod skeleton;
-pub mod state;
-pub mod telemetry;
-pub mod tls;
-pub mod trim;
-pub mod validation;
-pub mod variants;
 
-pub use app::{
+pub use review::app::{
     App, DecodeErrors, FailurePolicy, ObjectSelector, SelectorOperator, SideEffects, Target,
     WebhookKind,
 };
-pub use field::{BadValue, ErrorList, ErrorType, FieldError, Path};
-pub use handler::{Context, Mutator, Request, Validator, Verdict};
-pub use object::SpecView;
-pub use review::{Operation, Status};
+pub use review::envelope::{Operation, Status};
+pub use review::field::{BadValue, ErrorList, ErrorType, FieldError, Path};
+pub use review::handler::{Context, Mutator, Request, Validator, Verdict};
+pub use review::object::SpecView;

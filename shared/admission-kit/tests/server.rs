@@ -7,10 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission_kit::handler::{Context, Mutator, Request, Validator, Verdict};
-use admission_kit::metrics::Metrics;
-use admission_kit::server::{ServeOptions, Server};
-use admission_kit::tls::{CertFiles, CertStore, SelfSigned, install_crypto_provider};
+use admission_kit::review::handler::{Context, Mutator, Request, Validator, Verdict};
+use admission_kit::server::http::{ServeOptions, Server};
+use admission_kit::server::metrics::Metrics;
+use admission_kit::server::mtls::SelfSigned;
+use admission_kit::server::tls::{CertFiles, CertStore, install_crypto_provider};
 use admission_kit::{App, FailurePolicy, FieldError, Path as FPath, Target};
 use bytes::Bytes;
 use http::{Request as HttpRequest, StatusCode};
@@ -964,7 +965,7 @@ async fn during_the_drain_a_new_http2_connection_gets_its_first_answer_then_goaw
 async fn tls_as(
     addr: SocketAddr,
     server_ca: &CertificateDer<'static>,
-    files: Option<&admission_kit::mtls::MtlsFiles>,
+    files: Option<&admission_kit::server::mtls::MtlsFiles>,
 ) -> std::io::Result<TlsStream<TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(server_ca.clone()).unwrap();
@@ -1009,7 +1010,7 @@ async fn review_over(stream: std::io::Result<TlsStream<TcpStream>>) -> Result<St
 async fn with_a_client_ca_only_its_clients_are_served() {
     install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
-    let apiserver_ca = admission_kit::mtls::Pki::new("API server client CA").unwrap();
+    let apiserver_ca = admission_kit::server::mtls::Pki::new("API server client CA").unwrap();
     let apiserver = apiserver_ca
         .write(
             dir.path(),
@@ -1019,7 +1020,7 @@ async fn with_a_client_ca_only_its_clients_are_served() {
             true,
         )
         .unwrap();
-    let other_ca = admission_kit::mtls::Pki::new("another CA").unwrap();
+    let other_ca = admission_kit::server::mtls::Pki::new("another CA").unwrap();
     let other_dir = dir.path().join("other");
     std::fs::create_dir_all(&other_dir).unwrap();
     let stranger = other_ca

@@ -1,9 +1,9 @@
 //! One span per review, continuing the API server's trace from its `traceparent` header.
 
-use admission_kit::handler::{Context, Request, Validator, Verdict};
-use admission_kit::metrics::Metrics;
-use admission_kit::server::{Readiness, Router, ServeOptions};
-use admission_kit::tls::CertStore;
+use admission_kit::review::handler::{Context, Request, Validator, Verdict};
+use admission_kit::server::http::{Readiness, Router, ServeOptions};
+use admission_kit::server::metrics::Metrics;
+use admission_kit::server::tls::CertStore;
 use admission_kit::{App, FailurePolicy, Target};
 use bytes::Bytes;
 use http_body_util::Full;

@@ -7,14 +7,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use admission_kit::handler::Context;
-use admission_kit::metrics::Metrics;
-use admission_kit::registration::{
-    ClientTarget, EndpointInfo, Registration, configurations, only_namespace,
+use admission_kit::cluster::registration::{
+    ClientTarget, Registration, configurations, only_namespace,
 };
-use admission_kit::server::{ServeOptions, Server};
-use admission_kit::state::WatchState;
-use admission_kit::tls::{CertStore, SelfSigned, install_crypto_provider};
+use admission_kit::cluster::state::WatchState;
+use admission_kit::review::app::EndpointInfo;
+use admission_kit::review::handler::Context;
+use admission_kit::server::http::{ServeOptions, Server};
+use admission_kit::server::metrics::Metrics;
+use admission_kit::server::mtls::SelfSigned;
+use admission_kit::server::tls::{CertStore, install_crypto_provider};
 use admission_kit::{App, FailurePolicy};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,

@@ -79,7 +79,7 @@ pub async fn start_with(
         services,
         kubeconfig: shared.kubeconfig.clone(),
         dir,
-        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
+        namespace_selector: admission_kit::cluster::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
         namespace: env.ns.clone(),
         port_base: None,

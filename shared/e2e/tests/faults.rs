@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use admission_kit::FailurePolicy;
-use admission_kit::mtls::{MtlsFiles, Pki};
+use admission_kit::server::mtls::{MtlsFiles, Pki};
 use e2e::stream::{Answer, Sent, Stream, p99, rate};
 use e2e::{Env, create_eventually, eventually, metric};
 use k8s_openapi::api::core::v1::Pod;
@@ -575,7 +575,7 @@ async fn quota_state_leader_killed_answers_as_documented_and_keeps_the_quota() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_server_restart_keeps_decisions_and_resumes_watches() {
     let _one = SERIAL.lock().await;
-    admission_kit::tls::install_crypto_provider();
+    admission_kit::server::tls::install_crypto_provider();
     let ns = "restart";
     let (mut cp, client) = e2e::own_control_plane(ns).await;
     let app = registry_webhook::app();

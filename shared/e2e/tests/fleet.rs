@@ -48,7 +48,7 @@ fn options(bin_dir: &Path, dir: PathBuf, kubeconfig: PathBuf, ns: &str) -> Optio
         services: vec!["scheduling-webhook".into()],
         kubeconfig,
         dir,
-        namespace_selector: admission_kit::registration::only_namespace(ns),
+        namespace_selector: admission_kit::cluster::registration::only_namespace(ns),
         name_suffix: format!("-{ns}"),
         namespace: ns.to_owned(),
         port_base: None,
@@ -196,9 +196,9 @@ async fn shown(env: &Env, name: &str) -> (String, String) {
 
 fn grpc(
     url: &str,
-    files: &admission_kit::mtls::MtlsFiles,
+    files: &admission_kit::server::mtls::MtlsFiles,
 ) -> QuotaStateClient<tonic::transport::Channel> {
-    let cfg = admission_kit::mtls::client(files.clone(), Duration::from_secs(1)).unwrap();
+    let cfg = admission_kit::server::mtls::client(files.clone(), Duration::from_secs(1)).unwrap();
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
     QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
 }

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use admission_kit::mtls;
+use admission_kit::server::mtls;
 use e2e::direct::{Direct, answer, pod_review};
 use e2e::quota::{pod, start};
 use e2e::{Env, eventually, metric};

@@ -103,7 +103,7 @@ fn at<'a>(v: &'a Value, pointer: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kthena_v1_examples_are_decided_as_upstream() {
     let env = Env::new("e2e-kthena-v1").await;
-    let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     // Upstream's v1.0 CRDs, and the pinned registry's (the service also watches those).
     let mut files: Vec<_> = ["crds/kthena-v1.0.0", "crds/kthena"]
         .iter()

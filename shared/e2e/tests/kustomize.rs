@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use admission_kit::registration::EndpointInfo;
+use admission_kit::review::app::EndpointInfo;
 use e2e::Env;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -214,7 +214,7 @@ async fn cert_manager_and_monitoring_variants_pass_server_dry_run_with_their_crd
     let env = Env::new("e2e-kustomize-cm").await;
     let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let fixtures = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     for set in ["crds/cert-manager", "crds/prometheus-operator"] {
         for f in std::fs::read_dir(fixtures.join(set)).unwrap().flatten() {
             if f.path().extension().is_some_and(|e| e == "yaml") {

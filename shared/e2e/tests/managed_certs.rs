@@ -19,10 +19,11 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use admission_kit::mtls::Pki;
-use admission_kit::registration::{
-    ClientTarget, EndpointInfo, Registration, configurations, only_namespace,
+use admission_kit::cluster::registration::{
+    ClientTarget, Registration, configurations, only_namespace,
 };
+use admission_kit::review::app::EndpointInfo;
+use admission_kit::server::mtls::Pki;
 use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -623,7 +624,7 @@ async fn files_mode_takes_only_whole_pairs_under_a_steady_stream() {
         failure_policy: None,
         object_labels: Default::default(),
     };
-    admission_kit::registration::apply(&s.env.client, &reg, &endpoints, "e2e")
+    admission_kit::cluster::registration::apply(&s.env.client, &reg, &endpoints, "e2e")
         .await
         .unwrap();
     eventually(Duration::from_secs(30), || async {

@@ -290,7 +290,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
         services,
         kubeconfig: shared.kubeconfig.clone(),
         dir: dir.clone(),
-        namespace_selector: admission_kit::registration::only_namespace(&env.ns),
+        namespace_selector: admission_kit::cluster::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
         namespace: env.ns.clone(),
         port_base: None,

@@ -34,7 +34,7 @@ impl Drop for Replica {
 
 fn start(
     kubeconfig: &std::path::Path,
-    tls: &admission_kit::mtls::MtlsFiles,
+    tls: &admission_kit::server::mtls::MtlsFiles,
     ns: &str,
     id: &str,
 ) -> Replica {
@@ -78,7 +78,7 @@ async fn one_leader_serves_and_the_other_takes_over() {
     env.install_crds(&app).await; // quota-state watches ElasticQuotas
     let dir = shared.kubeconfig.with_file_name(&env.ns);
     std::fs::create_dir_all(&dir).unwrap();
-    let pki = admission_kit::mtls::Pki::new("quota-state e2e CA").unwrap();
+    let pki = admission_kit::server::mtls::Pki::new("quota-state e2e CA").unwrap();
     let tls = pki
         .write(&dir, "quota-state", &["quota-state".into()], true, false)
         .unwrap();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use admission_kit::handler::{Context, Request, Validator, Verdict};
+use admission_kit::review::handler::{Context, Request, Validator, Verdict};
 use admission_kit::{App, FailurePolicy, Target};
 use e2e::{Env, Webhook, eventually};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
@@ -301,8 +301,9 @@ async fn slow_webhook_is_treated_per_failure_policy() {
 /// the live read, an absent one confirmed by it (and remembered, so asked once), each counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn item_4_a_cache_miss_is_read_from_the_api_server() {
-    use admission_kit::app::WatchSpec;
-    use admission_kit::state::{ClusterState, TypeKey, WatchState};
+    use admission_kit::cluster::state::WatchState;
+    use admission_kit::review::app::WatchSpec;
+    use admission_kit::review::lookup::{ClusterState, TypeKey};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     let env = Env::new("e2e-live-read").await;
@@ -333,7 +334,7 @@ async fn item_4_a_cache_miss_is_read_from_the_api_server() {
     })
     .await;
     cms.create(&PostParams::default(), &cm).await.unwrap();
-    let metrics = admission_kit::metrics::Metrics::new().unwrap();
+    let metrics = admission_kit::server::metrics::Metrics::new().unwrap();
     let reads = |result: &str| {
         let text = String::from_utf8(metrics.render()).unwrap();
         let line = format!(

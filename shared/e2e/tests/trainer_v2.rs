@@ -125,7 +125,7 @@ fn at<'a>(v: &'a Value, pointer: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trainer_v2_examples_are_decided_as_upstream() {
     let env = Env::new("e2e-trainer-v2").await;
-    let root = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     let mut files: Vec<_> = std::fs::read_dir(root.join("crds/kubeflow-trainer-v2.3.0"))
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))

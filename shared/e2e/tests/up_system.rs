@@ -235,12 +235,14 @@ async fn watch_usage(quotas: Api<DynamicObject>, name: String, shown: Arc<Mutex<
 /// A client of the real quota-state binary presenting `client` (or no certificate).
 fn grpc_client(
     url: &str,
-    client: Option<&admission_kit::mtls::MtlsFiles>,
+    client: Option<&admission_kit::server::mtls::MtlsFiles>,
     server_ca: &std::path::Path,
 ) -> QuotaStateClient<tonic::transport::Channel> {
     let cfg = match client {
-        Some(files) => admission_kit::mtls::client(files.clone(), Duration::from_secs(1)).unwrap(),
-        None => admission_kit::mtls::client_without_certificate(server_ca).unwrap(),
+        Some(files) => {
+            admission_kit::server::mtls::client(files.clone(), Duration::from_secs(1)).unwrap()
+        }
+        None => admission_kit::server::mtls::client_without_certificate(server_ca).unwrap(),
     };
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
     QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
@@ -263,7 +265,7 @@ async fn callers_are_authenticated(
         .unwrap();
     let rogue_dir = opts.dir.join("rogue");
     std::fs::create_dir_all(&rogue_dir).unwrap();
-    let rogue_ca = admission_kit::mtls::Pki::new("rogue CA").unwrap();
+    let rogue_ca = admission_kit::server::mtls::Pki::new("rogue CA").unwrap();
     let mut rogue = rogue_ca
         .write(
             &rogue_dir,

@@ -119,7 +119,7 @@ kinds:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn workloads_are_judged_whole_at_submission() {
     let env = Env::new("e2e-workload").await;
-    let fixtures = admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
     let pytorch_crd =
         std::fs::read_to_string(fixtures.join("crds/training/kubeflow.org_pytorchjobs.yaml"))
             .unwrap();

@@ -3,7 +3,7 @@
 //!
 //! Why glibc and not a static binary on `scratch`: a static glibc binary cannot load the NSS
 //! modules that resolve names (scheduling-webhook reaches quota-state by name), and musl would
-//! change the allocator the services are tuned and measured with (`admission_kit::trim`).
+//! change the allocator the services are tuned and measured with (`admission_kit::server::trim`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

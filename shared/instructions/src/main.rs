@@ -8,13 +8,14 @@ use std::hint::black_box;
 
 use std::sync::Arc;
 
-use admission_kit::handler::{Context, review_body};
-use admission_kit::state::{ClusterState, EmptyState, StaticState};
+use admission_kit::cluster::state::StaticState;
+use admission_kit::review::handler::{Context, review_body};
+use admission_kit::review::lookup::{ClusterState, EmptyState};
 use anyhow::{Context as _, bail};
 
 fn main() -> anyhow::Result<()> {
     // As the services run (the guard counts what production executes).
-    admission_kit::trim::tune_malloc();
+    admission_kit::server::trim::tune_malloc();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (service, path, body, n, state) = match args.as_slice() {
         [service, path, body, n] => (service, path, body, n, None),

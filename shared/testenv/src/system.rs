@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use admission_kit::mtls::MtlsFiles;
-use admission_kit::registration::EndpointInfo;
+use admission_kit::review::app::EndpointInfo;
+use admission_kit::server::mtls::MtlsFiles;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, Patch, PatchParams};

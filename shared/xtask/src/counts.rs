@@ -51,7 +51,10 @@ pub fn measure(root: &Path, bin_dir: &Path) -> Result<Vec<Row>> {
             // The services' malloc tuning, set here: review-loop would otherwise execute itself
             // again to get it, and callgrind does not follow an exec.
             let status = Command::new("valgrind")
-                .env("GLIBC_TUNABLES", admission_kit::trim::MALLOC_TUNABLES)
+                .env(
+                    "GLIBC_TUNABLES",
+                    admission_kit::server::trim::MALLOC_TUNABLES,
+                )
                 .args(["--tool=callgrind", "--quiet"])
                 .arg(format!("--callgrind-out-file={}", out.display()))
                 .arg(&bin)

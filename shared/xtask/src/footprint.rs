@@ -157,7 +157,9 @@ pub async fn run(
         services,
         kubeconfig: cp.kubeconfig.clone(),
         dir: cp.dir().to_path_buf(),
-        namespace_selector: admission_kit::registration::all_namespaces_except(&["kube-system"]),
+        namespace_selector: admission_kit::cluster::registration::all_namespaces_except(&[
+            "kube-system",
+        ]),
         name_suffix: String::new(),
         namespace: "default".into(),
         port_base: None,

@@ -101,10 +101,10 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     let fixtures = crate::fixtures();
     let mut n = 0;
-    let cases_under = |root: &Path, domain: &str| -> Vec<admission_kit::fixtures::Case> {
-        admission_kit::fixtures::case_files(root, domain)
+    let cases_under = |root: &Path, domain: &str| -> Vec<admission_testing::fixtures::Case> {
+        admission_testing::fixtures::case_files(root, domain)
             .iter()
-            .filter_map(|f| admission_kit::fixtures::load(f).ok())
+            .filter_map(|f| admission_testing::fixtures::load(f).ok())
             .collect()
     };
     let cases = |domain: &str| cases_under(&fixtures, domain);

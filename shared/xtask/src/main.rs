@@ -24,7 +24,7 @@ mod runner;
 mod soak;
 mod stages;
 
-use admission_kit::registration::all_namespaces_except;
+use admission_kit::cluster::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -228,7 +228,7 @@ enum Cmd {
 /// The given fixtures (`../shared/fixtures`, or `$ADMISSION_FIXTURES_DIR`).
 fn fixtures() -> PathBuf {
     // The kit resolves the root from a crate directory two levels below the workspace.
-    admission_kit::fixtures::fixtures_root(&root().join("shared/xtask").display().to_string())
+    admission_testing::fixtures::fixtures_root(&root().join("shared/xtask").display().to_string())
 }
 
 fn root() -> PathBuf {

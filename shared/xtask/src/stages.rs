@@ -30,7 +30,10 @@ const USER: [(&str, &[&str]); 9] = [
             "telemetry",
         ],
     ),
-    ("metrics", &["prometheus::", "admission_kit::metrics"]),
+    (
+        "metrics",
+        &["prometheus::", "admission_kit::server::metrics"],
+    ),
     (
         "TLS (rustls, ring)",
         &["rustls::", "ring::", "ring_core", "tokio_rustls"],
@@ -42,8 +45,8 @@ const USER: [(&str, &[&str]); 9] = [
             "to_value",
             "typed_patch",
             "serde_json::value",
-            "admission_kit::diff::",
-            "admission_kit::skeleton::",
+            "admission_kit::review::diff::",
+            "admission_kit::review::skeleton::",
         ],
     ),
     (
@@ -69,12 +72,12 @@ const USER: [(&str, &[&str]); 9] = [
         "rules",
         &[
             "_webhook::",
-            "admission_kit::field",
+            "admission_kit::review::field",
             // The rules' arithmetic on quantities, durations and pod requests, which the kit
             // holds for every service (it was counted as server layers).
-            "admission_kit::resources",
-            "admission_kit::go::",
-            "admission_kit::selector",
+            "admission_kit::compat::resources",
+            "admission_kit::compat::go::",
+            "admission_kit::compat::selector",
             "Validating",
             "Mutating",
         ],
@@ -294,13 +297,13 @@ tokio-rt-worker 1
 \t  d hyper::proto::h1::dispatch (svc)
 
 tokio-rt-worker 1 
-\t 10 admission_kit::go::Quantity::parse (svc)
-\t 11 admission_kit::resources::try_pod_request (svc)
-\t 12 admission_kit::handler::Validating<V>::answer (svc)
+\t 10 admission_kit::compat::go::Quantity::parse (svc)
+\t 11 admission_kit::compat::resources::try_pod_request (svc)
+\t 12 admission_kit::review::handler::Validating<V>::answer (svc)
 
 tokio-rt-worker 1 
-\t 13 admission_kit::go::null_as_default (svc)
-\t 14 admission_kit::handler::decode_raw (svc)
+\t 13 admission_kit::compat::go::null_as_default (svc)
+\t 14 admission_kit::review::handler::decode_raw (svc)
 ";
         let c = classify(script);
         assert_eq!(c.get("decode (JSON to typed)"), Some(&2), "{c:?}");

@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use admission_kit::Operation;
-use admission_kit::app::{App, DecodeErrors, Endpoint, FailurePolicy, WebhookKind};
-use admission_kit::gates::GateError;
-use admission_kit::handler::{Context, Denial};
-use admission_kit::registration::OPT_OUT_LABEL;
-use admission_kit::review::{Gvk, Gvr, RawRequest, ReviewIn, V1};
-use admission_kit::state::{ClusterState, GrowingState, LookupError, StaticState, TypeKey};
+use admission_kit::cluster::registration::OPT_OUT_LABEL;
+use admission_kit::cluster::state::{GrowingState, StaticState};
+use admission_kit::compat::gates::GateError;
+use admission_kit::review::app::{App, DecodeErrors, Endpoint, FailurePolicy, WebhookKind};
+use admission_kit::review::envelope::{Gvk, Gvr, RawRequest, ReviewIn, V1};
+use admission_kit::review::handler::{Context, Denial};
+use admission_kit::review::lookup::{ClusterState, LookupError, TypeKey};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -128,7 +129,7 @@ impl ClusterState for Recording {
         self.state.list(ty, namespace)
     }
 
-    fn generation(&self, ty: &TypeKey) -> Option<admission_kit::state::Generation> {
+    fn generation(&self, ty: &TypeKey) -> Option<admission_kit::review::lookup::Generation> {
         self.state.generation(ty)
     }
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use admission_kit::Operation;
-use admission_kit::state::StaticState;
+use admission_kit::cluster::state::StaticState;
 use clap::Parser;
 use serde_json::{Value, json};
 

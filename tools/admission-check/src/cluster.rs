@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use admission_kit::App;
-use admission_kit::state::StaticState;
+use admission_kit::cluster::state::StaticState;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::ApiResource;

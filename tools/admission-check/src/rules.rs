@@ -232,7 +232,7 @@ pub fn checked_examples(rule: &Rule) -> Vec<(bool, &'static str, String)> {
     }
     let catalog = match crate::catalog::Catalog::new(
         crate::services(),
-        admission_kit::state::StaticState::default(),
+        admission_kit::cluster::state::StaticState::default(),
     ) {
         Ok(c) => c,
         Err(e) => {

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use admission_kit::App;
 use admission_kit::Operation;
-use admission_kit::state::StaticState;
+use admission_kit::cluster::state::StaticState;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -21,7 +21,7 @@ fn repo() -> PathBuf {
 
 fn fixtures() -> PathBuf {
     // tools/admission-check sits as deep as services/<svc>: the same fixtures root.
-    admission_kit::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
+    admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn check(args: &[&str]) -> Output {

@@ -6,8 +6,8 @@ pub mod schema;
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{Quantity, go_json_syntax_error};
-use admission_kit::selector::Selector;
+use admission_kit::compat::go::{Quantity, go_json_syntax_error};
+use admission_kit::compat::selector::Selector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Map, Value};
 
@@ -104,7 +104,7 @@ pub struct Parsed {
 fn json_kind(v: &Value, numeric_target: bool) -> String {
     match v {
         Value::Number(n) if numeric_target => format!("number {n}"),
-        other => admission_kit::go::go_json_kind(other).to_owned(),
+        other => admission_kit::compat::go::go_json_kind(other).to_owned(),
     }
 }
 
@@ -461,7 +461,7 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
                     if let Err(e) = Quantity::parse(s) {
                         return Err(format!(
                             "{path}: Invalid value: {}: {e}",
-                            admission_kit::field::go_quote(s)
+                            admission_kit::compat::go::go_quote(s)
                         ));
                     }
                 }

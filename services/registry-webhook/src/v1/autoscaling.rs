@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use admission_kit::field::BadValue;
+use admission_kit::review::field::BadValue;
 use admission_kit::{
     Context, ErrorList, FieldError, Mutator, Path, Request, Status, Validator, Verdict,
 };
@@ -24,7 +24,7 @@ fn spec_path() -> Path {
 }
 
 /// A quantity as apimachinery v0.34 prints a `resource.Quantity` bad value: its JSON form.
-fn quantity_value(q: &admission_kit::go::Quantity) -> BadValue {
+fn quantity_value(q: &admission_kit::compat::go::Quantity) -> BadValue {
     BadValue::Str(q.value().canonical())
 }
 

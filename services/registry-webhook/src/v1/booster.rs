@@ -1,7 +1,7 @@
 //! ModelBooster validation (`docs/spec/kthena-v1.md` §5, MB-1..MB-7) and its mutating endpoint
 //! (§6, MB-8: answers without a change).
 
-use admission_kit::field::BadValue;
+use admission_kit::review::field::BadValue;
 use admission_kit::{
     Context, ErrorList, FieldError, Mutator, Path, Request, Status, Validator, Verdict,
 };
@@ -71,7 +71,7 @@ pub fn validate_booster(spec: &ModelBoosterSpec) -> ErrorList {
 /// The quantities Go parses while decoding a ModelBooster (workers' resources, the backend's
 /// environment divisors), refused as upstream's decoder refuses them (HX-05).
 fn check_quantities(b: &BoosterObj) -> Result<(), String> {
-    use admission_kit::resources::{check_env, check_requirements};
+    use admission_kit::compat::resources::{check_env, check_requirements};
     let backend = &b.spec.backend;
     check_env("env", backend.env.as_ref())
         .and_then(|()| {

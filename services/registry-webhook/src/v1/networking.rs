@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{GoDuration, null_as_default};
+use admission_kit::compat::go::{GoDuration, null_as_default};
 use kube::CustomResource;
 
 // A matcher and the body match are the pinned kinds' (v1.0 kept them field for field).

@@ -1,7 +1,7 @@
 //! The router's webhooks: ModelRoute validation (`docs/spec/kthena-v1.md` §11, MR-1..MR-9) and
 //! ModelServer, which upstream admits whatever it holds (§12).
 
-use admission_kit::field::BadValue;
+use admission_kit::review::field::BadValue;
 use admission_kit::{Context, ErrorList, FieldError, Path, Request, Status, Validator, Verdict};
 
 use crate::types::Obj;

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::field::BadValue;
-use admission_kit::go::atoi;
-use admission_kit::validation::{PERCENT_MESSAGE, dns1035_label_errors, is_valid_percent};
+use admission_kit::compat::go::atoi;
+use admission_kit::compat::validation::{PERCENT_MESSAGE, dns1035_label_errors, is_valid_percent};
+use admission_kit::review::field::BadValue;
 use admission_kit::{Context, ErrorList, FieldError, Path, Request, Status, Validator, Verdict};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -201,7 +201,7 @@ fn scaled(v: &IntOrString, total: i64) -> Result<i64, String> {
             let p = atoi(digits).map_err(|e| {
                 format!(
                     "invalid value for IntOrString: invalid value {}: {e}",
-                    admission_kit::field::go_quote(s)
+                    admission_kit::compat::go::go_quote(s)
                 )
             })?;
             // Go computes in float64 and truncates toward the floor; so do we.
@@ -406,7 +406,7 @@ pub fn validate_serving(ms: &ServingObj) -> ErrorList {
 /// The quantities Go parses while decoding a ModelServing (the pod templates' containers),
 /// refused as upstream's decoder refuses them.
 fn check_quantities(ms: &ServingObj) -> Result<(), String> {
-    use admission_kit::resources::check_pod_spec;
+    use admission_kit::compat::resources::check_pod_spec;
     for (i, role) in roles(&ms.spec).iter().enumerate() {
         let templates = [
             ("entryTemplate", Some(&role.entry_template)),

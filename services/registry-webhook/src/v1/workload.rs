@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::{Quantity, null_as_default};
+use admission_kit::compat::go::{Quantity, null_as_default};
 use k8s_openapi::api::core::v1::{
     Affinity, EnvFromSource, EnvVar, ObjectReference, PodSpec, ResourceRequirements, Toleration,
 };

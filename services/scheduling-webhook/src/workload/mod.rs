@@ -12,12 +12,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use admission_kit::resources::{Amount, Amounts, check_pod_spec, list_text, try_pod_request};
+use admission_kit::compat::resources::{
+    Amount, Amounts, check_pod_spec, list_text, try_pod_request,
+};
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
-use quota_state::proto::{CheckWorkloadRequest, WorkloadFit};
-use quota_state::workload::{Fit, WorkloadCheck, WorkloadOutcome};
-use quota_state::{amount_of_wire, wire_amount};
+use quota_protocol::proto::{CheckWorkloadRequest, WorkloadFit};
+use quota_protocol::wire::{amount_of_wire, wire_amount};
+use quota_protocol::workload::{Fit, WorkloadCheck, WorkloadOutcome};
 use serde_json::Value;
 
 use crate::quota::StateWorkloadQuotas;
@@ -82,7 +84,7 @@ pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
 }
 
 /// The kinds of `--workload-kinds-file` as `options` give it (none without the option).
-fn kinds_of(options: &admission_kit::app::OptionValues) -> Result<Vec<Kind>, String> {
+fn kinds_of(options: &admission_kit::review::app::OptionValues) -> Result<Vec<Kind>, String> {
     let Some(path) = options.get("workload-kinds-file").filter(|p| !p.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -91,7 +93,7 @@ fn kinds_of(options: &admission_kit::app::OptionValues) -> Result<Vec<Kind>, Str
 
 /// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
 /// file it cannot read or parse, with the reason.
-pub fn check_mapping(options: &admission_kit::app::OptionValues) -> Result<(), String> {
+pub fn check_mapping(options: &admission_kit::review::app::OptionValues) -> Result<(), String> {
     let kinds = kinds_of(options)?;
     if !kinds.is_empty() {
         tracing::info!(kinds = kinds.len(), "workload kinds file accepted");
@@ -103,9 +105,9 @@ pub fn check_mapping(options: &admission_kit::app::OptionValues) -> Result<(), S
 /// built-in kinds have (CREATE and UPDATE, Ignore). Read at start: a kind added later is
 /// judged once the file changes but registered at the next start.
 pub fn mapped_endpoints(
-    options: &admission_kit::app::OptionValues,
-) -> Result<Vec<admission_kit::registration::EndpointInfo>, String> {
-    let endpoint = |k: &Kind, sub: &str| admission_kit::registration::EndpointInfo {
+    options: &admission_kit::review::app::OptionValues,
+) -> Result<Vec<admission_kit::review::app::EndpointInfo>, String> {
+    let endpoint = |k: &Kind, sub: &str| admission_kit::review::app::EndpointInfo {
         path: "/validate-workload".into(),
         kind: "Validating".into(),
         failure_policy: "Ignore".into(),
@@ -266,7 +268,7 @@ fn times(a: &Amounts, n: i64) -> Result<Amounts, String> {
         .map(|(k, v)| {
             v.nano
                 .checked_mul(i128::from(n))
-                .filter(|p| p.abs() <= admission_kit::resources::MAX_NANO)
+                .filter(|p| p.abs() <= admission_kit::compat::resources::MAX_NANO)
                 .map(|nano| (k.clone(), Amount { nano, ..*v }))
                 .ok_or_else(|| format!("the total of {k} is too large to be counted"))
         })
@@ -277,9 +279,9 @@ fn times(a: &Amounts, n: i64) -> Result<Amounts, String> {
 fn by_label(ts: &[Template]) -> Result<ByLabel, String> {
     let mut out = ByLabel::new();
     for (i, t) in ts.iter().enumerate() {
-        let label = quota_state::tree::pod_quota_label(&t.pod).to_owned();
+        let label = quota_protocol::tree::pod_quota_label(&t.pod).to_owned();
         let e = out.entry(label).or_default();
-        admission_kit::resources::try_add(&mut e.0, &times(&t.request, t.replicas)?)
+        admission_kit::compat::resources::try_add(&mut e.0, &times(&t.request, t.replicas)?)
             .map_err(|e| e.to_string())?;
         e.1.push(i);
     }
@@ -334,7 +336,7 @@ fn arithmetic(which: &Amounts, peak: &Amounts, ts: &[Template], idx: &[usize]) -
 async fn ask(ctx: &Context, w: &WorkloadCheck<'_>) -> Result<Option<WorkloadOutcome>, String> {
     if !quota_client::enabled(ctx) {
         let quotas = StateWorkloadQuotas::of(ctx).map_err(|e| e.to_string())?;
-        return Ok(Some(quota_state::workload::decide(
+        return Ok(Some(quota_protocol::workload::decide(
             quotas.topology(),
             &quotas,
             w,
@@ -503,7 +505,7 @@ async fn decide(
             }
             Err(cause) => {
                 // Never refused for want of quota-state: each pod is still judged by PV-4.
-                admission_kit::metrics::dependency_unavailable("quota-state", "allowed");
+                admission_kit::server::metrics::dependency_unavailable("quota-state", "allowed");
                 warnings.push(format!(
                     "WQ: {who} not checked against its quota: quota-state unavailable ({cause}); each pod is still checked when it is created"
                 ));
@@ -622,7 +624,7 @@ impl Validator for WorkloadValidator {
             };
             decide(ctx, &kind, &ns, &req.object, old, &req.name).await
         };
-        admission_kit::metrics::workload_quota_decision(&kind.kind, d.outcome);
+        admission_kit::server::metrics::workload_quota_decision(&kind.kind, d.outcome);
         let mut v = d.verdict;
         // The decision log names the rule behind a warning.
         match d.outcome {

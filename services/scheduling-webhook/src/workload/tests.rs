@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use admission_kit::review::{Gvk, Gvr};
-use admission_kit::state::StaticState;
+use admission_kit::cluster::state::StaticState;
+use admission_kit::review::envelope::{Gvk, Gvr};
 use serde_json::json;
 
 use super::*;
@@ -246,7 +246,7 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
     };
     write(&kind("First"), 1_000);
     let c = ctx_with("0", &[("workload-kinds-file", path.to_str().unwrap())]);
-    let options: admission_kit::app::OptionValues =
+    let options: admission_kit::review::app::OptionValues =
         [("workload-kinds-file", path.to_str().unwrap().to_owned())].into();
     assert_eq!(check_mapping(&options), Ok(()));
     let registered = mapped_endpoints(&options).unwrap();

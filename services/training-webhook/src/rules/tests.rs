@@ -1,7 +1,7 @@
 //! One test per rule, named by its TR id.
 
 use super::*;
-use admission_kit::review::{Gvk, Gvr};
+use admission_kit::review::envelope::{Gvk, Gvr};
 use serde_json::{Value, json};
 
 fn request<J: JobKind>(op: Operation, obj: Value, old: Option<Value>) -> Request<SpecView<J>> {
@@ -368,7 +368,7 @@ fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
     ] {
         let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "t-3", "operation": "CREATE", "object": job("train", spec)}});
-        let a = admission_kit::fixtures::answer_in_process(
+        let a = admission_testing::fixtures::answer_in_process(
             &crate::app(),
             "/validate-kubeflow-org-v1-pytorchjob",
             &review,

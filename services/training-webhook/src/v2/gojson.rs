@@ -12,8 +12,8 @@
 //!
 //! Hand-written: no crate knows Go's layouts of these types.
 
-use admission_kit::field::go_json_quote;
-use admission_kit::go::Quantity;
+use admission_kit::compat::go::Quantity;
+use admission_kit::compat::go::go_json_quote;
 use serde_json::{Map, Value};
 
 /// How a Go type marshals.
@@ -420,7 +420,7 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
     let wrong = |want: &str| {
         Err(format!(
             "json: cannot unmarshal {} into Go value {} of type {want}",
-            admission_kit::go::go_json_kind(v),
+            admission_kit::compat::go::go_json_kind(v),
             if path.is_empty() {
                 "(the object)"
             } else {
@@ -434,7 +434,7 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
             Ok(_) => Ok(v.clone()),
             Err(e) => Err(format!(
                 "parsing time {}: {e}",
-                admission_kit::field::go_quote(t)
+                admission_kit::compat::go::go_quote(t)
             )),
         },
         (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),

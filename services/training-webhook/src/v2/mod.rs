@@ -82,7 +82,7 @@ fn check_kind<T: kube::Resource<DynamicType = ()>>(raw: &Value) -> Result<(), St
             Some(Value::String(s)) => Ok(Some(s.as_str()).filter(|s| !s.is_empty())),
             Some(other) => Err(format!(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-                admission_kit::go::go_json_kind(other)
+                admission_kit::compat::go::go_json_kind(other)
             )),
         }
     };
@@ -117,5 +117,9 @@ impl<T> Doc<T> {
 /// controller-runtime's denial of a validator's error list: 403 Forbidden with the list
 /// aggregated (`[e1, e2]` when more than one).
 pub fn denial(errors: &[FieldError]) -> Status {
-    Status::failure(403, "Forbidden", admission_kit::field::aggregate(errors))
+    Status::failure(
+        403,
+        "Forbidden",
+        admission_kit::review::field::aggregate(errors),
+    )
 }

@@ -6,8 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use admission_kit::field::BadValue;
-use admission_kit::validation::{HTTP_PATH_MESSAGE, dns1123_subdomain_errors, is_http_path};
+use admission_kit::compat::validation::{
+    HTTP_PATH_MESSAGE, dns1123_subdomain_errors, is_http_path,
+};
+use admission_kit::review::field::BadValue;
 use admission_kit::{Context, ErrorList, FieldError, Path};
 use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::ApiResource;
@@ -194,7 +196,7 @@ pub fn vc_02_priority_class(info: &Info, ctx: &Context, errs: &mut ErrorList) {
             Ok(Some(_)) => continue,
             Ok(None) => format!(
                 "priorityclasses.scheduling.k8s.io {} not found",
-                admission_kit::field::go_quote(pc)
+                admission_kit::compat::go::go_quote(pc)
             ),
             Err(e) => e.to_string(),
         };
@@ -204,7 +206,7 @@ pub fn vc_02_priority_class(info: &Info, ctx: &Context, errs: &mut ErrorList) {
             pc,
             format!(
                 "PriorityClass {} doesn't exist: {why}",
-                admission_kit::field::go_quote(pc)
+                admission_kit::compat::go::go_quote(pc)
             ),
         ));
     }
@@ -295,8 +297,8 @@ pub fn to_01_env_injection_targets(info: &Info, errs: &mut ErrorList) {
                 BadValue::Raw(printed),
                 format!(
                     "envInjection target podSet {} container {} not found in runtime template",
-                    admission_kit::field::go_quote(&target.job_name),
-                    admission_kit::field::go_quote(c)
+                    admission_kit::compat::go::go_quote(&target.job_name),
+                    admission_kit::compat::go::go_quote(c)
                 ),
             ));
         }
@@ -435,7 +437,7 @@ pub fn js_07_09_patch_immutability(job: &Job, ctx: &Context, errs: &mut ErrorLis
     let name = job.new.typed.metadata.name.as_deref().unwrap_or_default();
     match ctx.read_now(&jobset_resource(), ns, name) {
         // No name finds no JobSet, as upstream's cached client finds none.
-        Ok(None) | Err(admission_kit::state::LookupError::EmptyName) => {}
+        Ok(None) | Err(admission_kit::review::lookup::LookupError::EmptyName) => {}
         Ok(Some(js)) => {
             let statuses = js
                 .data
@@ -589,7 +591,7 @@ pub fn validate(info: &Info, job: &Job, ctx: &Context, errs: &mut ErrorList) {
 mod tests {
     use std::sync::Arc;
 
-    use admission_kit::state::{ClusterState, LookupError, TypeKey};
+    use admission_kit::review::lookup::{ClusterState, LookupError, TypeKey};
     use kube::api::DynamicObject;
     use serde::Deserialize;
     use serde_json::json;

@@ -1,6 +1,6 @@
 //! TrainingRuntime and ClusterTrainingRuntime validation (spec §4, RT-01..RT-03).
 
-use admission_kit::field::BadValue;
+use admission_kit::review::field::BadValue;
 use admission_kit::{
     Context, ErrorList, FieldError, Operation, Path, Request, Status, Validator, Verdict,
 };

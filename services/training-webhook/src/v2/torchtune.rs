@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::field::BadValue;
-use admission_kit::go::Quantity;
+use admission_kit::compat::go::Quantity;
+use admission_kit::review::field::BadValue;
 use admission_kit::{ErrorList, FieldError, Path};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
@@ -224,7 +224,7 @@ pub fn validate(info: &Info, job: &Doc<TrainJob>, trainer: &Trainer, errs: &mut 
                 arg.as_str(),
                 format!(
                     "must not set immutable config {} in trainer args; it is managed by the runtime",
-                    admission_kit::field::go_quote(key)
+                    admission_kit::compat::go::go_quote(key)
                 ),
             ));
         }

@@ -71,9 +71,9 @@ fn tj_02_03_lookup(
     };
     let why = match found {
         // A cache lookup of the empty name finds nothing, as upstream's cached client does.
-        Err(admission_kit::state::LookupError::EmptyName) | Ok(None) => format!(
+        Err(admission_kit::review::lookup::LookupError::EmptyName) | Ok(None) => format!(
             "{plural}.{GROUP} {} not found",
-            admission_kit::field::go_quote(name)
+            admission_kit::compat::go::go_quote(name)
         ),
         Ok(Some(o)) => match decode_runtime(&o) {
             Ok(spec) => {

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::go::null_as_default;
+use admission_kit::compat::go::null_as_default;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::app::{App, DecodeErrors};
-use crate::handler::{Context, review_body};
-use crate::review::ReviewOut;
-use crate::state::StaticState;
+use admission_kit::cluster::state::StaticState;
+use admission_kit::review::app::{App, DecodeErrors};
+use admission_kit::review::envelope::ReviewOut;
+use admission_kit::review::handler::{Context, review_body};
 
 /// One fixture case.
 #[derive(Debug, Deserialize)]
@@ -120,15 +120,15 @@ pub fn answer_in_process(
 /// plain-text HTTP 400 a [`DecodeErrors::PlainText`] app sends.
 pub(crate) fn answer_with(
     mode: DecodeErrors,
-    handler: &dyn crate::handler::Handler,
+    handler: &dyn admission_kit::review::handler::Handler,
     body: &[u8],
     ctx: &Context,
 ) -> Result<ReviewOut, String> {
     match review_body(handler, body, ctx) {
         Ok(answer) => Ok(answer.review),
         Err(e) if mode == DecodeErrors::Errored => Ok(e.errored_review(
-            crate::review::claimed_api_version(body),
-            crate::review::claimed_uid(body),
+            admission_kit::review::envelope::claimed_api_version(body),
+            admission_kit::review::envelope::claimed_uid(body),
         )),
         Err(e) => Err(format!("HTTP 400: {}", e.plain_text())),
     }

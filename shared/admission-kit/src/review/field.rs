@@ -7,6 +7,8 @@
 
 use std::fmt::{self, Write as _};
 
+use crate::compat::go::{Quantity, go_json_quote, go_quote};
+
 /// A field path such as `spec.backends[0].workers[1].type`, built segment by segment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Path(String);
@@ -111,6 +113,17 @@ impl BadValue {
     /// v0.34 prints values of named string types (`IntOrString`, enums) and quantities.
     pub fn json_str(s: &str) -> Self {
         BadValue::Raw(go_json_quote(s))
+    }
+}
+
+/// A quantity as a field error shows it: written as a JSON number, its digits; else quoted text.
+impl From<&Quantity> for BadValue {
+    fn from(q: &Quantity) -> Self {
+        if q.is_number() {
+            BadValue::Raw(q.text().to_owned())
+        } else {
+            BadValue::Str(q.text().to_owned())
+        }
     }
 }
 
@@ -284,85 +297,6 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-/// Whether Go's `strconv.IsPrint` holds: letters, marks, numbers, punctuation, symbols and the
-/// ASCII space. Everything else (other spaces such as U+00A0, line and paragraph separators,
-/// controls, format characters such as U+200B, private use, unassigned) is escaped by `%q`.
-/// General categories from `unicode-general-category` (std has none).
-fn go_is_print(c: char) -> bool {
-    use unicode_general_category::{GeneralCategory as G, get_general_category};
-    c == ' '
-        || !matches!(
-            get_general_category(c),
-            G::SpaceSeparator
-                | G::LineSeparator
-                | G::ParagraphSeparator
-                | G::Control
-                | G::Format
-                | G::Surrogate
-                | G::PrivateUse
-                | G::Unassigned
-        )
-}
-
-/// A string as Go's `encoding/json` writes it, which is how apimachinery (v0.34) prints a bad
-/// value of a named string type or of a struct: `"`, `\\` and control characters escaped
-/// (`\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX`), `<`, `>`, `&`, U+2028 and U+2029 as `\uXXXX`.
-pub fn go_json_quote(s: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Quotes a string as Go's `strconv.Quote` (`%q`) does, which is how apimachinery prints string
-/// values: `"nginx latest"`, a tab as `\t`, a no-break space as `\u00a0`, printable non-ASCII
-/// text as it is.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if go_is_print(c) => out.push(c),
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,40 +348,5 @@ mod tests {
             FieldError::duplicate("X", p, "a").to_string(),
             "spec: Duplicate value: \"a\""
         );
-    }
-
-    #[test]
-    fn go_json_quote_escapes_as_encoding_json() {
-        assert_eq!(go_json_quote("50%"), "\"50%\"");
-        assert_eq!(
-            go_json_quote("a\"b\\c\n\u{1}<>&\u{2028}é"),
-            "\"a\\\"b\\\\c\\n\\u0001\\u003c\\u003e\\u0026\\u2028é\""
-        );
-    }
-
-    #[test]
-    fn go_quote_escapes_controls() {
-        assert_eq!(go_quote("x\"y\\z\n\u{1}"), "\"x\\\"y\\\\z\\n\\x01\"");
-        assert_eq!(go_quote("µs"), "\"µs\"");
-    }
-
-    /// Item 2 of the upstream-parity issue: `%q` escapes what Go's `IsPrint` rejects, and only
-    /// that.
-    #[test]
-    fn item_2_go_quote_escapes_what_go_does_not_print() {
-        for (input, quoted) in [
-            ("a\u{a0}b", "\"a\\u00a0b\""),
-            ("\u{ad}", "\"\\u00ad\""),
-            ("\u{85}", "\"\\u0085\""),
-            ("x\u{2028}", "\"x\\u2028\""),
-            ("\u{200b}", "\"\\u200b\""),
-            ("\u{feff}", "\"\\ufeff\""),
-            ("\u{e000}", "\"\\ue000\""),
-            ("\u{10ffff}", "\"\\U0010ffff\""),
-            ("\u{3000}", "\"\\u3000\""),
-            ("nginx:1.25 é 中 😀", "\"nginx:1.25 é 中 😀\""),
-        ] {
-            assert_eq!(go_quote(input), quoted, "{input:?}");
-        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! The certificate, key and CA files are polled and the whole rustls configuration is rebuilt
 //! when their bytes change ([`Reloading`]): a renewed certificate or CA is used from the next
-//! connection on, without a restart. Polling for the reason given in [`crate::tls`].
+//! connection on, without a restart. Polling for the reason given in [`crate::server::tls`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +13,9 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use rustls::pki_types::CertificateDer;
 
-use crate::tls::{TlsError, pem_chain as chain, pem_key as key, read};
+use rustls::sign::CertifiedKey;
+
+use crate::server::tls::{TlsError, certified_key, pem_chain as chain, pem_key as key, read};
 
 /// The three PEM files of one side of a mutual-TLS link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +233,7 @@ pub fn peer_names(cert: &CertificateDer<'_>) -> Vec<String> {
 }
 
 /// A CA in memory that issues server and client certificates: local runs and tests, and the
-/// managed certificates of [`crate::managed`] (which keeps the CA in a Secret and loads it back
+/// managed certificates of [`crate::cluster::managed`] (which keeps the CA in a Secret and loads it back
 /// with [`Pki::from_pem`]).
 pub struct Pki {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
@@ -393,13 +395,41 @@ impl Pki {
     }
 }
 
+/// A CA and a serving certificate signed by it, made in memory.
+pub struct SelfSigned {
+    /// The CA certificate, PEM: the `caBundle` of webhook configurations.
+    pub ca_pem: String,
+    /// The serving certificate chain, PEM.
+    pub cert_pem: String,
+    /// The serving key, PEM.
+    pub key_pem: String,
+}
+
+impl SelfSigned {
+    /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
+    pub fn generate(names: &[String]) -> Result<Self, TlsError> {
+        let ca = Pki::new("admission-kit self-signed CA")?;
+        let (cert_pem, key_pem) = ca.issue(names, true, false)?;
+        Ok(Self {
+            ca_pem: ca.ca_pem(),
+            cert_pem,
+            key_pem,
+        })
+    }
+
+    /// The serving key for the store.
+    pub fn certified_key(&self) -> Result<CertifiedKey, TlsError> {
+        certified_key(self.cert_pem.as_bytes(), self.key_pem.as_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
     async fn issued_pairs_build_both_sides_and_carry_their_names() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let pki = Pki::new("test CA").unwrap();
         let s = pki

@@ -20,12 +20,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::diff;
-use crate::field::{ErrorList, FieldError};
-use crate::gates::FeatureGates;
-use crate::review::{Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status};
-use crate::skeleton::{self, tokens};
-use crate::state::{ClusterState, EmptyState, LookupError, TypeKey};
+use crate::compat::gates::FeatureGates;
+use crate::review::diff;
+use crate::review::envelope::{
+    Gvk, Gvr, Operation, RawRequest, Response, ReviewIn, ReviewOut, Status,
+};
+use crate::review::field::{ErrorList, FieldError};
+use crate::review::lookup::{ClusterState, EmptyState, LookupError, TypeKey};
+use crate::review::skeleton::{self, tokens};
 
 /// What rules may read besides the request: cluster state and feature gates.
 #[derive(Clone)]
@@ -100,7 +102,9 @@ impl Context {
     }
 
     /// The generation of kind `K`'s objects ([`ClusterState::generation`]).
-    pub fn generation<K: Resource<DynamicType = ()>>(&self) -> Option<crate::state::Generation> {
+    pub fn generation<K: Resource<DynamicType = ()>>(
+        &self,
+    ) -> Option<crate::review::lookup::Generation> {
         self.state.generation(&TypeKey::of::<K>())
     }
 
@@ -337,11 +341,11 @@ impl ReviewError {
     pub fn errored_review(&self, api_version: &str, uid: String) -> ReviewOut {
         ReviewOut::new(
             api_version,
-            crate::review::Response {
+            crate::review::envelope::Response {
                 uid,
                 allowed: false,
                 status: Some(Status::errored(400, self.errored_text())),
-                ..crate::review::Response::default()
+                ..crate::review::envelope::Response::default()
             },
         )
     }
@@ -1035,13 +1039,13 @@ mod tests {
             let mut errors = ErrorList::default();
             let replicas = req.object.spec.replicas;
             if replicas < 0 {
-                let path = crate::field::Path::new("spec").child("replicas");
+                let path = crate::review::field::Path::new("spec").child("replicas");
                 errors.push(FieldError::invalid("T-1", path, replicas, "must be >= 0"));
             }
             if let Some(old) = &req.old_object
                 && old.spec.replicas > replicas
             {
-                let path = crate::field::Path::new("spec").child("replicas");
+                let path = crate::review::field::Path::new("spec").child("replicas");
                 errors.push(FieldError::forbidden("T-2", path, "may not shrink"));
             }
             errors.into()
@@ -1262,7 +1266,7 @@ mod tests {
         fn mutate(&self, req: &Request<Obj>, obj: &mut Obj, _: &Context) -> Verdict {
             let mut errors = ErrorList::default();
             if obj.spec.replicas < 0 {
-                let path = crate::field::Path::new("spec").child("replicas");
+                let path = crate::review::field::Path::new("spec").child("replicas");
                 errors.push(FieldError::invalid(
                     "T-3",
                     path,

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::app::{App, DecodeErrors};
 use crate::fixtures::{Case, answer_with, case_files, load, state_of};
-use crate::handler::Context;
+use admission_kit::review::app::{App, DecodeErrors};
+use admission_kit::review::handler::Context;
 
 /// Variants per case in the test command.
 pub const DEFAULT_PER_CASE: usize = 40;
@@ -165,7 +165,7 @@ pub fn check_cases(app: &App, root: &Path, domain: &str) {
 fn check(
     mode: DecodeErrors,
     body: &[u8],
-    answer: Result<crate::review::ReviewOut, String>,
+    answer: Result<admission_kit::review::envelope::ReviewOut, String>,
     report: &mut Report,
 ) -> Option<String> {
     let out = match answer {
@@ -184,14 +184,14 @@ fn check(
         }
     };
     report.reviews += 1;
-    let version = crate::review::claimed_api_version(body);
+    let version = admission_kit::review::envelope::claimed_api_version(body);
     if out.api_version != version {
         return Some(format!(
             "apiVersion {} for a {version} review",
             out.api_version
         ));
     }
-    let uid = crate::review::claimed_uid(body);
+    let uid = admission_kit::review::envelope::claimed_uid(body);
     if out.response.uid != uid {
         return Some(format!("uid {:?} for {uid:?}", out.response.uid));
     }
@@ -249,7 +249,7 @@ fn patch_problem(object: &Value, patch_b64: &str) -> Option<String> {
         }
         // Adding an empty value (`resources: {}`) where there was none changes the text but
         // nothing Go decodes: as much a no-op as an operation that leaves the object equal.
-        if doc == before || crate::diff::adds_nothing(&before, op) {
+        if doc == before || admission_kit::review::diff::adds_nothing(&before, op) {
             return Some(format!(
                 "an operation that changes nothing: {}",
                 serde_json::to_string(op).unwrap_or_default()

@@ -26,13 +26,14 @@ use tokio_rustls::TlsAcceptor;
 use tower::{Layer, Service, ServiceExt};
 use tracing::Instrument;
 
-use crate::app::{App, DecodeErrors};
-use crate::handler::{
+use crate::review::app::{App, DecodeErrors};
+use crate::review::envelope::{self, Response as ReviewResponse, ReviewOut, Status};
+use crate::review::handler::{
     Answer, Context, Decision, Handler, ReviewError, review_body, review_body_async,
 };
-use crate::metrics::Metrics;
-use crate::review::{self, Response as ReviewResponse, ReviewOut, Status};
-use crate::tls::{CertStore, TlsError, server_config};
+use crate::server::budget::Budget;
+use crate::server::metrics::Metrics;
+use crate::server::tls::{CertStore, TlsError, server_config};
 
 /// The body every response carries.
 pub type Body = Full<Bytes>;
@@ -52,7 +53,7 @@ pub struct ServeOptions {
     pub max_inflight_bytes: usize,
     /// Reviews in flight at once; beyond it, 429 before the body is read.
     pub max_concurrent_reviews: usize,
-    /// Open connections at most (see [`crate::conns`]); at the cap the oldest idle one is closed
+    /// Open connections at most (see [`crate::server::conns`]); at the cap the oldest idle one is closed
     /// to make room.
     pub max_connections: usize,
     /// Time allowed for a TLS handshake.
@@ -62,7 +63,7 @@ pub struct ServeOptions {
     /// Time allowed for reading a request's body.
     pub body_timeout: Duration,
     /// How long a connection may rest between reads and writes once its first byte came (which
-    /// must come within `header_timeout` of the handshake); see [`crate::idle`].
+    /// must come within `header_timeout` of the handshake); see [`crate::server::idle`].
     pub idle_timeout: Duration,
     /// After a stop signal, how long to keep serving while readiness reports false, so that
     /// endpoints controllers take the pod out of rotation before the listener closes.
@@ -99,7 +100,7 @@ impl Default for ServeOptions {
             // twice its bytes, and the process itself ~15 MiB.
             max_inflight_bytes: 32 * 1024 * 1024,
             max_concurrent_reviews: 256,
-            max_connections: crate::conns::default_cap(),
+            max_connections: crate::server::conns::default_cap(),
             handshake_timeout: Duration::from_secs(10),
             max_connection_age: None,
             client_ca_file: None,
@@ -256,8 +257,8 @@ impl ReviewService {
                     DecodeErrors::Errored => json(
                         StatusCode::OK,
                         e.errored_review(
-                            review::claimed_api_version(body),
-                            review::claimed_uid(body),
+                            envelope::claimed_api_version(body),
+                            envelope::claimed_uid(body),
                         )
                         .to_bytes(),
                     ),
@@ -294,47 +295,6 @@ impl Service<Request<Bytes>> for ReviewService {
             let answered = review_body_async(this.handler.as_ref(), &body, &this.ctx).await;
             Ok(this.answer(&body, answered))
         }))
-    }
-}
-
-/// What all reviews in flight may hold together: bytes and a count, shared by every endpoint.
-#[derive(Debug)]
-pub struct Budget {
-    bytes: Arc<tokio::sync::Semaphore>,
-    reviews: Arc<tokio::sync::Semaphore>,
-    total_bytes: usize,
-}
-
-impl Budget {
-    /// `bytes` (at least `body_limit`, so a body the limit allows can always be admitted alone)
-    /// and `reviews` at once.
-    pub fn new(bytes: usize, body_limit: usize, reviews: usize) -> Self {
-        let total_bytes = bytes.max(body_limit).max(1);
-        Self {
-            bytes: Arc::new(tokio::sync::Semaphore::new(total_bytes)),
-            reviews: Arc::new(tokio::sync::Semaphore::new(reviews.max(1))),
-            total_bytes,
-        }
-    }
-
-    /// Bytes reserved by reviews in flight now.
-    pub fn in_use(&self) -> usize {
-        self.total_bytes
-            .saturating_sub(self.bytes.available_permits())
-    }
-
-    /// Reserves one review of `bytes`, or `None` when the budget is spent.
-    fn reserve(
-        &self,
-        bytes: usize,
-    ) -> Option<(
-        tokio::sync::OwnedSemaphorePermit,
-        tokio::sync::OwnedSemaphorePermit,
-    )> {
-        let review = self.reviews.clone().try_acquire_owned().ok()?;
-        let n = u32::try_from(bytes.max(1)).unwrap_or(u32::MAX);
-        let bytes = self.bytes.clone().try_acquire_many_owned(n).ok()?;
-        Some((review, bytes))
     }
 }
 
@@ -406,7 +366,7 @@ where
         let inner = self.inner.clone();
         let cfg = self.cfg.clone();
         Box::pin(async move {
-            let v1 = review::V1;
+            let v1 = envelope::V1;
             if req.method() != Method::POST {
                 let mut r = review_error(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -797,7 +757,7 @@ impl Server {
             listener,
             metrics_listener,
             tls: match &opts.client_ca_file {
-                Some(ca) => crate::tls::server_config_with_clients(certs, ca)?,
+                Some(ca) => crate::server::tls::server_config_with_clients(certs, ca)?,
                 None => server_config(certs)?,
             },
             router,
@@ -851,8 +811,10 @@ impl Server {
             tokio::time::sleep(delay).await;
         };
         tokio::pin!(shutdown);
-        let conns = crate::conns::Connections::new(self.opts.max_connections);
-        let trimmer = tokio::spawn(crate::trim::after_bursts(self.router.budget.clone()));
+        let conns = crate::server::conns::Connections::new(self.opts.max_connections);
+        let trimmer = tokio::spawn(crate::server::trim::after_bursts(
+            self.router.budget.clone(),
+        ));
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -900,14 +862,14 @@ impl Server {
                         }
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let busy = registered.busy.clone();
-                        // HTTP/1.1 request heads are bounded here, not by hyper (see crate::idle).
-                        let head = crate::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
+                        // HTTP/1.1 request heads are bounded here, not by hyper (see crate::server::idle).
+                        let head = crate::server::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
                         let started = head.started();
                         let served = started.clone();
                         let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                             let router = router.clone();
                             started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-                            let answering = crate::conns::Busy::start(&busy);
+                            let answering = crate::server::conns::Busy::start(&busy);
                             async move {
                                 let _answering = answering;
                                 Ok::<_, Infallible>(router.handle(req).await)
@@ -936,7 +898,7 @@ impl Server {
                             .initial_connection_window_size(1 << 20)
                             .initial_stream_window_size(1 << 20)
                             .max_header_list_size(64 * 1024);
-                        let mut tls = crate::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
+                        let mut tls = crate::server::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
                         if !h2 {
                             tls = tls.with_head_deadline(head);
                         }
@@ -1000,7 +962,7 @@ fn client_allowed<IO>(
         .1
         .peer_certificates()
         .and_then(|c| c.first())
-        .map(crate::mtls::peer_names)
+        .map(crate::server::mtls::peer_names)
         .unwrap_or_default();
     if names.iter().any(|n| allowed.contains(n)) {
         Ok(())
@@ -1039,7 +1001,7 @@ pub type Ready = Arc<dyn Fn() -> Result<(), &'static str> + Send + Sync>;
 #[derive(Debug, Clone, Copy)]
 pub struct ProbeLimits {
     /// Open connections at most; at the cap the oldest idle one is closed (see
-    /// [`crate::conns`]), so a kubelet probe always finds room while a flood evicts itself.
+    /// [`crate::server::conns`]), so a kubelet probe always finds room while a flood evicts itself.
     pub max_connections: usize,
     /// Time for the first byte, and for an HTTP/1.1 request head.
     pub first_byte: Duration,
@@ -1048,7 +1010,7 @@ pub struct ProbeLimits {
 }
 
 impl Default for ProbeLimits {
-    /// 32 connections (within the 128 descriptors [`crate::conns::default_cap`] leaves beside the
+    /// 32 connections (within the 128 descriptors [`crate::server::conns::default_cap`] leaves beside the
     /// webhook port), 5 s to the first byte, 60 s idle (Prometheus scrapes every 15–60 s and
     /// reconnects when closed).
     fn default() -> Self {
@@ -1074,7 +1036,7 @@ pub async fn serve_probes_with(
     ready: Ready,
     limits: ProbeLimits,
 ) {
-    let conns = crate::conns::Connections::new(limits.max_connections);
+    let conns = crate::server::conns::Connections::new(limits.max_connections);
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(v) => v,
@@ -1095,7 +1057,7 @@ pub async fn serve_probes_with(
         tokio::spawn(async move {
             let busy = registered.busy.clone();
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let answering = crate::conns::Busy::start(&busy);
+                let answering = crate::server::conns::Busy::start(&busy);
                 let path = req.uri().path();
                 let resp = if path == "/metrics" {
                     let mut r = text(StatusCode::OK, render());
@@ -1130,7 +1092,7 @@ pub async fn serve_probes_with(
                 .initial_stream_window_size(16 * 1024)
                 .max_header_list_size(16 * 1024)
                 .max_send_buf_size(256 * 1024);
-            let io = crate::idle::IdleTimeout::new(stream, limits.first_byte, limits.idle);
+            let io = crate::server::idle::IdleTimeout::new(stream, limits.first_byte, limits.idle);
             let conn = builder.serve_connection(TokioIo::new(io), svc);
             // Evicted means idle (no request being answered): dropped at once, so that its
             // descriptor is free before the next one is accepted.

@@ -4,7 +4,9 @@
 //! (admitted pods and outstanding reservations), scheduling-webhook's in-process evaluation the
 //! usage of each quota's `child-request` annotation.
 
-use crate::ledger::{Amount, Amounts, QUOTA_KEYS, UNCHECKED};
+use admission_kit::compat::resources::{Amount, Amounts};
+
+use crate::spec::{QUOTA_KEYS, UNCHECKED};
 use crate::tree::{self, QuotaLookup};
 
 /// One quota of the chain a workload is charged along (its own, then each ancestor).
@@ -215,7 +217,7 @@ pub fn decide(
 
 #[cfg(test)]
 mod tests {
-    use admission_kit::go::QuantityFormat;
+    use admission_kit::compat::go::QuantityFormat;
 
     use super::*;
 

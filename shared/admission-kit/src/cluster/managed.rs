@@ -33,9 +33,9 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::mtls::{Pki, Validity};
-use crate::registration::{RegisterError, Registered, Registrar};
-use crate::tls::{CertStore, TlsError, certified_key, pem_chain, validity};
+use crate::cluster::registration::{RegisterError, Registered, Registrar};
+use crate::server::mtls::{Pki, Validity};
+use crate::server::tls::{CertStore, TlsError, certified_key, pem_chain, validity};
 
 /// Secret key of the signing CA's certificate.
 pub const CA_CERT: &str = "ca.crt";
@@ -157,7 +157,7 @@ impl Material {
             next: pair(NEXT_CERT, NEXT_KEY),
             serving: pair(TLS_CERT, TLS_KEY),
             bundle: text(BUNDLE)
-                .map(|b| crate::tls::pem_blocks(&b))
+                .map(|b| crate::server::tls::pem_blocks(&b))
                 .unwrap_or_default(),
             next_registered_at: ann.get(REGISTERED_AT).and_then(|s| time_of(s)),
             promoted_at: ann.get(PROMOTED_AT).and_then(|s| time_of(s)),
@@ -715,16 +715,16 @@ impl Serve for CertStore {
 #[derive(Debug)]
 pub struct MutualTls {
     /// The configuration for new connections.
-    pub config: Arc<crate::mtls::Reloading<rustls::ServerConfig>>,
+    pub config: Arc<crate::server::mtls::Reloading<rustls::ServerConfig>>,
     loaded: std::sync::atomic::AtomicBool,
 }
 
 impl MutualTls {
     /// Not loaded yet: until the first pair is taken, handshakes fail (no certificate).
     pub fn new() -> Result<Arc<Self>, TlsError> {
-        let none = crate::tls::server_config(CertStore::new())?;
+        let none = crate::server::tls::server_config(CertStore::new())?;
         Ok(Arc::new(Self {
-            config: crate::mtls::Reloading::fixed(none),
+            config: crate::server::mtls::Reloading::fixed(none),
             loaded: std::sync::atomic::AtomicBool::new(false),
         }))
     }
@@ -737,7 +737,7 @@ impl MutualTls {
 
 impl Serve for MutualTls {
     fn take(&self, pair: &Pair, bundle: &[String]) -> Result<(), TlsError> {
-        let cfg = crate::mtls::server_config_from_pem(
+        let cfg = crate::server::mtls::server_config_from_pem(
             pair.cert.as_bytes(),
             pair.key.as_bytes(),
             bundle.concat().as_bytes(),
@@ -776,10 +776,11 @@ fn watch_secret(
 pub fn client_config_from_secret(
     namespace: String,
     name: String,
-) -> Result<Arc<crate::mtls::Reloading<rustls::ClientConfig>>, TlsError> {
+) -> Result<Arc<crate::server::mtls::Reloading<rustls::ClientConfig>>, TlsError> {
     use futures::StreamExt as _;
     use kube::runtime::WatchStreamExt as _;
-    let config = crate::mtls::Reloading::fixed(crate::mtls::client_config_refusing()?);
+    let config =
+        crate::server::mtls::Reloading::fixed(crate::server::mtls::client_config_refusing()?);
     let out = config.clone();
     tokio::spawn(async move {
         let client = match kube::Client::try_default().await {
@@ -808,7 +809,7 @@ pub fn client_config_from_secret(
                 continue;
             }
             let built = certified_key(pair.cert.as_bytes(), pair.key.as_bytes()).and_then(|_| {
-                crate::mtls::client_config_from_pem(
+                crate::server::mtls::client_config_from_pem(
                     pair.cert.as_bytes(),
                     pair.key.as_bytes(),
                     c.ca.as_bytes(),
@@ -1292,7 +1293,7 @@ mod tests {
 
     #[test]
     fn first_install_serves_at_once_with_the_bundle_registered_first() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
         let mut w = World::default();
@@ -1320,7 +1321,7 @@ mod tests {
     /// client's certificate against what the server trusts.
     #[test]
     fn every_served_certificate_verifies_through_rotations() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let p = policy(90, 15, 6);
         let lag = 3; // seconds, below the propagation delay
         let start = SystemTime::now();
@@ -1338,7 +1339,7 @@ mod tests {
             if t >= lag {
                 verifies(&served, &seen(lag).configs, &p.names, now)
                     .unwrap_or_else(|e| panic!("at {t}s: {e}; events so far {events:?}"));
-                let client_ca = crate::tls::pem_blocks(&seen(lag).clients["caller"].ca);
+                let client_ca = crate::server::tls::pem_blocks(&seen(lag).clients["caller"].ca);
                 verifies(&served, &client_ca, &p.names, now)
                     .unwrap_or_else(|e| panic!("client at {t}s: {e}"));
                 let cert = seen(lag).clients["caller"].pair.clone().unwrap().cert;
@@ -1365,7 +1366,7 @@ mod tests {
 
     #[test]
     fn a_deleted_secret_keeps_what_the_configurations_trust_until_the_switch() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
         let mut w = World::default();
@@ -1394,7 +1395,7 @@ mod tests {
 
     #[test]
     fn a_corrupted_or_mismatched_pair_is_replaced() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::now();
         let mut w = World::default();
@@ -1416,7 +1417,7 @@ mod tests {
 
     #[test]
     fn material_round_trips_through_a_secret() {
-        crate::tls::install_crypto_provider();
+        crate::server::tls::install_crypto_provider();
         let p = policy(3600, 600, 60);
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let mut w = World::default();

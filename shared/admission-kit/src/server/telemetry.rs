@@ -341,27 +341,28 @@ mod tests {
         let w = out.clone();
         let subscriber = tracing_subscriber::registry().with(json_lines(move || w.clone()));
         let _default = tracing::subscriber::set_default(subscriber);
-        let observed = crate::server::ObserveLayer {
+        let observed = crate::server::http::ObserveLayer {
             path: "/validate-x",
-            metrics: crate::metrics::Metrics::new().unwrap(),
+            metrics: crate::server::metrics::Metrics::new().unwrap(),
         }
         .layer(tower::service_fn(|_: http::Request<()>| async {
-            let mut resp = http::Response::new(crate::server::Body::default());
-            resp.extensions_mut().insert(crate::handler::Decision {
-                uid: "u-7".into(),
-                kind: "Model".into(),
-                namespace: "ns".into(),
-                name: "m \"1\"".into(),
-                operation: "CREATE",
-                allowed: false,
-                denials: vec![crate::handler::Denial {
-                    rule: "MV-01",
-                    field: "spec.a".into(),
-                    message: "bad".into(),
-                }],
-                applied: vec!["MM-1", "MM-2"],
-                ..Default::default()
-            });
+            let mut resp = http::Response::new(crate::server::http::Body::default());
+            resp.extensions_mut()
+                .insert(crate::review::handler::Decision {
+                    uid: "u-7".into(),
+                    kind: "Model".into(),
+                    namespace: "ns".into(),
+                    name: "m \"1\"".into(),
+                    operation: "CREATE",
+                    allowed: false,
+                    denials: vec![crate::review::handler::Denial {
+                        rule: "MV-01",
+                        field: "spec.a".into(),
+                        message: "bad".into(),
+                    }],
+                    applied: vec!["MM-1", "MM-2"],
+                    ..Default::default()
+                });
             Ok::<_, std::convert::Infallible>(resp)
         }));
         observed.oneshot(http::Request::new(())).await.unwrap();

@@ -9,7 +9,7 @@
 //! (`1h30m`, `µs`, `30m0.5s`), which no Rust duration crate reproduces.
 
 use std::borrow::Cow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// the error is Go's text (`strconv.Atoi: parsing "x": invalid syntax`, `… value out of range`).
 pub fn atoi(s: &str) -> Result<i64, String> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let fail = |why: &str| format!("strconv.Atoi: parsing {}: {why}", crate::field::go_quote(s));
+    let fail = |why: &str| format!("strconv.Atoi: parsing {}: {why}", go_quote(s));
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(fail("invalid syntax"));
     }
@@ -689,15 +689,6 @@ impl Quantity {
         self.number
     }
 
-    /// The value as a field error shows it: a number as its digits, text quoted.
-    pub fn bad_value(&self) -> crate::field::BadValue {
-        if self.number {
-            crate::field::BadValue::Raw(self.text.clone())
-        } else {
-            crate::field::BadValue::Str(self.text.clone())
-        }
-    }
-
     /// The numeric content.
     pub fn value(&self) -> &ParsedQuantity {
         &self.parsed
@@ -743,9 +734,8 @@ impl<'de> Deserialize<'de> for Quantity {
                 )));
             }
         };
-        let parsed = parse_quantity(text.trim()).map_err(|e| {
-            D::Error::custom(format_args!("{e}: {}", crate::field::go_quote(&text)))
-        })?;
+        let parsed = parse_quantity(text.trim())
+            .map_err(|e| D::Error::custom(format_args!("{e}: {}", go_quote(&text))))?;
         Ok(Self {
             text,
             number,
@@ -1050,8 +1040,88 @@ fn exceeds(digits: &str, exp10: i32, limit: &str) -> bool {
     }
 }
 
+/// Whether Go's `strconv.IsPrint` holds: letters, marks, numbers, punctuation, symbols and the
+/// ASCII space. Everything else (other spaces such as U+00A0, line and paragraph separators,
+/// controls, format characters such as U+200B, private use, unassigned) is escaped by `%q`.
+/// General categories from `unicode-general-category` (std has none).
+fn go_is_print(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    c == ' '
+        || !matches!(
+            get_general_category(c),
+            G::SpaceSeparator
+                | G::LineSeparator
+                | G::ParagraphSeparator
+                | G::Control
+                | G::Format
+                | G::Surrogate
+                | G::PrivateUse
+                | G::Unassigned
+        )
+}
+
+/// A string as Go's `encoding/json` writes it, which is how apimachinery (v0.34) prints a bad
+/// value of a named string type or of a struct: `"`, `\\` and control characters escaped
+/// (`\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX`), `<`, `>`, `&`, U+2028 and U+2029 as `\uXXXX`.
+pub fn go_json_quote(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Quotes a string as Go's `strconv.Quote` (`%q`) does, which is how apimachinery prints string
+/// values: `"nginx latest"`, a tab as `\t`, a no-break space as `\u00a0`, printable non-ASCII
+/// text as it is.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if go_is_print(c) => out.push(c),
+            c if (c as u32) < 0x10000 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
+
     #[test]
     fn duration_errors_in_go_words() {
         // Each line as Go 1.26's time.ParseDuration prints it.
@@ -1392,7 +1462,6 @@ mod tests {
                 (a - b).abs() <= b.abs() * 1e-12,
                 "{text} -> {c}: {a} vs {b}"
             );
-            crate::fuzzing::quantity_and_duration(text.as_bytes());
         }
     }
 
@@ -1545,7 +1614,7 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
         '\'' => "'\\''".to_owned(),
         '"' => "'\"'".to_owned(),
         c => {
-            let q = crate::field::go_quote(&c.to_string());
+            let q = go_quote(&c.to_string());
             format!("'{}'", &q[1..q.len() - 1])
         }
     };
@@ -1665,7 +1734,7 @@ fn innermost_container(text: &str) -> Option<char> {
 
 #[cfg(test)]
 mod json_error_tests {
-    use super::go_json_syntax_error;
+    use super::{go_json_quote, go_json_syntax_error, go_quote};
 
     fn err(s: &str) -> String {
         let e = serde_json::from_str::<serde_json::Value>(s).err().unwrap();
@@ -1736,6 +1805,41 @@ mod json_error_tests {
             ),
         ] {
             assert_eq!(err(input), go, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn go_json_quote_escapes_as_encoding_json() {
+        assert_eq!(go_json_quote("50%"), "\"50%\"");
+        assert_eq!(
+            go_json_quote("a\"b\\c\n\u{1}<>&\u{2028}é"),
+            "\"a\\\"b\\\\c\\n\\u0001\\u003c\\u003e\\u0026\\u2028é\""
+        );
+    }
+
+    #[test]
+    fn go_quote_escapes_controls() {
+        assert_eq!(go_quote("x\"y\\z\n\u{1}"), "\"x\\\"y\\\\z\\n\\x01\"");
+        assert_eq!(go_quote("µs"), "\"µs\"");
+    }
+
+    /// Item 2 of the upstream-parity issue: `%q` escapes what Go's `IsPrint` rejects, and only
+    /// that.
+    #[test]
+    fn item_2_go_quote_escapes_what_go_does_not_print() {
+        for (input, quoted) in [
+            ("a\u{a0}b", "\"a\\u00a0b\""),
+            ("\u{ad}", "\"\\u00ad\""),
+            ("\u{85}", "\"\\u0085\""),
+            ("x\u{2028}", "\"x\\u2028\""),
+            ("\u{200b}", "\"\\u200b\""),
+            ("\u{feff}", "\"\\ufeff\""),
+            ("\u{e000}", "\"\\ue000\""),
+            ("\u{10ffff}", "\"\\U0010ffff\""),
+            ("\u{3000}", "\"\\u3000\""),
+            ("nginx:1.25 é 中 😀", "\"nginx:1.25 é 中 😀\""),
+        ] {
+            assert_eq!(go_quote(input), quoted, "{input:?}");
         }
     }
 }

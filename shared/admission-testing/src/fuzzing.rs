@@ -1,11 +1,11 @@
 //! Entry points for fuzzing (the libFuzzer targets in `fuzz/`, run bounded by `cargo xtask
 //! test` and at length by `cargo xtask fuzz`). What must hold for any input: no panic, no hang,
 //! and every review either answered with an AdmissionReview that encodes, or refused with a
-//! [`ReviewError`](crate::handler::ReviewError).
+//! [`ReviewError`](admission_kit::review::handler::ReviewError).
 
-use crate::app::App;
-use crate::go::{GoDuration, Quantity};
-use crate::handler::{Context, review_body};
+use admission_kit::compat::go::{GoDuration, Quantity};
+use admission_kit::review::app::App;
+use admission_kit::review::handler::{Context, review_body};
 
 /// Runs `data` through one endpoint of `app`: the first byte picks the endpoint, the rest is
 /// the request body, decoded, decided and encoded exactly as the server does.
@@ -33,7 +33,7 @@ pub fn quantity_and_duration(data: &[u8]) {
     };
     // The decode checks' parse-free check must agree with the parser on every text.
     assert_eq!(
-        crate::go::check_quantity_text(text),
+        admission_kit::compat::go::check_quantity_text(text),
         Quantity::parse(text).map(drop),
         "check and parse disagree on {text:?}"
     );
@@ -59,7 +59,7 @@ pub fn quantity_and_duration(data: &[u8]) {
         let _ = (
             v.to_f64(),
             v.milli_value(),
-            crate::resources::Amount::try_of("cpu", &k8s),
+            admission_kit::compat::resources::Amount::try_of("cpu", &k8s),
         );
     }
     if let Ok(d) = GoDuration::parse(text) {
@@ -71,5 +71,27 @@ pub fn quantity_and_duration(data: &[u8]) {
             d.nanos(),
             "canonical {canonical:?} of {text:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Inputs the fuzzer once found (long mantissas, huge binary suffixes) and ordinary ones
+    /// hold the entry point's checks.
+    #[test]
+    fn found_inputs_hold_the_quantity_and_duration_checks() {
+        for text in [
+            "2.155555555555555555555555555555555555555",
+            "1555555555555555555555530073558Gi",
+            "15555555555555555555555555555555555.5Ki",
+            "100m",
+            "1e3",
+            "-0.5Gi",
+            "1h2m3.5s",
+            "-1.5µs",
+            "",
+        ] {
+            super::quantity_and_duration(text.as_bytes());
+        }
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use admission_kit::Operation;
-use admission_kit::resources::{Amount, Amounts, add, amounts, cmp_quantities, go_text};
+use admission_kit::compat::resources::{Amount, Amounts, add, amounts, cmp_quantities, go_text};
 
 use crate::types::{ElasticQuota, ResourceList};
 
@@ -350,7 +350,7 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     let sw = annotation(q, SHARED_WEIGHT);
     if !sw.is_empty() {
         // Decoded as Go decodes a ResourceList: its JSON and quantity errors in Go's words.
-        let parsed = admission_kit::go::decode_resource_list(sw)?;
+        let parsed = admission_kit::compat::go::decode_resource_list(sw)?;
         let neg: Vec<String> = parsed
             .iter()
             .filter(|(_, q)| q.negative && !q.is_zero())

@@ -73,7 +73,7 @@ pub fn tune_malloc() {
     }
 }
 
-use crate::server::Budget;
+use crate::server::budget::Budget;
 
 /// Growth of the resident size that makes an idle server trim.
 const GROWTH: usize = 4 * 1024 * 1024;

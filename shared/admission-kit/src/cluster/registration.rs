@@ -13,90 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use kube::api::{Api, Patch, PatchParams};
-use serde::{Deserialize, Serialize};
 
-use crate::app::{App, FailurePolicy, WebhookKind};
-
-/// An endpoint's `objectSelector` as the endpoint table lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SelectorInfo {
-    /// The label.
-    pub key: String,
-    /// `In` or `NotIn`.
-    pub operator: crate::app::SelectorOperator,
-    /// The values.
-    pub values: Vec<String>,
-}
-
-/// One endpoint as registration sees it; `<binary> endpoints` prints these as JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EndpointInfo {
-    /// URL path.
-    pub path: String,
-    /// `Validating` or `Mutating`.
-    pub kind: String,
-    /// `Fail` or `Ignore`.
-    pub failure_policy: String,
-    /// API group of the target resource.
-    pub group: String,
-    /// API version.
-    pub version: String,
-    /// Resource (with `/subresource` when it targets one).
-    pub resource: String,
-    /// Operations.
-    pub operations: Vec<String>,
-    /// `objectSelector`: one label requirement.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object_selector: Option<SelectorInfo>,
-    /// `sideEffects`: `None` or `NoneOnDryRun`.
-    #[serde(default = "no_side_effects")]
-    pub side_effects: String,
-    /// The webhook's name before the configuration's (`<name>.<configuration>.admission.local`)
-    /// when not the path's: several webhooks on one path ([`crate::App::registers_also`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-fn no_side_effects() -> String {
-    "None".into()
-}
-
-impl EndpointInfo {
-    /// Every endpoint of an app that we register (not those of [`Target::unregistered`]).
-    ///
-    /// [`Target::unregistered`]: crate::Target::unregistered
-    pub fn of(app: &App) -> Vec<Self> {
-        app.endpoints
-            .iter()
-            .filter(|e| !e.target.is_unregistered())
-            .map(|e| Self {
-                path: e.path.to_owned(),
-                kind: match e.kind {
-                    WebhookKind::Validating => "Validating".into(),
-                    WebhookKind::Mutating => "Mutating".into(),
-                },
-                failure_policy: e.failure_policy.as_str().to_owned(),
-                group: e.target.group.clone(),
-                version: e.target.version.clone(),
-                resource: e.target.resource.clone(),
-                operations: e
-                    .target
-                    .operations
-                    .iter()
-                    .map(|o| o.as_str().to_owned())
-                    .collect(),
-                object_selector: e.object_selector.map(|s| SelectorInfo {
-                    key: s.key.to_owned(),
-                    operator: s.operator,
-                    values: s.values.iter().map(|v| (*v).to_owned()).collect(),
-                }),
-                side_effects: e.side_effects.as_str().to_owned(),
-                name: None,
-            })
-            .collect()
-    }
-}
+use crate::review::app::{EndpointInfo, FailurePolicy};
 
 /// How the API server reaches the webhooks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -420,7 +338,7 @@ impl Registrar {
         };
         let mut cas = Vec::new();
         for b in &now {
-            for c in crate::tls::pem_blocks(&String::from_utf8_lossy(b)) {
+            for c in crate::server::tls::pem_blocks(&String::from_utf8_lossy(b)) {
                 if !cas.contains(&c) {
                     cas.push(c);
                 }

@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::go::null_as_default;
+use crate::compat::go::null_as_default;
 
 /// An object as rules see it: metadata and spec. Unlike kube-derive's kinds, a missing or null
 /// `spec` decodes as the zero spec, as Go's decoder leaves it; `status` and unknown keys are not

@@ -25,120 +25,13 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::app::WatchSpec;
-
-/// Why a lookup could not answer. Rules that need the answer deny (fail closed).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LookupError {
-    /// The name to look up is empty (the API client refuses this before sending anything).
-    #[error("resource name may not be empty")]
-    EmptyName,
-    /// The watch cache has not finished its initial list.
-    #[error("the cache of {0} has not finished its initial list")]
-    NotSynced(String),
-    /// The service does not watch this kind: a wiring mistake in the service.
-    #[error("{0} is not watched by this service")]
-    NotWatched(String),
-    /// A read from the API server failed or took too long.
-    #[error("{0}")]
-    Unreadable(String),
-}
-
-/// Identifies a kind: `apiVersion` plus `kind`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TypeKey {
-    /// `group/version`, or `version` for the core group.
-    pub api_version: String,
-    /// The kind.
-    pub kind: String,
-}
-
-impl TypeKey {
-    /// The key of a statically typed kind.
-    pub fn of<K: Resource<DynamicType = ()>>() -> Self {
-        Self {
-            api_version: K::api_version(&()).into_owned(),
-            kind: K::kind(&()).into_owned(),
-        }
-    }
-
-    fn of_resource(ar: &ApiResource) -> Self {
-        Self {
-            api_version: ar.api_version.clone(),
-            kind: ar.kind.clone(),
-        }
-    }
-}
-
-impl std::fmt::Display for TypeKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.api_version, self.kind)
-    }
-}
-
-/// Read access to the cluster objects rules depend on.
-pub trait ClusterState: Send + Sync {
-    /// One object by namespace (None for cluster-scoped) and name. Rules go through
-    /// [`crate::handler::Context::get`], which refuses an empty name as the API client does.
-    fn get(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, LookupError>;
-
-    /// All objects of a kind, optionally within one namespace.
-    fn list(
-        &self,
-        ty: &TypeKey,
-        namespace: Option<&str>,
-    ) -> Result<Vec<Arc<DynamicObject>>, LookupError>;
-
-    /// One object of any kind as the API server has it now, from no cache: for the rare review
-    /// that needs an object of a kind nobody watches (the workload behind a `scale` review).
-    /// States without an API server look among their own objects; the default knows none.
-    fn read_now(
-        &self,
-        resource: &ApiResource,
-        _namespace: Option<&str>,
-        _name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        Err(LookupError::NotWatched(resource.kind.clone()))
-    }
-
-    /// A value that changes whenever the objects of `ty` change, and that no other state
-    /// shares: what a rule derived from a list of them holds while it is the same, without
-    /// listing again. `None` (the default) when the state does not keep one.
-    fn generation(&self, _ty: &TypeKey) -> Option<Generation> {
-        None
-    }
-}
-
-/// See [`ClusterState::generation`]: the state's identity and its count of changes to a kind.
-pub type Generation = (u64, u64);
+use crate::review::app::WatchSpec;
+use crate::review::lookup::{ClusterState, Generation, LookupError, TypeKey};
 
 /// Each [`StaticState`] gets its own identity, so generations of two states never compare equal.
 fn next_state_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// A state with nothing in it; every lookup finds nothing.
-#[derive(Debug, Default)]
-pub struct EmptyState;
-
-impl ClusterState for EmptyState {
-    fn get(
-        &self,
-        _: &TypeKey,
-        _: Option<&str>,
-        _: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
-        Ok(None)
-    }
-    fn list(&self, _: &TypeKey, _: Option<&str>) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
-        Ok(Vec::new())
-    }
 }
 
 /// Why a state file could not be loaded.
@@ -404,19 +297,19 @@ fn read_blocking(
     Some(match got {
         Ok(Ok(Some(mut o))) => {
             o.managed_fields_mut().clear();
-            crate::metrics::state_live_read(kind, "found");
+            crate::server::metrics::state_live_read(kind, "found");
             Ok(Some(Arc::new(o)))
         }
         Ok(Ok(None)) => {
-            crate::metrics::state_live_read(kind, "absent");
+            crate::server::metrics::state_live_read(kind, "absent");
             Ok(None)
         }
         Ok(Err(e)) => {
-            crate::metrics::state_live_read(kind, "error");
+            crate::server::metrics::state_live_read(kind, "error");
             Err(e.to_string())
         }
         Err(_) => {
-            crate::metrics::state_live_read(kind, "error");
+            crate::server::metrics::state_live_read(kind, "error");
             Err(format!(
                 "no answer within {} ms",
                 LIVE_READ_DEADLINE.as_millis()
@@ -733,7 +626,7 @@ impl ClusterState for WatchState {
         let api = api_for::<DynamicObject>(&self.client, namespace, resource);
         read_blocking(&resource.kind, api.get_opt(name))
             .unwrap_or_else(|| {
-                crate::metrics::state_live_read(&resource.kind, "error");
+                crate::server::metrics::state_live_read(&resource.kind, "error");
                 Err("no multi-threaded runtime to read from".into())
             })
             .map_err(|why| {

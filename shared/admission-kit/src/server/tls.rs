@@ -308,37 +308,10 @@ impl CertFiles {
     }
 }
 
-/// A CA and a serving certificate signed by it, made in memory.
-pub struct SelfSigned {
-    /// The CA certificate, PEM: the `caBundle` of webhook configurations.
-    pub ca_pem: String,
-    /// The serving certificate chain, PEM.
-    pub cert_pem: String,
-    /// The serving key, PEM.
-    pub key_pem: String,
-}
-
-impl SelfSigned {
-    /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
-    pub fn generate(names: &[String]) -> Result<Self, TlsError> {
-        let ca = crate::mtls::Pki::new("admission-kit self-signed CA")?;
-        let (cert_pem, key_pem) = ca.issue(names, true, false)?;
-        Ok(Self {
-            ca_pem: ca.ca_pem(),
-            cert_pem,
-            key_pem,
-        })
-    }
-
-    /// The serving key for the store.
-    pub fn certified_key(&self) -> Result<CertifiedKey, TlsError> {
-        certified_key(self.cert_pem.as_bytes(), self.key_pem.as_bytes())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::mtls::SelfSigned;
 
     #[test]
     fn self_signed_pair_loads() {
@@ -361,14 +334,14 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("does not belong"), "{e}");
-        let ca = crate::mtls::Pki::new("t").unwrap();
+        let ca = crate::server::mtls::Pki::new("t").unwrap();
         let past = std::time::SystemTime::now() - Duration::from_secs(7200);
         let (c, k) = ca
             .issue_for(
                 &["localhost".into()],
                 true,
                 false,
-                crate::mtls::Validity::starting(past, Duration::from_secs(3600)),
+                crate::server::mtls::Validity::starting(past, Duration::from_secs(3600)),
             )
             .unwrap();
         let e = certified_key(c.as_bytes(), k.as_bytes()).err().unwrap();

@@ -384,7 +384,7 @@ pub(crate) fn go_empty(v: &Value) -> bool {
 /// Whether `op` adds an empty value (`resources: {}`) under a key `doc` lacks: it changes the
 /// text but nothing a decoder reads, so it is left out of the patch (issue 14 item 5). Typed
 /// objects create such values when a rule reaches into an absent parent and writes nothing.
-pub(crate) fn adds_nothing(doc: &Value, op: &PatchOperation) -> bool {
+pub fn adds_nothing(doc: &Value, op: &PatchOperation) -> bool {
     let PatchOperation::Add(a) = op else {
         return false;
     };

@@ -1,0 +1,9 @@
+//! Layer 4, the API server: cluster state kept by watches or read from files ([`state`]),
+//! certificates the service manages in Secrets ([`managed`]), self-registration of the webhook
+//! configurations ([`registration`]).
+//!
+//! May use: [`crate::compat`], [`crate::review`], [`crate::server`].
+
+pub mod managed;
+pub mod registration;
+pub mod state;

@@ -1,0 +1,12 @@
+//! Layer 1, Go compatibility: what upstream's Go code computes and prints, reproduced so our
+//! decisions and messages match: Go durations and quantities ([`go`]), label selectors
+//! ([`selector`]), feature gates ([`gates`]), resource arithmetic and the pod-request formula
+//! ([`resources`]), apimachinery's name and percent checks ([`validation`]).
+//!
+//! May use: nothing else of the kit (only outside crates).
+
+pub mod gates;
+pub mod go;
+pub mod resources;
+pub mod selector;
+pub mod validation;
