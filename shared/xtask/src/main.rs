@@ -557,6 +557,22 @@ fn test(jobs: usize) -> Result<()> {
             totals.failed_binaries.push("soak".into());
         }
     }
+    // Nothing compiled twice: the same builds again must find every crate fresh (a crate built
+    // again means a feature set or environment differs between two steps of this run).
+    eprintln!("==> the test and release builds again: nothing may compile");
+    match compiled_again(&release) {
+        Ok(again) if again.is_empty() => totals.passed += 1,
+        Ok(again) => {
+            eprintln!("compiled a second time in one run:\n{}", again.join("\n"));
+            totals.failed += 1;
+            totals.failed_binaries.push("nothing compiled twice".into());
+        }
+        Err(e) => {
+            eprintln!("nothing compiled twice: {e:#}");
+            totals.failed += 1;
+            totals.failed_binaries.push("nothing compiled twice".into());
+        }
+    }
     eprintln!("all checks took {:.0?}", started.elapsed());
     // One closing line over every test binary.
     println!("{} passed, {} failed", totals.passed, totals.failed);
@@ -660,6 +676,43 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     // Cargo's directory for a profile: `dev` builds into debug.
     let dir = if profile == "dev" { "debug" } else { profile };
     Ok(root().join("target").join(dir))
+}
+
+/// Runs the test command's two builds again (`cargo test --workspace --no-run`, and the
+/// `quick-release` build of `release`) and returns the `Compiling …` lines cargo printed: none
+/// when everything the run built is reused.
+fn compiled_again(release: &[&str]) -> Result<Vec<String>> {
+    let mut tests = cargo();
+    tests.args(["test", "--workspace", "--no-run"]);
+    let mut quick = cargo();
+    quick
+        .args(["build", "--profile", TEST_RELEASE_PROFILE])
+        .env("RUSTFLAGS", image::remap_rustflags(&root()));
+    for p in release {
+        quick.args(["-p", p]);
+    }
+    let mut again = Vec::new();
+    for (mut cmd, what) in [
+        (tests, "cargo test --workspace --no-run"),
+        (quick, "cargo build --profile quick-release"),
+    ] {
+        let out = cmd.output().with_context(|| what.to_owned())?;
+        if !out.status.success() {
+            bail!(
+                "{what} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        again.extend(
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("Compiling "))
+                .map(|l| format!("{what}: {l}")),
+        );
+    }
+    Ok(again)
 }
 
 /// The profile images ship (release code, fat LTO, no debug info, stripped).
