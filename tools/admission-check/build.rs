@@ -187,7 +187,6 @@ fn main() {
     let root = manifest.join("../..");
     let mut docs = Vec::new();
     let services = root.join("services");
-    println!("cargo:rerun-if-changed={}", services.display());
     println!("cargo:rerun-if-changed=src/apiserver.rs");
     println!("cargo:rerun-if-changed=src/rule_id.rs");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&services)
@@ -199,12 +198,24 @@ fn main() {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The sources only: tests write and remove files in a package's directory, and a
+        // directory watched whole would rebuild this crate after every test run.
+        println!("cargo:rerun-if-changed={}", dir.join("src").display());
         let mut files = Vec::new();
         rust_files(&dir.join("src"), &mut files);
         for f in files {
             let rel = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
             scan(&rel, &service, &f, &mut docs);
         }
+    }
+    // The quota tree rules quota-state runs live in the crate it shares with the webhook.
+    let protocol = root.join("shared/quota-protocol/src");
+    println!("cargo:rerun-if-changed={}", protocol.display());
+    let mut files = Vec::new();
+    rust_files(&protocol, &mut files);
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
+        scan(&rel, "quota-state", &f, &mut docs);
     }
     scan(
         "tools/admission-check/src/apiserver.rs",

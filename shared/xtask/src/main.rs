@@ -561,7 +561,10 @@ fn test(jobs: usize) -> Result<()> {
     // again means a feature set or environment differs between two steps of this run).
     eprintln!("==> the test and release builds again: nothing may compile");
     match compiled_again(&release) {
-        Ok(again) if again.is_empty() => totals.passed += 1,
+        Ok(again) if again.is_empty() => {
+            eprintln!("nothing compiled: every crate of this run's builds was reused");
+            totals.passed += 1;
+        }
         Ok(again) => {
             eprintln!("compiled a second time in one run:\n{}", again.join("\n"));
             totals.failed += 1;
