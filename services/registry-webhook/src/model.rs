@@ -166,6 +166,10 @@ fn mv_07_17_autoscaling_scope(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-07: no `scalingCost` without model-level autoscaling.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1, scalingCost: 5}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1}]}}`
 fn mv_07_no_cost(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.scaling_cost != 0 {
         errs.push(FieldError::forbidden(
@@ -177,6 +181,10 @@ fn mv_07_no_cost(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
 }
 
 /// MV-08: no `scaleToZeroGracePeriod` without model-level autoscaling.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1}]}}`
 fn mv_08_no_grace_period(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.scale_to_zero_grace_period.is_some() {
         errs.push(FieldError::forbidden(
@@ -188,6 +196,10 @@ fn mv_08_no_grace_period(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
 }
 
 /// MV-09: no `costExpansionRatePercent` (any value) without model-level autoscaling.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 0, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 1}]}}`
 fn mv_09_no_cost_expansion_rate(spec: &ModelSpec, errs: &mut ErrorList) {
     if spec.cost_expansion_rate_percent.is_some() {
         errs.push(FieldError::forbidden(
@@ -199,6 +211,10 @@ fn mv_09_no_cost_expansion_rate(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-10: a backend with its own autoscaling needs `minReplicas` ≥ 1.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 0, maxReplicas: 2, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}}]}}`
 fn mv_10_backend_autoscaling_min(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.autoscaling_policy.is_some() && b.min_replicas < 1 {
         errs.push(FieldError::invalid(
@@ -230,6 +246,10 @@ fn mv_11_static_min_eq_max(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
 }
 
 /// MV-12: with model-level autoscaling, `minReplicas` ≥ 0.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: -1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_12_min_non_negative(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.min_replicas < 0 {
         errs.push(FieldError::invalid(
@@ -242,6 +262,10 @@ fn mv_12_min_non_negative(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
 }
 
 /// MV-13: with model-level autoscaling, every backend has a non-zero `scalingCost`.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_13_cost_required(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.scaling_cost == 0 {
         errs.push(FieldError::required(
@@ -264,6 +288,10 @@ fn mv_14_grace_period_required(i: usize, b: &ModelBackend, errs: &mut ErrorList)
 }
 
 /// MV-15: with model-level autoscaling, Σ minReplicas ≥ 1 (also with no backends, Q-20).
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 0, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_15_min_sum(spec: &ModelSpec, errs: &mut ErrorList) {
     let sum: i64 = spec
         .backends
@@ -292,6 +320,10 @@ fn mv_16_cost_expansion_rate_required(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-17: model-level and backend-level autoscaling exclude each other (path as upstream, Q-02).
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_17_not_both(errs: &mut ErrorList) {
     errs.push(FieldError::forbidden(
         "MV-17",

@@ -22,6 +22,10 @@ fn label<'a>(p: &'a Pod, k: &str) -> &'a str {
 }
 
 /// PV-1: the reserve-pod annotation is the scheduler's.
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, annotations: {scheduling.koordinator.sh/reserve-pod: "true"}}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pv_1_reserve_pod(pod: &Pod) -> ErrorList {
     let mut errs = ErrorList::new();
     if pod
@@ -128,6 +132,10 @@ fn pv_2_colocation(req: &Request<Pod>, request: &PodRequest<'_>, ctx: &Context) 
 }
 
 /// PV-5: GPU resources are consistent per container.
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox, resources: {requests: {koordinator.sh/gpu.shared: "0"}, limits: {koordinator.sh/gpu.shared: "0"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox, resources: {requests: {koordinator.sh/gpu.shared: "1", koordinator.sh/gpu-memory-ratio: "50"}, limits: {koordinator.sh/gpu.shared: "1", koordinator.sh/gpu-memory-ratio: "50"}}}]}}`
 fn pv_5_devices(pod: &Pod) -> ErrorList {
     let mut errs = ErrorList::new();
     let path = || Path::new("pod.spec.containers[*].resources.requests");

@@ -74,6 +74,10 @@ fn managed_by_path() -> Path {
 }
 
 /// TR-02: managedBy, when present (even `""`, Q2), names a supported controller.
+///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {runPolicy: {managedBy: example.com/other}, pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {runPolicy: {managedBy: kueue.x-k8s.io/multikueue}, pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 fn tr_02_managed_by(value: Option<&str>, errs: &mut ErrorList) {
     if let Some(v) = value
         && !MANAGED_BY.contains(&v)
@@ -110,7 +114,15 @@ fn tr_03_managed_by_immutable(old: Option<&str>, new: Option<&str>, errs: &mut E
 ///
 /// TR-06: the replica's pod template has containers.
 ///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: []}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
 /// TR-07: each container has an image.
+///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 ///
 /// TR-08: one container has the job kind's default container name.
 ///
@@ -164,6 +176,10 @@ fn tr_05_08_replica<J: JobKind>(key: &str, spec: &ReplicaSpec, path: &Path, errs
 ///
 /// TR-04: the job's replica map (`spec.pytorchReplicaSpecs`, …) is required; an empty map
 /// passes.
+///
+/// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {runPolicy: {}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<String>) {
     let (mut errs, mut warnings) = (ErrorList::new(), Vec::new());
     let job = &req.object;
@@ -284,7 +300,15 @@ impl JobKind for PyTorchJobSpec {
     ///
     /// TR-11: elastic training needs a Worker replica.
     ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {elasticPolicy: {maxReplicas: 2}, pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {elasticPolicy: {maxReplicas: 2}, pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
     /// TR-13: `spec.elasticPolicy.nProcPerNode` and `spec.nprocPerNode` may not both be set.
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {nprocPerNode: "2", elasticPolicy: {nProcPerNode: 2}, pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {elasticPolicy: {nProcPerNode: 2}, pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
     fn before_replicas(&self, errs: &mut ErrorList, warnings: &mut Vec<String>) {
         let Some(ep) = &self.elastic_policy else {
             return;
@@ -322,6 +346,10 @@ impl JobKind for PyTorchJobSpec {
     /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
     ///
     /// TR-10: every other replica type asks for at least one replica when it says how many.
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}, Worker: {replicas: 0, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
     fn per_replica(&self, key: &str, rs: &ReplicaSpec, path: &Path, errs: &mut ErrorList) {
         if key == "Master" {
             if rs.replicas != Some(1) {
@@ -402,6 +430,10 @@ impl JobKind for XGBoostJobSpec {
     }
 
     /// TR-16: a Master is present.
+    ///
+    /// Refused: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: j}, spec: {xgbReplicaSpecs: {Worker: {replicas: 1, template: {spec: {containers: [{name: xgboost, image: x}]}}}}}}`
+    ///
+    /// Admitted: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: j}, spec: {xgbReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: xgboost, image: x}]}}}, Worker: {replicas: 1, template: {spec: {containers: [{name: xgboost, image: x}]}}}}}}`
     fn after_replicas(&self, errs: &mut ErrorList) {
         if !self
             .xgb_replica_specs

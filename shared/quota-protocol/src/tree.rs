@@ -331,6 +331,10 @@ fn neg_keys(rl: &Option<ResourceList>) -> Vec<String> {
 }
 
 /// QV-S: checks of the quota on its own.
+///
+/// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "3"}, max: {cpu: "2"}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "1"}, max: {cpu: "2"}}}`
 fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     let name = q.metadata.name.clone().unwrap_or_default();
     let neg = neg_keys(&q.spec.max);

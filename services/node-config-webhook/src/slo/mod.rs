@@ -192,6 +192,10 @@ fn type_error(obj: &Map<String, Value>, fields: &[F], root: &str, path: &str) ->
 }
 
 /// CM-2: decodes a key's value and checks its node strategies' selectors.
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": "yes"}}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}}'}}`
 pub fn parse(
     key: &Key,
     text: &str,
@@ -606,6 +610,10 @@ pub fn conflicts<'a>(
 }
 
 /// CM-6: no label set that one strategy targets is also targeted by another.
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "b", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}]}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "b", "nodeSelector": {"matchLabels": {"pool": "cpu"}}, "enable": true}]}'}}`
 pub fn check_overlap(key: &Key, parsed: &Parsed) -> Result<(), String> {
     for s in &parsed.strategies {
         for probe in probes(&s.raw) {

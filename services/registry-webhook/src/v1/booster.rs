@@ -21,6 +21,10 @@ fn backend() -> Path {
 }
 
 /// MB-1: the backend's replicas are at most 1,000,000 (negative ones pass: the CRD refuses them).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1000001, workers: [{type: server, image: vllm}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1, workers: [{type: server, image: vllm}]}}}`
 fn mb_1_replicas(spec: &ModelBoosterSpec, errs: &mut ErrorList) {
     let r = spec.backend.replicas;
     if r > MAX_REPLICAS {
@@ -34,6 +38,10 @@ fn mb_1_replicas(spec: &ModelBoosterSpec, errs: &mut ErrorList) {
 }
 
 /// MB-2, MB-3: each worker image is not whitespace only and holds no ASCII space.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1, workers: [{type: server, image: "vllm: latest"}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1, workers: [{type: server, image: vllm}]}}}`
 fn mb_2_3_images(spec: &ModelBoosterSpec, errs: &mut ErrorList) {
     for (j, w) in spec.backend.workers.iter().enumerate() {
         image_rule(
@@ -46,6 +54,10 @@ fn mb_2_3_images(spec: &ModelBoosterSpec, errs: &mut ErrorList) {
 }
 
 /// MB-4..MB-7: the workers' types fit the backend type (the pinned MV-18..21 on one backend).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1, workers: [{type: prefill, image: vllm}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelBooster, metadata: {name: b}, spec: {backend: {name: main, type: vLLM, modelURI: "hf://x/y", replicas: 1, workers: [{type: server, image: vllm}]}}}`
 fn mb_4_7_worker_types(spec: &ModelBoosterSpec, errs: &mut ErrorList) {
     let b = &spec.backend;
     let types: Vec<&str> = b.workers.iter().map(|w| w.type_.as_str()).collect();

@@ -29,6 +29,10 @@ fn null() -> BadValue {
 }
 
 /// MR-1, MR-2: a model name or LoRA adapters, and no empty adapter name.
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {rules: [{targetModels: [{modelServerName: s}]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
 fn mr_1_2_names(spec: &ModelRouteSpec, errs: &mut ErrorList) {
     let spec_path = Path::new("spec");
     let adapters = spec.lora_adapters.as_deref().unwrap_or_default();
@@ -78,11 +82,27 @@ fn mr_8_9_regexes(rule: &Rule, path: &Path, errs: &mut ErrorList) {
 ///
 /// MR-3: a routing rule is not null.
 ///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [null]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
+///
 /// MR-4: a routing rule has target models.
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: []}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
 ///
 /// MR-5: each target names a model server.
 ///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{weight: 50}]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
+///
 /// MR-6: a target is not null.
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [null]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{targetModels: [{modelServerName: s, weight: 50}]}]}}`
 ///
 /// MR-7: the targets' weights (absent = 100) add up, as a wrapping uint32, to more than zero.
 ///

@@ -45,6 +45,10 @@ fn int_or_string(v: &IntOrString) -> BadValue {
 /// MS-1: for every role, the name the controller generates for its pods,
 /// `<name>-<replicas>-<role>-<role replicas>-<worker replicas>` (absent replicas count 1), is a
 /// DNS-1035 label.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_1_generated_names(ms: &ServingObj, errs: &mut ErrorList) {
     let replicas = ms.spec.replicas.unwrap_or(1);
     for role in roles(&ms.spec) {
@@ -68,6 +72,10 @@ fn ms_1_generated_names(ms: &ServingObj, errs: &mut ErrorList) {
 }
 
 /// MS-2: every role name is a DNS-1035 label.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: Decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_2_role_names(spec: &ModelServingSpec, errs: &mut ErrorList) {
     for (i, role) in roles(spec).iter().enumerate() {
         let why = dns1035_label_errors(&role.name);
@@ -118,6 +126,10 @@ fn ms_3_4_images(spec: &ModelServingSpec, errs: &mut ErrorList) {
 
 /// MS-5..MS-7: `spec.replicas` is set and not negative; roles exist; each role's replicas are
 /// set and not negative.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: -1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_5_7_replicas(spec: &ModelServingSpec, errs: &mut ErrorList) {
     if spec.replicas.is_none_or(|r| r < 0) {
         errs.push(FieldError::invalid(
