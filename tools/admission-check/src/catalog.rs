@@ -261,6 +261,28 @@ impl Outcome {
         }
     }
 
+    /// Drops the objects a report does not read: an unmutated object keeps only its identity
+    /// (`apiVersion`, `kind`, name, generateName, namespace); a mutated one keeps both copies,
+    /// which the text report diffs.
+    pub fn keep_only_what_reports_read(&mut self) {
+        if !self.mutations.is_empty() {
+            return;
+        }
+        let meta = &self.sent["metadata"];
+        let mut slim = serde_json::Map::new();
+        for key in ["name", "generateName", "namespace"] {
+            if let Some(v) = meta.get(key) {
+                slim.insert(key.to_owned(), v.clone());
+            }
+        }
+        self.sent = serde_json::json!({
+            "apiVersion": self.sent["apiVersion"],
+            "kind": self.sent["kind"],
+            "metadata": slim,
+        });
+        self.object = Value::Null;
+    }
+
     /// The object as admitted: after the mutations, or as sent when nothing mutated it.
     pub fn admitted_object(&self) -> &Value {
         if self.object.is_null() {
@@ -895,4 +917,53 @@ fn call(
 fn apply(object: &mut Value, patch: &Value) -> Result<(), String> {
     let p: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| e.to_string())?;
     json_patch::patch(object, &p).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(mutated: bool) -> Outcome {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        Outcome {
+            admitted: true,
+            endpoints: Vec::new(),
+            skipped: None,
+            unknown_version: None,
+            refusals: Vec::new(),
+            warnings: Vec::new(),
+            mutations: if mutated {
+                vec![Mutation {
+                    endpoint: "/mutate-pod".into(),
+                    patch: Value::Array(Vec::new()),
+                }]
+            } else {
+                Vec::new()
+            },
+            notes: Vec::new(),
+            missing: Vec::new(),
+            state_partial: false,
+            sent: pod.clone(),
+            object: if mutated { pod } else { Value::Null },
+        }
+    }
+
+    /// What a report reads of an unmutated object survives (its identity); a mutated one keeps
+    /// both copies for the diff.
+    #[test]
+    fn outcomes_keep_what_reports_read() {
+        let mut o = outcome(false);
+        o.keep_only_what_reports_read();
+        assert_eq!(
+            o.sent,
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "ns"}})
+        );
+        let mut m = outcome(true);
+        let before = m.sent.clone();
+        m.keep_only_what_reports_read();
+        assert_eq!((m.sent, m.object), (before.clone(), before));
+    }
 }

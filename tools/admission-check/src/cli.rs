@@ -273,10 +273,16 @@ pub fn main() -> ExitCode {
     };
     // File by file: each file that cannot be read is named, the others are still checked,
     // and the run ends with exit 2.
-    let (manifests, unread) = input::read_each(&paths);
-    for e in &unread {
-        eprintln!("admission-check: {e}");
-    }
+    let mut unread = 0usize;
+    let manifests = input::read_each(&paths)
+        .filter_map(|r| {
+            r.map_err(|e| {
+                eprintln!("admission-check: {e}");
+                unread += 1;
+            })
+            .ok()
+        })
+        .flatten();
     let results = check_all(&catalog, &cli, manifests, &olds);
     if !emit(&report::render(
         &results,
@@ -286,7 +292,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(3);
     }
     let verdict = |v: report::Verdict| results.iter().any(|r| r.verdict() == v);
-    if !unread.is_empty() {
+    if unread > 0 {
         ExitCode::from(2)
     } else if verdict(report::Verdict::Denied)
         || (cli.strict && verdict(report::Verdict::Unchecked))
@@ -317,15 +323,16 @@ fn identity(v: &Value, default_ns: &str) -> (String, String, String, String) {
 fn check_all(
     catalog: &Catalog,
     cli: &Cli,
-    manifests: Vec<Manifest>,
+    manifests: impl Iterator<Item = Manifest>,
     olds: &[Manifest],
 ) -> Vec<Checked> {
     // The objects as they are: those of --old, then each object admitted earlier in the run
-    // (the same identity again is the UPDATE `kubectl apply` would send). Kept as places, not
-    // copies: an object is copied only when its identity comes again.
+    // (the same identity again is the UPDATE `kubectl apply` would send). An admitted object is
+    // kept as its JSON text, read back only when its identity comes again: a run keeps every
+    // outcome, and the text is a fraction of the parsed object's memory.
     enum Current {
         Old(usize),
-        Checked(usize),
+        Checked(Box<str>),
     }
     let mut current: HashMap<_, Current> = olds
         .iter()
@@ -333,13 +340,17 @@ fn check_all(
         .map(|(i, m)| (identity(&m.object, &cli.namespace), Current::Old(i)))
         .collect();
     let user = json!({"username": cli.user, "groups": cli.groups});
-    let mut results: Vec<Checked> = Vec::with_capacity(manifests.len());
+    let mut results: Vec<Checked> = Vec::new();
     for m in manifests {
         let id = identity(&m.object, &cli.namespace);
-        let old = current.get(&id).map(|c| match c {
-            Current::Old(i) => &olds[*i].object,
-            Current::Checked(i) => results[*i].outcome.admitted_object(),
-        });
+        let earlier: Option<Value> = match current.get(&id) {
+            Some(Current::Checked(text)) => serde_json::from_str(text).ok(),
+            _ => None,
+        };
+        let old = match current.get(&id) {
+            Some(Current::Old(i)) => Some(&olds[*i].object),
+            _ => earlier.as_ref(),
+        };
         let r = m.review.as_ref();
         let operation = match (cli.operation, r) {
             (Some(Op::Create), _) => Operation::Create,
@@ -362,11 +373,13 @@ fn check_all(
             retyped: &m.retyped,
         };
         let started = std::time::Instant::now();
-        let outcome = catalog.check(&subject);
+        let mut outcome = catalog.check(&subject);
         let elapsed = started.elapsed();
         if outcome.admitted && operation != Operation::Delete {
-            current.insert(id, Current::Checked(results.len()));
+            let text = serde_json::to_string(outcome.admitted_object()).unwrap_or_default();
+            current.insert(id, Current::Checked(text.into()));
         }
+        outcome.keep_only_what_reports_read();
         results.push(Checked {
             source: m.source,
             operation: operation.as_str(),

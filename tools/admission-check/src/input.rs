@@ -144,22 +144,19 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Manifest>, InputError> {
     Ok(out)
 }
 
-/// Reads every object of `paths`, file by file: a file that cannot be read is reported among
-/// the errors and every other file is still read (a chart's `Chart.yaml` or a template in a
-/// directory of manifests must not hide the rest).
-pub fn read_each(paths: &[PathBuf]) -> (Vec<Manifest>, Vec<InputError>) {
-    let (mut out, mut errors) = (Vec::new(), Vec::new());
-    let files = match files(paths) {
-        Ok(f) => f,
-        Err(e) => return (out, vec![e]),
+/// Reads every object of `paths`, file by file, as the caller asks for them: a file that cannot
+/// be read is an `Err` among the files and every other file is still read (a chart's
+/// `Chart.yaml` or a template in a directory of manifests must not hide the rest). One file's
+/// objects are in memory at a time, so a run over thousands of files holds what it reports, not
+/// every object it read.
+pub fn read_each(paths: &[PathBuf]) -> impl Iterator<Item = Result<Vec<Manifest>, InputError>> {
+    let (files, listing) = match files(paths) {
+        Ok(f) => (f, None),
+        Err(e) => (Vec::new(), Some(Err(e))),
     };
-    for f in files {
-        match read_file(&f) {
-            Ok(m) => out.extend(m),
-            Err(e) => errors.push(e),
-        }
-    }
-    (out, errors)
+    listing
+        .into_iter()
+        .chain(files.into_iter().map(|f| read_file(&f)))
 }
 
 fn read_file(f: &Path) -> Result<Vec<Manifest>, InputError> {
