@@ -160,7 +160,7 @@ pub fn summary(results: &[Checked]) -> Summary {
 pub fn render(results: &[Checked], format: Format, docs_url: Option<&str>) -> String {
     match format {
         Format::Text => text(results),
-        Format::Json => format!("{:#}\n", json_report(results)),
+        Format::Json => json_text(results),
         Format::Junit => junit(results),
         Format::Sarif => format!("{:#}\n", sarif(results, docs_url)),
     }
@@ -261,48 +261,88 @@ pub const JSON_FORMAT: u32 = 2;
 
 /// The JSON report: `{"format": 2, "results": [...], "summary": {...}}`.
 pub fn json_report(results: &[Checked]) -> Value {
-    let items: Vec<Value> = results
-        .iter()
-        .map(|r| {
-            let o = &r.outcome;
-            let mut v = json!({
-                "file": r.source.file,
-                "document": r.source.document,
-                "line": r.source.line,
-                "apiVersion": o.sent["apiVersion"],
-                "kind": o.sent["kind"],
-                "namespace": r.meta("namespace"),
-                "name": r.meta("name"),
-                "operation": r.operation,
-                "result": r.verdict(),
-                "endpoints": o.endpoints,
-                "refusals": o.refusals,
-                "warnings": o.warnings,
-                "notes": o.notes,
-                "missing": o.missing,
-                "mutations": o.mutations,
-            });
-            if let Some(i) = r.source.item {
-                v["item"] = json!(i);
-            }
-            // Each finding at its field's line.
-            for refusal in v["refusals"].as_array_mut().into_iter().flatten() {
-                for f in refusal["findings"].as_array_mut().into_iter().flatten() {
-                    let at = r.position_of(f["field"].as_str().unwrap_or_default());
-                    f["line"] = json!(at.line);
-                    f["column"] = json!(at.column);
-                }
-            }
-            if let Some(s) = &o.skipped {
-                v["skipped"] = json!(s);
-            }
-            if !o.mutations.is_empty() {
-                v["mutated"] = o.admitted_object().clone();
-            }
-            v
-        })
-        .collect();
-    json!({"format": JSON_FORMAT, "results": items, "summary": summary(results)})
+    serde_json::to_value(JsonReport(results)).unwrap_or_default()
+}
+
+/// The JSON report as text, written result by result: the whole report is never a `Value`
+/// tree (with every mutated object in it, that doubled a large run's memory).
+fn json_text(results: &[Checked]) -> String {
+    match serde_json::to_string_pretty(&JsonReport(results)) {
+        Ok(mut s) => {
+            s.push('\n');
+            s
+        }
+        Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
+    }
+}
+
+/// Serialises as [`json_report`]'s value, keys in the same (sorted) order.
+struct JsonReport<'a>(&'a [Checked]);
+
+impl Serialize for JsonReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("format", &JSON_FORMAT)?;
+        m.serialize_entry("results", &JsonItems(self.0))?;
+        // As a value, so its keys come sorted as in every earlier report.
+        let summary = serde_json::to_value(summary(self.0)).map_err(serde::ser::Error::custom)?;
+        m.serialize_entry("summary", &summary)?;
+        m.end()
+    }
+}
+
+struct JsonItems<'a>(&'a [Checked]);
+
+impl Serialize for JsonItems<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq as _;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0 {
+            seq.serialize_element(&json_item(r))?;
+        }
+        seq.end()
+    }
+}
+
+/// One result of the JSON report.
+fn json_item(r: &Checked) -> Value {
+    let o = &r.outcome;
+    let mut v = json!({
+        "file": r.source.file,
+        "document": r.source.document,
+        "line": r.source.line,
+        "apiVersion": o.sent["apiVersion"],
+        "kind": o.sent["kind"],
+        "namespace": r.meta("namespace"),
+        "name": r.meta("name"),
+        "operation": r.operation,
+        "result": r.verdict(),
+        "endpoints": o.endpoints,
+        "refusals": o.refusals,
+        "warnings": o.warnings,
+        "notes": o.notes,
+        "missing": o.missing,
+        "mutations": o.mutations,
+    });
+    if let Some(i) = r.source.item {
+        v["item"] = json!(i);
+    }
+    // Each finding at its field's line.
+    for refusal in v["refusals"].as_array_mut().into_iter().flatten() {
+        for f in refusal["findings"].as_array_mut().into_iter().flatten() {
+            let at = r.position_of(f["field"].as_str().unwrap_or_default());
+            f["line"] = json!(at.line);
+            f["column"] = json!(at.column);
+        }
+    }
+    if let Some(s) = &o.skipped {
+        v["skipped"] = json!(s);
+    }
+    if !o.mutations.is_empty() {
+        v["mutated"] = o.admitted_object().clone();
+    }
+    v
 }
 
 fn junit(results: &[Checked]) -> String {
