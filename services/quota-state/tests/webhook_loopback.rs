@@ -5,34 +5,12 @@
 use std::sync::Arc;
 
 use admission_kit::cluster::state::StaticState;
-use admission_kit::review::envelope::{Gvk, Gvr};
+use admission_kit::review::envelope::Gvk;
 use admission_kit::{Context, Operation, Request, Validator};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-fn req<T: serde::de::DeserializeOwned>(
-    resource: &str,
-    op: Operation,
-    obj: Value,
-    old: Option<Value>,
-) -> Request<T> {
-    Request {
-        uid: "u".into(),
-        kind: Gvk::default(),
-        resource: Gvr {
-            resource: resource.into(),
-            ..Gvr::default()
-        },
-        sub_resource: None,
-        name: obj["metadata"]["name"].as_str().unwrap_or_default().into(),
-        namespace: Some("ns".into()),
-        operation: op,
-        user_info: Default::default(),
-        dry_run: false,
-        object: serde_json::from_value(obj).unwrap(),
-        old_object: old.map(|o| serde_json::from_value(o).unwrap()),
-    }
-}
+use admission_testing::request as req;
 
 fn containers(requests: Value) -> Value {
     json!({"containers": [{"name": "main", "resources": {"requests": requests, "limits": requests}}]})
