@@ -661,14 +661,7 @@ async fn create(
 
 /// Builds `packages` with cargo profile `profile`; returns the directory of the binaries.
 fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
-    let mut build = cargo();
-    build.args(["build", "--profile", profile]);
-    if profile == IMAGE_PROFILE || profile == TEST_RELEASE_PROFILE {
-        build.env("RUSTFLAGS", image::remap_rustflags(&root()));
-    }
-    for p in packages {
-        build.args(["-p", p]);
-    }
+    let build = profile_build(profile, packages);
     run(
         build,
         &format!(
@@ -687,13 +680,7 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
 fn compiled_again(release: &[&str]) -> Result<Vec<String>> {
     let mut tests = cargo();
     tests.args(["test", "--workspace", "--no-run"]);
-    let mut quick = cargo();
-    quick
-        .args(["build", "--profile", TEST_RELEASE_PROFILE])
-        .env("RUSTFLAGS", image::remap_rustflags(&root()));
-    for p in release {
-        quick.args(["-p", p]);
-    }
+    let quick = profile_build(TEST_RELEASE_PROFILE, release);
     let mut again = Vec::new();
     for (mut cmd, what) in [
         (tests, "cargo test --workspace --no-run"),
@@ -716,6 +703,20 @@ fn compiled_again(release: &[&str]) -> Result<Vec<String>> {
         );
     }
     Ok(again)
+}
+
+/// `cargo build --profile <profile> -p …`, with the path remapping the image profiles are built
+/// with (their binaries are reproducible across checkouts).
+fn profile_build(profile: &str, packages: &[&str]) -> Command {
+    let mut build = cargo();
+    build.args(["build", "--profile", profile]);
+    if profile == IMAGE_PROFILE || profile == TEST_RELEASE_PROFILE {
+        build.env("RUSTFLAGS", image::remap_rustflags(&root()));
+    }
+    for p in packages {
+        build.args(["-p", p]);
+    }
+    build
 }
 
 /// The profile images ship (release code, fat LTO, no debug info, stripped).

@@ -343,13 +343,14 @@ fn check_all(
     let mut results: Vec<Checked> = Vec::new();
     for m in manifests {
         let id = identity(&m.object, &cli.namespace);
-        let earlier: Option<Value> = match current.get(&id) {
-            Some(Current::Checked(text)) => serde_json::from_str(text).ok(),
-            _ => None,
-        };
+        let earlier: Option<Value>;
         let old = match current.get(&id) {
             Some(Current::Old(i)) => Some(&olds[*i].object),
-            _ => earlier.as_ref(),
+            Some(Current::Checked(text)) => {
+                earlier = serde_json::from_str(text).ok();
+                earlier.as_ref()
+            }
+            None => None,
         };
         let r = m.review.as_ref();
         let operation = match (cli.operation, r) {
