@@ -14,6 +14,7 @@ use crate::compat::go::GoDuration;
 use crate::review::app::App;
 use crate::review::handler::Context;
 use crate::review::lookup::{ClusterState, EmptyState};
+use crate::review::mode::{Enforcement, Modes};
 use crate::server::http::{ServeOptions, Server};
 use crate::server::metrics::Metrics;
 use crate::server::mtls::SelfSigned;
@@ -161,6 +162,18 @@ struct ServeArgs {
     /// cluster state need KUBECONFIG or an in-cluster service account.
     #[arg(long)]
     state: Vec<PathBuf>,
+    /// What the endpoints do with their decisions: `enforce` (deny, patch), `warn` (admit;
+    /// would-be denials returned as warnings), `audit` (admit unchanged; count and log what
+    /// enforcing would have done). `MODE` sets every endpoint's, `PATH=MODE` one endpoint's;
+    /// repeat the flag or separate with commas. With `--registration=self`, endpoints in `warn`
+    /// or `audit` register with failurePolicy Ignore.
+    #[arg(
+        long,
+        env = "WEBHOOK_ENFORCEMENT",
+        value_delimiter = ',',
+        default_value = "enforce"
+    )]
+    enforcement: Vec<String>,
 }
 
 /// Where the serving certificate comes from.
@@ -355,6 +368,7 @@ impl RegistrationArgs {
         m: &crate::cluster::managed::Managed,
         service: &str,
         options: &crate::review::app::OptionValues,
+        modes: &Modes,
     ) -> Result<crate::cluster::registration::Registrar, String> {
         use crate::cluster::registration::{
             ClientTarget, Registrar, Registration, all_namespaces_except,
@@ -398,6 +412,9 @@ impl RegistrationArgs {
                         let mut all = crate::review::app::EndpointInfo::of(app);
                         for extra in &app.extra_endpoints {
                             all.extend(extra(options)?);
+                        }
+                        for e in &mut all {
+                            e.enforce(modes.of(&e.path));
                         }
                         all
                     },
@@ -704,10 +721,13 @@ async fn start_managed(
     certs: &Arc<CertStore>,
     metrics: &Metrics,
     options: &crate::review::app::OptionValues,
+    modes: &Modes,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a.certs.service(app.name);
-    let registrar = a.registration.registrar(app, &managed, &service, options)?;
+    let registrar = a
+        .registration
+        .registrar(app, &managed, &service, options, modes)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
     crate::cluster::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
@@ -732,13 +752,15 @@ async fn serve(
         );
     }
     let app = prepared.app;
+    let paths: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
+    let modes = Modes::parse(a.enforcement.iter().map(String::as_str), &paths)?;
     let metrics = Metrics::new()?;
     let certs = CertStore::new();
     for c in certs.collectors() {
         metrics.registry().register(c)?;
     }
     if a.certs.is_managed() {
-        start_managed(&app, &a, &certs, &metrics, &options).await?;
+        start_managed(&app, &a, &certs, &metrics, &options, &modes).await?;
     } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);
@@ -785,6 +807,18 @@ async fn serve(
             .enabled
             .with_label_values(&[e.path])
             .set(i64::from(on));
+        let mode = modes.of(e.path);
+        metrics
+            .enforcement
+            .with_label_values(&[e.path, mode.as_str()])
+            .set(1);
+        if mode != Enforcement::Enforce {
+            tracing::warn!(
+                webhook = e.path,
+                enforcement = mode.as_str(),
+                "on trial: this webhook admits every review and records what it would have done"
+            );
+        }
     }
     let opts = ServeOptions {
         listen: a.listen,
@@ -805,6 +839,7 @@ async fn serve(
         shutdown_grace: a.shutdown_grace,
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),
         reuse_port: a.reuse_port,
+        enforcement: modes,
     };
     let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;
     tracing::info!(

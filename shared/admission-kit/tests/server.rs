@@ -110,6 +110,7 @@ fn opts() -> ServeOptions {
         client_ca_file: None,
         allowed_client_names: Vec::new(),
         reuse_port: false,
+        enforcement: Default::default(),
     }
 }
 
@@ -320,6 +321,80 @@ async fn mutation_patch_is_base64_and_keeps_unknown_fields() {
     assert_eq!(
         patch,
         json!([{"op": "add", "path": "/spec/defaulted", "value": true}])
+    );
+}
+
+/// The metrics port's text.
+async fn metrics_text(r: &Running) -> String {
+    let mut t = TcpStream::connect(r.metrics).await.unwrap();
+    t.write_all(b"GET /metrics HTTP/1.0\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut t, &mut buf)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// `--enforcement audit` on the validator and `warn` on the mutator's path… each path answers
+/// in its mode and counts what enforcing would have done; an undecodable review on trial is
+/// admitted and counted under `review-error`.
+#[tokio::test]
+async fn endpoints_on_trial_admit_and_count() {
+    use admission_kit::review::mode::Modes;
+    let mut o = opts();
+    o.enforcement = Modes::parse(["audit", "/mutate=warn"], &["/validate", "/mutate"]).unwrap();
+    let r = start_opts(o).await;
+    let (mut s, _) = h1(&r).await;
+    let v1 = "admission.k8s.io/v1";
+
+    let (_, out) = send(
+        &mut s,
+        post("/validate", "application/json", review(v1, -2)),
+    )
+    .await;
+    assert_eq!(out["response"]["allowed"], true, "{out}");
+    assert!(out["response"].get("status").is_none(), "{out}");
+    assert!(
+        out["response"].get("warnings").is_none(),
+        "audit says nothing: {out}"
+    );
+    let (_, out) = send(&mut s, post("/validate", "application/json", review(v1, 1))).await;
+    assert_eq!(out["response"]["allowed"], true);
+
+    // warn on a mutator: the patch is sent as when enforcing.
+    let (_, out) = send(&mut s, post("/mutate", "application/json", review(v1, 1))).await;
+    assert_eq!(out["response"]["patchType"], "JSONPatch", "{out}");
+
+    // Not a Thing: enforcing answers 400; on trial it is admitted.
+    let mut bad: Value = serde_json::from_slice(&review(v1, 1)).unwrap();
+    bad["request"]["object"]["spec"]["n"] = json!("many");
+    let (code, out) = send(
+        &mut s,
+        post(
+            "/validate",
+            "application/json",
+            serde_json::to_vec(&bad).unwrap(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(out["response"]["allowed"], true, "{out}");
+    assert_eq!(out["response"]["uid"], "u-1");
+
+    let m = metrics_text(&r).await;
+    for want in [
+        r#"admission_webhook_audit_total{outcome="would_deny",rule="T-01",webhook="/validate"} 1"#,
+        r#"admission_webhook_audit_total{outcome="agree",rule="",webhook="/validate"} 1"#,
+        r#"admission_webhook_audit_total{outcome="would_deny",rule="review-error",webhook="/validate"} 1"#,
+        r#"admission_webhook_audit_total{outcome="would_patch",rule="",webhook="/mutate"} 1"#,
+    ] {
+        assert!(m.contains(want), "{want} not in:\n{m}");
+    }
+    assert!(
+        !m.contains("admission_webhook_denials_total{"),
+        "nothing was denied:\n{m}"
     );
 }
 

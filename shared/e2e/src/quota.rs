@@ -85,6 +85,7 @@ pub async fn start_with(
         port_base: None,
         client_ca,
         webhook_args,
+        args_of: Default::default(),
     };
     let system = crate::must(
         testenv::system::start(&env.client, &opts).await,

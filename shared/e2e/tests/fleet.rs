@@ -54,6 +54,7 @@ fn options(bin_dir: &Path, dir: PathBuf, kubeconfig: PathBuf, ns: &str) -> Optio
         port_base: None,
         client_ca: None,
         webhook_args: Vec::new(),
+        args_of: Default::default(),
     }
 }
 

@@ -283,6 +283,49 @@ async fn cert_manager_and_monitoring_variants_pass_server_dry_run_with_their_crd
     assert!(variants > 0);
 }
 
+/// The enforcement components (`kustomize/components/{audit,warn}`, used by
+/// `kustomize/examples/{audit,warn}`): every webhook of the overlay registers with failurePolicy
+/// Ignore, every webhook Deployment runs in the mode, the local ConfigMap is not applied, and the
+/// API server's dry run accepts every object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enforcement_components_render_and_pass_server_dry_run() {
+    let env = Env::new("e2e-kustomize-modes").await;
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for mode in ["audit", "warn"] {
+        let overlay = root.join("kustomize/examples").join(mode);
+        let (text, _) = render_and_dry_run(&env, &bins.kustomize, &overlay).await;
+        let (mut hooks, mut deployments) = (0, 0);
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = serde_json::Value::deserialize(doc).unwrap();
+            let kind = v["kind"].as_str().unwrap_or_default();
+            let name = v["metadata"]["name"].as_str().unwrap_or_default();
+            assert!(
+                !(kind == "ConfigMap" && name.starts_with("enforcement-")),
+                "{mode}: the component's local ConfigMap is applied"
+            );
+            if kind.ends_with("WebhookConfiguration") {
+                for hook in v["webhooks"].as_array().unwrap() {
+                    assert_eq!(hook["failurePolicy"], "Ignore", "{mode}: {}", hook["name"]);
+                    hooks += 1;
+                }
+            }
+            if kind == "Deployment" && name.ends_with("-webhook") {
+                let env = &v["spec"]["template"]["spec"]["containers"][0]["env"];
+                assert!(
+                    env.as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|e| { e["name"] == "WEBHOOK_ENFORCEMENT" && e["value"] == mode }),
+                    "{mode}: {name} runs without the mode: {env}"
+                );
+                deployments += 1;
+            }
+        }
+        assert!(hooks > 0 && deployments > 0, "{mode}: nothing checked");
+    }
+}
+
 fn app_of(service: &str) -> Option<admission_kit::App> {
     Some(match service {
         "registry-webhook" => registry_webhook::app(),

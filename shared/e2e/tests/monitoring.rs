@@ -296,6 +296,16 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
         port_base: None,
         client_ca: Some(shared.admission_client_ca.clone()),
         webhook_args: Vec::new(),
+        // One endpoint on trial, so the audit series the dashboard and alerts read exist (the
+        // AutoscalingPolicy created below is decided there).
+        args_of: [(
+            "registry-webhook".to_owned(),
+            vec![
+                "--enforcement".to_owned(),
+                "enforce,/validate-registry-volcano-sh-v1alpha1-autoscalingpolicy=audit".to_owned(),
+            ],
+        )]
+        .into(),
     };
     let system = testenv::system::start(&env.client, &opts).await.unwrap();
     // Prometheus scrapes each service as the PodMonitor does: job = the service's name.

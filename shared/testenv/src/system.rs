@@ -129,6 +129,8 @@ pub struct Options {
     pub client_ca: Option<PathBuf>,
     /// More arguments for every webhook's `serve` (a test's own options).
     pub webhook_args: Vec<String>,
+    /// More arguments for one webhook's `serve`, by service (after `webhook_args`).
+    pub args_of: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Hands out the fixed ports of [`Options::port_base`] in turn, or free ones.
@@ -386,6 +388,9 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
             ]);
         }
         cmd.args(&o.webhook_args);
+        if let Some(args) = o.args_of.get(svc.as_str()) {
+            cmd.args(args);
+        }
         let child = cmd.spawn().map_err(io(bin.display().to_string()))?;
         let running = Running {
             name: svc.clone(),

@@ -165,6 +165,7 @@ pub async fn run(
         port_base: None,
         client_ca: Some(cp.admission_client_ca.clone()),
         webhook_args: Vec::new(),
+        args_of: Default::default(),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

@@ -856,6 +856,7 @@ async fn up(args: UpArgs) -> Result<()> {
         port_base: args.port_base,
         client_ca: Some(cp.admission_client_ca.clone()),
         webhook_args: Vec::new(),
+        args_of: Default::default(),
     };
     let system = testenv::system::start(&client, &opts).await?;
     let metrics = |r: &testenv::system::Running| {

@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 when every object is admitted (warnings included) or every test passes, 1 when
 //! any object is denied or any test fails, 2 when input cannot be read, 3 when the report cannot
-//! be written, 4 when nothing is denied but something is undecided.
+//! be written, 4 when nothing is denied but something is undecided; with `--mode warn|audit`,
+//! 0 for denials and undecided alike.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 
 use admission_kit::Operation;
 use admission_kit::cluster::state::StaticState;
+use admission_kit::review::mode::Enforcement;
 use clap::Parser;
 use serde_json::{Value, json};
 
@@ -37,7 +39,7 @@ enum Op {
     args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 all admitted (or all tests passed), 1 any denied (or any test failed), 2 unreadable input, \
                   3 the report could not be written, 4 none denied but some undecided (a refusal resting on objects \
-                  absent from the state: give them with --state, --profile or --kubeconfig).\n\
+                  absent from the state: give them with --state, --profile or --kubeconfig); with --mode warn or audit, 0 for those too.\n\
                   Objects are routed by apiVersion, kind and subresource to every endpoint registered for them: \
                   mutating endpoints first, then validating endpoints on the mutated object."
 )]
@@ -106,6 +108,12 @@ struct Cli {
     /// SARIF rules then link their spec page (`helpUri`) and the tool its documentation.
     #[arg(long, env = "ADMISSION_CHECK_DOCS_URL")]
     docs_url: Option<String>,
+    /// `enforce` (the default) fails the run on a denial; `warn` and `audit` report every
+    /// denial as what enforcing would refuse and exit 0 (2 and 3 still mean what they say): to
+    /// measure a repository before gating on it, as the webhooks' own `--enforcement` lets a
+    /// cluster measure traffic. Offline both check as enforcing would (mutations first).
+    #[arg(long, default_value = "enforce")]
+    mode: Enforcement,
 }
 
 /// The rules themselves.
@@ -288,12 +296,15 @@ pub fn main() -> ExitCode {
         &results,
         cli.output,
         cli.docs_url.as_deref(),
+        cli.mode,
     )) {
         return ExitCode::from(3);
     }
     let verdict = |v: report::Verdict| results.iter().any(|r| r.verdict() == v);
     if unread > 0 {
         ExitCode::from(2)
+    } else if cli.mode != Enforcement::Enforce {
+        ExitCode::SUCCESS
     } else if verdict(report::Verdict::Denied)
         || (cli.strict && verdict(report::Verdict::Unchecked))
     {
@@ -400,6 +411,11 @@ fn run_suites(cli: &Cli) -> ExitCode {
     if files.is_empty() {
         return unreadable("--test needs at least one test-suite file");
     }
+    if cli.mode != Enforcement::Enforce {
+        return unreadable(
+            "--mode applies to manifests; a test suite states each expected decision itself",
+        );
+    }
     // --state joins every test's state.
     let extra: Vec<Value> = match input::read(&cli.state) {
         Ok(m) => m.into_iter().map(|m| m.object).collect(),
@@ -422,7 +438,10 @@ fn run_suites(cli: &Cli) -> ExitCode {
         suites_junit(&all)
     } else if cli.output == Format::Sarif {
         let checked: Vec<Checked> = all.iter().flat_map(|t| t.checked.clone()).collect();
-        format!("{:#}\n", report::sarif(&checked, cli.docs_url.as_deref()))
+        format!(
+            "{:#}\n",
+            report::sarif(&checked, cli.docs_url.as_deref(), Enforcement::Enforce)
+        )
     } else if cli.output == Format::Json {
         let tests: Vec<Value> = all
             .iter()

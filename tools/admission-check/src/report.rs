@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use admission_kit::review::mode::Enforcement;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -156,13 +157,20 @@ pub fn summary(results: &[Checked]) -> Summary {
     s
 }
 
-/// Renders `results` in `format` (`docs_url`: see [`sarif`]).
-pub fn render(results: &[Checked], format: Format, docs_url: Option<&str>) -> String {
+/// Renders `results` in `format` (`docs_url`: see [`sarif`]) for a run in enforcement mode
+/// `mode`: in `warn` and `audit` every denial is reported as a would-be denial (a SARIF warning,
+/// a skipped JUnit case, `"mode"` in the JSON report, a closing line in text).
+pub fn render(
+    results: &[Checked],
+    format: Format,
+    docs_url: Option<&str>,
+    mode: Enforcement,
+) -> String {
     match format {
-        Format::Text => text(results),
-        Format::Json => json_text(results),
-        Format::Junit => junit(results),
-        Format::Sarif => format!("{:#}\n", sarif(results, docs_url)),
+        Format::Text => text(results, mode),
+        Format::Json => json_text(results, mode),
+        Format::Junit => junit(results, mode),
+        Format::Sarif => format!("{:#}\n", sarif(results, docs_url, mode)),
     }
 }
 
@@ -180,7 +188,7 @@ pub fn diff(before: &Value, after: &Value) -> String {
         .to_string()
 }
 
-fn text(results: &[Checked]) -> String {
+fn text(results: &[Checked], mode: Enforcement) -> String {
     let mut out = String::new();
     for r in results {
         let _ = writeln!(out, "{}  {}  {}", r.source, r.title(), r.verdict().label());
@@ -252,6 +260,12 @@ fn text(results: &[Checked]) -> String {
         let _ = write!(out, ", {} unchecked (unknown version)", s.unchecked);
     }
     out.push('\n');
+    if mode != Enforcement::Enforce {
+        let _ = writeln!(
+            out,
+            "mode {mode}: denials are what enforcing would refuse; none fails this run"
+        );
+    }
     out
 }
 
@@ -261,13 +275,13 @@ pub const JSON_FORMAT: u32 = 2;
 
 /// The JSON report: `{"format": 2, "results": [...], "summary": {...}}`.
 pub fn json_report(results: &[Checked]) -> Value {
-    serde_json::to_value(JsonReport(results)).unwrap_or_default()
+    serde_json::to_value(JsonReport(results, Enforcement::Enforce)).unwrap_or_default()
 }
 
 /// The JSON report as text, written result by result: the whole report is never a `Value`
 /// tree (with every mutated object in it, that doubled a large run's memory).
-fn json_text(results: &[Checked]) -> String {
-    match serde_json::to_string_pretty(&JsonReport(results)) {
+fn json_text(results: &[Checked], mode: Enforcement) -> String {
+    match serde_json::to_string_pretty(&JsonReport(results, mode)) {
         Ok(mut s) => {
             s.push('\n');
             s
@@ -276,14 +290,18 @@ fn json_text(results: &[Checked]) -> String {
     }
 }
 
-/// Serialises as [`json_report`]'s value, keys in the same (sorted) order.
-struct JsonReport<'a>(&'a [Checked]);
+/// Serialises as [`json_report`]'s value, keys in the same (sorted) order; `"mode"` only for a
+/// run in `warn` or `audit`.
+struct JsonReport<'a>(&'a [Checked], Enforcement);
 
 impl Serialize for JsonReport<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
-        let mut m = s.serialize_map(Some(3))?;
+        let mut m = s.serialize_map(None)?;
         m.serialize_entry("format", &JSON_FORMAT)?;
+        if self.1 != Enforcement::Enforce {
+            m.serialize_entry("mode", self.1.as_str())?;
+        }
         m.serialize_entry("results", &JsonItems(self.0))?;
         // As a value, so its keys come sorted as in every earlier report.
         let summary = serde_json::to_value(summary(self.0)).map_err(serde::ser::Error::custom)?;
@@ -345,7 +363,7 @@ fn json_item(r: &Checked) -> Value {
     v
 }
 
-fn junit(results: &[Checked]) -> String {
+fn junit(results: &[Checked], mode: Enforcement) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("admission-check");
     let mut suites: Vec<TestSuite> = Vec::new();
@@ -365,6 +383,18 @@ fn junit(results: &[Checked]) -> String {
                 r.outcome.missing.join(", ")
             ));
             st.set_type("undecided");
+            st
+        } else if r.verdict() == Verdict::Denied && mode != Enforcement::Enforce {
+            // Reported, not failed: the run measures what enforcing would do.
+            let mut st = TestCaseStatus::skipped();
+            let msgs: Vec<&str> = r
+                .outcome
+                .refusals
+                .iter()
+                .map(|x| x.message.as_str())
+                .collect();
+            st.set_message(format!("would be denied ({mode}): {}", msgs.join("; ")));
+            st.set_type("would-deny");
             st
         } else if r.verdict() == Verdict::Denied {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -498,7 +528,7 @@ fn uri(path: &str) -> String {
 /// above it); with `docs_url` (the base URL of this repository's files, e.g.
 /// `https://github.com/org/repo/blob/v1.2.0`) each rule gets a `helpUri` at the page that
 /// specifies it and the tool an `informationUri`.
-pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
+pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> Value {
     // Each rule met: its id, a fallback description, and the service that reported it first.
     let mut rules: Vec<(String, String, String)> = Vec::new();
     let index =
@@ -529,6 +559,8 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
         // An undecided refusal is a warning: the cluster may admit it.
         let (level, verb) = if r.verdict() == Verdict::Undecided {
             ("warning", "would be denied (undecided: the state lacks ")
+        } else if mode != Enforcement::Enforce {
+            ("warning", "would be denied (")
         } else {
             ("error", "")
         };
@@ -554,8 +586,10 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>) -> Value {
                 let i = index(&mut rules, &rule, desc, &refusal.service);
                 let said = if verb.is_empty() {
                     "denied".to_owned()
-                } else {
+                } else if r.verdict() == Verdict::Undecided {
                     format!("{verb}{})", r.outcome.missing.join(", "))
+                } else {
+                    format!("{verb}{mode})")
                 };
                 out.push(json!({
                     "ruleId": rule,

@@ -344,6 +344,85 @@ fn exit_codes_say_admitted_denied_or_unreadable() {
     );
 }
 
+/// `--mode warn|audit`: every denial reported as a would-be denial in each format, exit 0;
+/// unreadable input still exits 2; a test suite refuses the flag.
+#[test]
+fn trial_modes_report_would_be_denials_and_exit_0() {
+    let refused = "services/registry-webhook/examples/samples/04-model-replicas-refused.yaml";
+    for mode in ["warn", "audit"] {
+        let out = check(&["--mode", mode, refused]);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stdout(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains("DENIED")
+                && text.contains(&format!(
+                    "mode {mode}: denials are what enforcing would refuse"
+                )),
+            "{text}"
+        );
+
+        let json = json_of(&check(&["--mode", mode, "-o", "json", refused]));
+        assert_eq!(json["mode"], mode);
+        assert_eq!(json["summary"]["denied"], 1);
+
+        let sarif: Value =
+            serde_json::from_slice(&check(&["--mode", mode, "-o", "sarif", refused]).stdout)
+                .unwrap();
+        let results = sarif["runs"][0]["results"].as_array().unwrap();
+        assert!(!results.is_empty());
+        for r in results {
+            assert_eq!(r["level"], "warning", "{r}");
+            assert!(
+                r["message"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("would be denied ({mode})")),
+                "{r}"
+            );
+        }
+
+        let junit = stdout(&check(&["--mode", mode, "-o", "junit", refused]));
+        assert!(
+            junit.contains("<skipped")
+                && junit.contains("would-deny")
+                && !junit.contains("<failure"),
+            "{junit}"
+        );
+    }
+    // Enforce is the default, and its report names no mode.
+    let json = json_of(&check(&["-o", "json", refused]));
+    assert!(json.get("mode").is_none());
+    assert_eq!(
+        check(&["--mode", "enforce", refused]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        check(&["--mode", "audit", "no/such/file.yaml"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let out = check(&["--mode", "loud", refused]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown enforcement mode \"loud\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = check(&[
+        "--test",
+        "--mode",
+        "audit",
+        &suite("registry").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--mode applies to manifests"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn excluded_namespaces_are_not_sent_and_can_be_included() {
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: kube-system, labels: {koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-prod}}\nspec: {containers: [{name: c, image: busybox}]}\n";

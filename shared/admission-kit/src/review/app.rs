@@ -643,11 +643,47 @@ impl EndpointInfo {
             })
             .collect()
     }
+
+    /// Registers the endpoint as enforcement mode `mode` needs: an endpoint on trial (`warn`,
+    /// `audit`) with failurePolicy `Ignore`, whatever its table says.
+    pub fn enforce(&mut self, mode: crate::review::mode::Enforcement) {
+        if mode != crate::review::mode::Enforcement::Enforce {
+            self.failure_policy = FailurePolicy::Ignore.as_str().to_owned();
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_on_trial_register_with_ignore() {
+        use crate::review::handler::{Context, Request, Verdict};
+        use crate::review::mode::Enforcement;
+        struct Nothing;
+        impl Validator for Nothing {
+            type Object = serde_json::Value;
+            fn validate(&self, _: &Request<serde_json::Value>, _: &Context) -> Verdict {
+                Verdict::default()
+            }
+        }
+        let app = App::new("t", "t").validate(
+            "/v",
+            Target::resource("g", "v1", "things", "Thing"),
+            FailurePolicy::Fail,
+            Nothing,
+        );
+        for (mode, want) in [
+            (Enforcement::Enforce, "Fail"),
+            (Enforcement::Warn, "Ignore"),
+            (Enforcement::Audit, "Ignore"),
+        ] {
+            let mut e = EndpointInfo::of(&app).remove(0);
+            e.enforce(mode);
+            assert_eq!(e.failure_policy, want, "{mode}");
+        }
+    }
 
     #[test]
     fn object_selectors_match_as_the_api_server_does() {

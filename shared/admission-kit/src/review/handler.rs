@@ -375,6 +375,12 @@ pub struct Decision {
     pub applied: Vec<&'static str>,
     /// Whether this was a dry run.
     pub dry_run: bool,
+    /// The endpoint's enforcement mode when the answer was sent.
+    pub enforcement: crate::review::mode::Enforcement,
+    /// The rules denied but the mode admitted (`warn`, `audit`): `denials` are would-be denials.
+    pub would_deny: bool,
+    /// The JSON Patch the rules made and `audit` did not send.
+    pub withheld_patch: Option<String>,
 }
 
 impl Decision {
@@ -671,6 +677,7 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
             .collect(),
         applied: verdict.applied.clone(),
         dry_run: req.dry_run,
+        ..Decision::default()
     }
 }
 

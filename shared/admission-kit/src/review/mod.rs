@@ -1,5 +1,5 @@
 //! Layer 2, one review: the AdmissionReview envelope ([`envelope`]), typed handlers and their
-//! context ([`handler`]), field paths and errors ([`field`]), the JSON Patch by diff ([`diff`])
+//! context ([`handler`]), field paths and errors ([`field`]), enforcement modes ([`mode`], [`enforcement`]), the JSON Patch by diff ([`diff`])
 //! fitted onto the raw object ([`skeleton`]), typed object helpers ([`object`]), the endpoint
 //! table ([`app`]) and the cluster lookup interface rules read through ([`lookup`]).
 //!
@@ -7,10 +7,12 @@
 
 pub mod app;
 pub mod diff;
+pub mod enforcement;
 pub mod envelope;
 pub mod field;
 pub mod handler;
 pub mod lookup;
+pub mod mode;
 pub mod object;
 
 mod skeleton;

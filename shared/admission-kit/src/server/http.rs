@@ -31,6 +31,7 @@ use crate::review::envelope::{self, Response as ReviewResponse, ReviewOut, Statu
 use crate::review::handler::{
     Answer, Context, Decision, Handler, ReviewError, review_body, review_body_async,
 };
+use crate::review::mode::{Enforcement, Modes};
 use crate::server::budget::Budget;
 use crate::server::metrics::Metrics;
 use crate::server::tls::{CertStore, TlsError, server_config};
@@ -86,6 +87,8 @@ pub struct ServeOptions {
     /// it and the kernel spreads new connections over them (replicas on one machine, a new
     /// binary started before the old one stops).
     pub reuse_port: bool,
+    /// Each endpoint's enforcement mode (`--enforcement`): what it does with its decisions.
+    pub enforcement: Modes,
 }
 
 impl Default for ServeOptions {
@@ -112,6 +115,7 @@ impl Default for ServeOptions {
             idle_timeout: Duration::from_secs(120),
             shutdown_delay: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(25),
+            enforcement: Modes::default(),
         }
     }
 }
@@ -231,6 +235,8 @@ pub struct ReviewService {
     /// The handler waits for another service ([`Handler::waits`]): reviews are awaited on the
     /// connection's task; the others are answered within `call`, with no future to allocate.
     waits: bool,
+    /// What the endpoint does with its decisions.
+    enforcement: Enforcement,
 }
 
 impl ReviewService {
@@ -242,14 +248,43 @@ impl ReviewService {
             ctx,
             decode_errors,
             waits,
+            enforcement: Enforcement::Enforce,
         }
+    }
+
+    /// The same service in enforcement mode `mode`.
+    pub fn enforcing(mut self, mode: Enforcement) -> Self {
+        self.enforcement = mode;
+        self
     }
 
     fn answer(&self, body: &[u8], answered: Result<Answer, ReviewError>) -> Response<Body> {
         match answered {
-            Ok(a) => {
+            Ok(mut a) => {
+                self.enforcement.apply(&mut a);
                 let mut r = json(StatusCode::OK, a.review.to_bytes());
                 r.extensions_mut().insert(a.decision);
+                r
+            }
+            // On trial, a review we cannot decode is the upstream's to answer: admitted (with
+            // the error as a warning in `warn`), recorded as a would-be refusal.
+            Err(e) if self.enforcement != Enforcement::Enforce => {
+                let warnings = match self.enforcement {
+                    Enforcement::Warn => vec![format!("would be refused: {e}")],
+                    _ => Vec::new(),
+                };
+                let out = ReviewOut::new(
+                    envelope::claimed_api_version(body),
+                    ReviewResponse {
+                        uid: envelope::claimed_uid(body),
+                        allowed: true,
+                        warnings,
+                        ..ReviewResponse::default()
+                    },
+                );
+                let mut r = json(StatusCode::OK, out.to_bytes());
+                r.extensions_mut().insert(TrialRefusal(self.enforcement));
+                r.extensions_mut().insert(e);
                 r
             }
             Err(e) => {
@@ -564,8 +599,13 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
         m.decisions
             .with_label_values(&[path, d.operation, decision])
             .inc();
-        for denial in &d.denials {
-            m.denials.with_label_values(&[path, denial.rule]).inc();
+        let on_trial = d.enforcement != Enforcement::Enforce;
+        if !on_trial {
+            for denial in &d.denials {
+                m.denials.with_label_values(&[path, denial.rule]).inc();
+            }
+        } else {
+            trial(path, m, d);
         }
         tracing::info!(
             target: "admission::decision",
@@ -580,6 +620,32 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
             dry_run = d.dry_run,
             rules = %d.rules(),
             applied = %d.applied.join(","),
+            // On trial only (absent fields are not written): what enforcing would have done.
+            enforcement = on_trial.then_some(d.enforcement.as_str()),
+            would_deny = on_trial.then_some(d.would_deny),
+            withheld_patch = d.withheld_patch.as_deref(),
+            latency_us,
+            "decision"
+        );
+    } else if let Some(TrialRefusal(mode)) = resp.extensions().get::<TrialRefusal>() {
+        // Admitted on trial: what enforcing would have refused.
+        m.decisions.with_label_values(&[path, "", "allowed"]).inc();
+        m.audit
+            .with_label_values(&[path, REVIEW_ERROR_RULE, "would_deny"])
+            .inc();
+        let why = resp
+            .extensions()
+            .get::<ReviewError>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::info!(
+            target: "admission::decision",
+            webhook = path,
+            allowed = true,
+            enforcement = mode.as_str(),
+            would_deny = true,
+            rules = REVIEW_ERROR_RULE,
+            error = %why,
             latency_us,
             "decision"
         );
@@ -601,6 +667,38 @@ fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
     }
 }
 
+/// Marks a response that admitted, on trial, a review enforcing would have refused as
+/// undecodable.
+#[derive(Debug, Clone, Copy)]
+struct TrialRefusal(Enforcement);
+
+/// The rule label of a would-be refusal of an undecodable review.
+const REVIEW_ERROR_RULE: &str = "review-error";
+
+/// Counts one decision of an endpoint on trial (`warn`, `audit`): each rule that would have
+/// denied, each rule whose patch enforcing sends (withheld in `audit`, sent in `warn`), or
+/// agreement.
+fn trial(path: &str, m: &Metrics, d: &Decision) {
+    if d.would_deny {
+        for denial in &d.denials {
+            m.audit
+                .with_label_values(&[path, denial.rule, "would_deny"])
+                .inc();
+        }
+    } else if d.withheld_patch.is_some() || d.patched {
+        for rule in &d.applied {
+            m.audit
+                .with_label_values(&[path, rule, "would_patch"])
+                .inc();
+        }
+        if d.applied.is_empty() {
+            m.audit.with_label_values(&[path, "", "would_patch"]).inc();
+        }
+    } else {
+        m.audit.with_label_values(&[path, "", "agree"]).inc();
+    }
+}
+
 /// A webhook path's full layer stack.
 #[derive(Clone)]
 pub struct EndpointStack {
@@ -608,15 +706,13 @@ pub struct EndpointStack {
 }
 
 impl EndpointStack {
-    /// Builds the stack for one endpoint.
+    /// Builds the stack for one endpoint around `review`, its innermost service.
     pub fn new(
         path: &'static str,
-        handler: Arc<dyn Handler>,
-        ctx: Context,
+        review: ReviewService,
         metrics: Metrics,
         opts: &ServeOptions,
         budget: Arc<Budget>,
-        decode_errors: DecodeErrors,
     ) -> Self {
         let svc = tower::ServiceBuilder::new()
             .layer(ObserveLayer { path, metrics })
@@ -625,7 +721,7 @@ impl EndpointStack {
                 body_timeout: opts.body_timeout,
                 budget,
             })
-            .service(ReviewService::new(handler, ctx, decode_errors));
+            .service(review);
         Self { svc }
     }
 }
@@ -660,12 +756,11 @@ impl Router {
                     e.path,
                     EndpointStack::new(
                         e.path,
-                        e.handler.clone(),
-                        ctx.clone(),
+                        ReviewService::new(e.handler.clone(), ctx.clone(), app.decode_errors)
+                            .enforcing(opts.enforcement.of(e.path)),
                         metrics.clone(),
                         opts,
                         budget.clone(),
-                        app.decode_errors,
                     ),
                 )
             })

@@ -292,6 +292,13 @@ pub struct Metrics {
     pub denials: IntCounterVec,
     /// 1 for each webhook path whose feature gate is enabled, 0 when it admits everything.
     pub enabled: IntGaugeVec,
+    /// Decisions of endpoints on trial (`--enforcement warn|audit`) per webhook path, rule id and
+    /// outcome: `would_deny` (one per rule that would have denied), `would_patch` (one per rule
+    /// whose patch enforcing sends: withheld in `audit`, sent in `warn`), `agree` (admitted
+    /// unchanged either way).
+    pub audit: IntCounterVec,
+    /// 1 for each webhook path's enforcement mode (`enforce`, `warn`, `audit`).
+    pub enforcement: IntGaugeVec,
     /// TLS handshakes that did not complete, by reason (`failed`: a bad or missing client
     /// certificate, a protocol error; `timeout`).
     pub handshakes_refused: IntCounterVec,
@@ -352,6 +359,22 @@ impl Metrics {
         registry.register(Box::new(in_flight.clone()))?;
         registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(denials.clone()))?;
+        let audit = IntCounterVec::new(
+            Opts::new(
+                "admission_webhook_audit_total",
+                "Decisions of endpoints in warn or audit mode, by rule id and outcome (would_deny, would_patch, agree): what enforcing would have done.",
+            ),
+            &["webhook", "rule", "outcome"],
+        )?;
+        let enforcement = IntGaugeVec::new(
+            Opts::new(
+                "admission_webhook_enforcement",
+                "1 for the enforcement mode (enforce, warn, audit) each webhook path runs in.",
+            ),
+            &["webhook", "mode"],
+        )?;
+        registry.register(Box::new(audit.clone()))?;
+        registry.register(Box::new(enforcement.clone()))?;
         let handshakes_refused = IntCounterVec::new(
             Opts::new(
                 "admission_webhook_tls_handshakes_refused_total",
@@ -386,6 +409,8 @@ impl Metrics {
             in_flight,
             decisions,
             denials,
+            audit,
+            enforcement,
             enabled,
             handshakes_refused,
         })
