@@ -15,6 +15,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 mod bench;
+mod cache;
 mod check_speed;
 mod counts;
 mod footprint;
@@ -97,6 +98,10 @@ enum Cmd {
         /// plane, so a few side by side take the time of the longest).
         #[arg(long, default_value_t = 3)]
         jobs: usize,
+        /// Run every step, replaying none of the passes recorded by an earlier run on the same
+        /// tree (see `shared/xtask/src/cache.rs`).
+        #[arg(long)]
+        rerun: bool,
     },
     /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
     Tools,
@@ -308,7 +313,7 @@ fn main() -> ExitCode {
                 println!("pre-commit:     {}", p.display());
             }
         }),
-        Cmd::Test { jobs } => test(jobs),
+        Cmd::Test { jobs, rerun } => test(jobs, rerun),
         Cmd::Fuzz {
             runs,
             seconds,
@@ -436,7 +441,7 @@ fn warn_if_disk_is_short() {
     }
 }
 
-fn test(jobs: usize) -> Result<()> {
+fn test(jobs: usize, rerun: bool) -> Result<()> {
     let started = Instant::now();
     tools()?;
     eprintln!("tools ready after {:.0?}", started.elapsed());
@@ -495,68 +500,107 @@ fn test(jobs: usize) -> Result<()> {
             failed_early.push("cargo xtask image".to_owned());
         }
     }
+    // What passed on this very tree before is replayed, not run again (see cache.rs).
+    let mut record =
+        cache::Record::open(&root(), root().join("target/xtask-test-record.json"), rerun)?;
+    let mut totals = runner::Totals::default();
+    let mut to_run = Vec::new();
+    for b in bins {
+        let inputs = cache::files_stamp(std::slice::from_ref(&b.executable));
+        match record.replay(&b.name, &inputs) {
+            Some(passed) => {
+                println!("     Running {} (cached: {passed} passed)", b.name);
+                totals.passed += passed;
+            }
+            None => to_run.push(b),
+        }
+    }
     eprintln!(
-        "==> {} test binaries, {jobs} at a time (tests built after {:.0?})",
-        bins.len(),
+        "==> {} test binaries, {jobs} at a time ({} replayed; tests built after {:.0?})",
+        to_run.len(),
+        totals.passed,
         started.elapsed()
     );
-    let mut totals = runner::run(bins, jobs, &root().join("target/xtask-test-times.json"));
-    totals.failed += failed_early.len() as u64;
+    let inputs_of: std::collections::HashMap<String, String> = to_run
+        .iter()
+        .map(|b| {
+            (
+                b.name.clone(),
+                cache::files_stamp(std::slice::from_ref(&b.executable)),
+            )
+        })
+        .collect();
+    let ran = runner::run(to_run, jobs, &root().join("target/xtask-test-times.json"));
+    for (name, passed) in &ran.succeeded {
+        record.passed(name, &inputs_of[name], *passed);
+    }
+    totals.passed += ran.passed;
+    totals.failed += ran.failed + failed_early.len() as u64;
+    totals.failed_binaries.extend(ran.failed_binaries);
     totals.failed_binaries.extend(failed_early);
-    eprintln!("==> cargo test --workspace --doc");
-    let mut doc = cargo();
-    doc.args(["test", "--workspace", "--doc"]);
-    let out = doc.output().context("cargo test --doc")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    print!("{text}");
-    runner::count(&text, &mut totals);
-    if !out.status.success() {
-        totals.failed_binaries.push("doc tests".into());
-    }
-    // Every fuzz target, bounded and seeded: a crash fails the run.
-    for r in fuzz::run(&root(), &[], FUZZ_RUNS_IN_TEST, None)? {
-        if r.ok {
-            totals.passed += 1;
-        } else {
-            totals.failed += 1;
-            totals
-                .failed_binaries
-                .push(format!("fuzz target {}", r.target));
+    step(&mut record, &mut totals, "doc tests", "", || {
+        eprintln!("==> cargo test --workspace --doc");
+        let mut doc = cargo();
+        doc.args(["test", "--workspace", "--doc"]);
+        let out = doc.output().context("cargo test --doc")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        print!("{text}");
+        let mut own = runner::Totals::default();
+        runner::count(&text, &mut own);
+        if !out.status.success() || own.failed > 0 {
+            bail!("{} doc tests failed", own.failed.max(1));
         }
-    }
+        Ok(own.passed)
+    });
+    // Every fuzz target, bounded and seeded: a crash fails the run.
+    step(&mut record, &mut totals, "fuzz targets", "", || {
+        let ran = fuzz::run(&root(), &[], FUZZ_RUNS_IN_TEST, None)?;
+        let crashed: Vec<&str> = ran.iter().filter(|r| !r.ok).map(|r| r.target).collect();
+        if !crashed.is_empty() {
+            bail!("fuzz targets crashed: {}", crashed.join(", "));
+        }
+        Ok(ran.len() as u64)
+    });
     // Instructions per review of the in-process paths against the committed baseline
     // (callgrind counts, stable on a busy machine; never wall-clock time).
-    match instruction_counts_in(&release_dir, false) {
-        Ok(()) => totals.passed += 1,
-        Err(e) => {
-            eprintln!("instructions: {e:#}");
-            totals.failed += 1;
-            totals.failed_binaries.push("instruction counts".into());
-        }
-    }
+    let loop_bin = cache::files_stamp(&[release_dir.join("review-loop")]);
+    step(
+        &mut record,
+        &mut totals,
+        "instruction counts",
+        &loop_bin,
+        || instruction_counts_in(&release_dir, false).map(|()| 1),
+    );
     // Every service under steady load at once for a minute (the dev build, so the figures are
     // not the README's): no review may fail, no service may exit. The binaries are the ones
     // `cargo test --workspace` built above (a `cargo build -p …` of them would unify features
     // differently and compile them again).
-    eprintln!("==> cargo xtask soak --profile dev --minutes 1 (bounded soak, the tests' build)");
-    let soaked = soak::run(
-        &root(),
-        &root().join("target/debug"),
-        &soak::Options {
-            minutes: 1,
-            calibrate_secs: 5,
-            fraction: 0.5,
-            report_every_secs: 15,
+    let soaked: Vec<PathBuf> = svcs
+        .iter()
+        .map(|s| root().join("target/debug").join(s))
+        .collect();
+    step(
+        &mut record,
+        &mut totals,
+        "soak",
+        &cache::files_stamp(&soaked),
+        || {
+            eprintln!(
+                "==> cargo xtask soak --profile dev --minutes 1 (bounded soak, the tests' build)"
+            );
+            soak::run(
+                &root(),
+                &root().join("target/debug"),
+                &soak::Options {
+                    minutes: 1,
+                    calibrate_secs: 5,
+                    fraction: 0.5,
+                    report_every_secs: 15,
+                },
+            )
+            .map(|()| 1)
         },
     );
-    match soaked {
-        Ok(()) => totals.passed += 1,
-        Err(e) => {
-            eprintln!("soak: {e:#}");
-            totals.failed += 1;
-            totals.failed_binaries.push("soak".into());
-        }
-    }
     // Nothing compiled twice: the same builds again must find every crate fresh (a crate built
     // again means a feature set or environment differs between two steps of this run).
     eprintln!("==> the test and release builds again: nothing may compile");
@@ -576,6 +620,7 @@ fn test(jobs: usize) -> Result<()> {
             totals.failed_binaries.push("nothing compiled twice".into());
         }
     }
+    record.save();
     eprintln!("all checks took {:.0?}", started.elapsed());
     // One closing line over every test binary.
     println!("{} passed, {} failed", totals.passed, totals.failed);
@@ -583,6 +628,33 @@ fn test(jobs: usize) -> Result<()> {
         bail!("failed: {}", totals.failed_binaries.join(", "));
     }
     Ok(())
+}
+
+/// Runs one step of the test command (`run` returns the tests it passed), or replays its pass
+/// recorded on the same tree with the same `inputs`; counts it in `totals` either way.
+fn step(
+    record: &mut cache::Record,
+    totals: &mut runner::Totals,
+    name: &str,
+    inputs: &str,
+    run: impl FnOnce() -> Result<u64>,
+) {
+    if let Some(passed) = record.replay(name, inputs) {
+        eprintln!("==> {name} (cached: {passed} passed)");
+        totals.passed += passed;
+        return;
+    }
+    match run() {
+        Ok(passed) => {
+            record.passed(name, inputs, passed);
+            totals.passed += passed;
+        }
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            totals.failed += 1;
+            totals.failed_binaries.push(name.to_owned());
+        }
+    }
 }
 
 fn services() -> Result<Vec<String>> {

@@ -128,6 +128,8 @@ pub struct Totals {
     pub failed: u64,
     /// Binaries that failed (a failed test, or a crash).
     pub failed_binaries: Vec<String>,
+    /// Each binary run: its name and tests passed, when it succeeded.
+    pub succeeded: Vec<(String, u64)>,
 }
 
 /// Adds the counts of every `test result:` line of `output`.
@@ -183,8 +185,13 @@ pub fn run(bins: Vec<TestBinary>, jobs: usize, times_file: &Path) -> Totals {
             o.took.as_secs_f64()
         );
         print!("{}", o.output);
-        count(&o.output, &mut totals);
-        if !o.success {
+        let mut own = Totals::default();
+        count(&o.output, &mut own);
+        totals.passed += own.passed;
+        totals.failed += own.failed;
+        if o.success {
+            totals.succeeded.push((o.binary.name.clone(), own.passed));
+        } else {
             totals.failed_binaries.push(o.binary.name.clone());
         }
         times.insert(o.binary.name.clone(), o.took.as_secs_f64());
