@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 
 pub mod direct;
 pub mod quota;
+pub mod raw;
 pub mod stream;
 
 /// One test's view of the shared control plane.

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use e2e::raw::{Answer, send};
 use e2e::{Env, eventually};
-use http_body_util::BodyExt as _;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -48,15 +48,8 @@ fn defaulted_model(name: &str) -> Value {
     })
 }
 
-/// What the API server answered a create: HTTP status, `Warning` headers, body.
-struct Created {
-    status: u16,
-    warnings: Vec<String>,
-    body: Value,
-}
-
-/// Creates a Model with a raw request, to read the `Warning` headers kube's typed API drops.
-async fn create(env: &Env, model: &Value, dry_run: bool) -> Created {
+/// Creates a Model (a dry run with `dry_run`), reading the API server's warnings too.
+async fn create(env: &Env, model: &Value, dry_run: bool) -> Answer {
     let mut uri = format!(
         "/apis/registry.volcano.sh/v1alpha1/namespaces/{}/models",
         env.ns
@@ -64,28 +57,7 @@ async fn create(env: &Env, model: &Value, dry_run: bool) -> Created {
     if dry_run {
         uri.push_str("?dryRun=All");
     }
-    let req = http::Request::post(uri)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(model).unwrap())
-        .unwrap();
-    let resp = env
-        .client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    let warnings = resp
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .collect();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    Created {
-        status,
-        warnings,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
+    send(&env.client, "POST", &uri, "application/json", model).await
 }
 
 /// Starts registry-webhook in `mode`, registered for this namespace only.
@@ -174,7 +146,7 @@ async fn series(system: &System, name: &str, labels: &[(&str, &str)]) -> f64 {
 
 /// Waits until the API server calls the webhook in its new mode: a dry run of the denied Model
 /// answered as `ready` says.
-async fn until(env: &Env, ready: impl Fn(&Created) -> bool) {
+async fn until(env: &Env, ready: impl Fn(&Answer) -> bool) {
     eventually(Duration::from_secs(60), || async {
         let c = create(env, &denied_model("probe"), true).await;
         if ready(&c) {
@@ -187,11 +159,8 @@ async fn until(env: &Env, ready: impl Fn(&Created) -> bool) {
 }
 
 /// Refused by MV-11, naming the field (Kthena answers its denials with code 400).
-fn refused(c: &Created) -> bool {
-    c.status == 400
-        && c.body["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("spec.backends[0]: Invalid value"))
+fn refused(c: &Answer) -> bool {
+    c.status == 400 && c.message().contains("spec.backends[0]: Invalid value")
 }
 
 fn log_of(system: &System) -> PathBuf {
@@ -217,16 +186,12 @@ async fn audit_warn_and_enforce_through_the_api_server() {
     // An endpoint on trial never refuses a write.
     registered_with(&env, "Ignore").await;
     until(&env, |c| c.status == 201).await;
-    let before = series(
-        &system,
-        "admission_webhook_audit_total",
-        &[
-            ("webhook", VALIDATE),
-            ("rule", "MV-11"),
-            ("outcome", "would_deny"),
-        ],
-    )
-    .await;
+    let would_deny = [
+        ("webhook", VALIDATE),
+        ("rule", "MV-11"),
+        ("outcome", "would_deny"),
+    ];
+    let before = series(&system, "admission_webhook_audit_total", &would_deny).await;
     let c = create(&env, &denied_model("audited"), false).await;
     assert_eq!(c.status, 201, "{}", c.body);
     assert!(
@@ -234,16 +199,7 @@ async fn audit_warn_and_enforce_through_the_api_server() {
         "audit says nothing: {:?}",
         c.warnings
     );
-    let after = series(
-        &system,
-        "admission_webhook_audit_total",
-        &[
-            ("webhook", VALIDATE),
-            ("rule", "MV-11"),
-            ("outcome", "would_deny"),
-        ],
-    )
-    .await;
+    let after = series(&system, "admission_webhook_audit_total", &would_deny).await;
     assert_eq!(
         after - before,
         1.0,

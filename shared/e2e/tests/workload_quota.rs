@@ -19,6 +19,7 @@
 use std::time::Duration;
 
 use e2e::quota::{pod_of, start_with};
+use e2e::raw::send;
 use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
@@ -26,48 +27,6 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const GPU: &str = "nvidia.com/gpu";
-
-/// What the API server answered a write: its status, the `Warning` headers' texts, the body.
-struct Answer {
-    status: u16,
-    warnings: Vec<String>,
-    body: Value,
-}
-
-impl Answer {
-    fn message(&self) -> &str {
-        self.body["message"].as_str().unwrap_or_default()
-    }
-}
-
-/// A raw write, so that the warnings (which kube-rs does not surface) can be read.
-async fn send(client: &kube::Client, method: &str, uri: &str, ctype: &str, body: &Value) -> Answer {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", ctype)
-        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let status = resp.status().as_u16();
-    // `299 - "text"`: the text between the quotes, unescaped; UTF-8, as kubectl reads it.
-    let warnings = resp
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .map(|v| {
-            let text = v.splitn(3, ' ').nth(2).unwrap_or(&v).trim();
-            text.trim_matches('"').replace("\\\"", "\"")
-        })
-        .collect();
-    let bytes = resp.into_body().collect_bytes().await.unwrap();
-    Answer {
-        status,
-        warnings,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
-}
 
 fn template(quota: &str, gpus: u32) -> Value {
     json!({"metadata": {"labels": {"quota.scheduling.koordinator.sh/name": quota}},

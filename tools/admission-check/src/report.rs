@@ -363,6 +363,17 @@ fn json_item(r: &Checked) -> Value {
     v
 }
 
+/// Every refusal's message, `; `-separated.
+fn refusal_messages(r: &Checked) -> String {
+    let msgs: Vec<&str> = r
+        .outcome
+        .refusals
+        .iter()
+        .map(|x| x.message.as_str())
+        .collect();
+    msgs.join("; ")
+}
+
 fn junit(results: &[Checked], mode: Enforcement) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("admission-check");
@@ -387,24 +398,12 @@ fn junit(results: &[Checked], mode: Enforcement) -> String {
         } else if r.verdict() == Verdict::Denied && mode != Enforcement::Enforce {
             // Reported, not failed: the run measures what enforcing would do.
             let mut st = TestCaseStatus::skipped();
-            let msgs: Vec<&str> = r
-                .outcome
-                .refusals
-                .iter()
-                .map(|x| x.message.as_str())
-                .collect();
-            st.set_message(format!("would be denied ({mode}): {}", msgs.join("; ")));
+            st.set_message(format!("would be denied ({mode}): {}", refusal_messages(r)));
             st.set_type("would-deny");
             st
         } else if r.verdict() == Verdict::Denied {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            let msgs: Vec<&str> = r
-                .outcome
-                .refusals
-                .iter()
-                .map(|x| x.message.as_str())
-                .collect();
-            st.set_message(msgs.join("; "));
+            st.set_message(refusal_messages(r));
             st.set_type("denied");
             let mut detail = String::new();
             for refusal in &r.outcome.refusals {
