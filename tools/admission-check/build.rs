@@ -22,9 +22,11 @@ struct Doc {
     /// `Refused: `…`` and `Admitted: `…`` paragraphs after it: manifests in YAML flow style.
     refused: Vec<String>,
     admitted: Vec<String>,
+    /// `State: `…`` paragraphs: objects in the cluster the examples are checked against.
+    state: Vec<String>,
 }
 
-/// The manifest of a `Refused: `{…}`` / `Admitted: `{…}`` paragraph.
+/// The manifest of a `Refused: `{…}`` / `Admitted: `{…}`` / `State: `{…}`` paragraph.
 fn example<'a>(paragraph: &'a str, label: &str) -> Option<&'a str> {
     paragraph
         .strip_prefix(label)?
@@ -158,6 +160,11 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     p += 1;
                     continue;
                 }
+                if let Some(e) = example(&paragraph, "State:") {
+                    last.state.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
             }
             if let Some((ids, rest)) = block.get(first).and_then(|l| ids_of(l)) {
                 documented = true;
@@ -175,6 +182,7 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     item: item.clone(),
                     refused: Vec::new(),
                     admitted: Vec::new(),
+                    state: Vec::new(),
                 });
             }
             p += 1;
@@ -229,7 +237,7 @@ fn main() {
     for d in &docs {
         let _ = writeln!(
             out,
-            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?} }},",
+            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, state: &{:?} }},",
             d.service,
             d.ids,
             d.text,
@@ -237,7 +245,8 @@ fn main() {
             d.line,
             d.item,
             d.refused,
-            d.admitted
+            d.admitted,
+            d.state
         );
     }
     out.push_str("];\n");

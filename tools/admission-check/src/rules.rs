@@ -24,6 +24,9 @@ pub struct RuleDoc {
     pub refused: &'static [&'static str],
     /// Manifests the rule admits.
     pub admitted: &'static [&'static str],
+    /// Objects in the cluster the examples are checked against (a runtime a TrainJob names, a
+    /// parent quota): the whole cluster of the examples, so what it lacks is absent.
+    pub state: &'static [&'static str],
 }
 
 include!(concat!(env!("OUT_DIR"), "/rule_docs.rs"));
@@ -230,11 +233,13 @@ pub fn checked_examples(rule: &Rule) -> Vec<(bool, &'static str, String)> {
     if examples.is_empty() {
         return Vec::new();
     }
-    let catalog = match crate::catalog::Catalog::new(
-        crate::services(),
-        admission_kit::cluster::state::StaticState::default(),
-    ) {
-        Ok(c) => c,
+    let catalog = match example_state(rule).and_then(|state| {
+        crate::catalog::Catalog::new(crate::services(), state).map_err(|e| e.to_string())
+    }) {
+        Ok(mut c) => {
+            c.state_complete = true;
+            c
+        }
         Err(e) => {
             return examples
                 .into_iter()
@@ -248,6 +253,17 @@ pub fn checked_examples(rule: &Rule) -> Vec<(bool, &'static str, String)> {
         .collect()
 }
 
+/// The cluster of `rule`'s examples: its `State:` objects.
+fn example_state(rule: &Rule) -> Result<admission_kit::cluster::state::StaticState, String> {
+    let mut state = admission_kit::cluster::state::StaticState::default();
+    for text in rule.doc.state {
+        for m in crate::input::parse("state", text).map_err(|e| e.to_string())? {
+            state.add_value(m.object).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(state)
+}
+
 /// `admission-check explain ID`: each rule of the id with its description, where it is
 /// written, and its examples as checked now.
 pub fn explain(rules: &[Rule]) -> String {
@@ -258,6 +274,9 @@ pub fn explain(rules: &[Rule]) -> String {
         let _ = writeln!(out, "  {}", r.doc.text);
         let _ = writeln!(out, "  rule: {}", r.source());
         let _ = writeln!(out, "  specified in: {}", r.page);
+        for object in r.doc.state {
+            let _ = writeln!(out, "  in a cluster holding: {object}");
+        }
         let examples = checked_examples(r);
         if examples.is_empty() {
             let _ = writeln!(out, "  examples: none written beside the rule yet");

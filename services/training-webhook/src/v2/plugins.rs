@@ -98,6 +98,12 @@ fn reserved_env_error(rule: &'static str, job: &Job, names: String) -> FieldErro
 // ---- flux (§5.2) ----
 
 /// FX-01: processes per node (the TrainJob's, else the policy's) are at least 1.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: flux}, trainer: {numProcPerNode: 0}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: flux}, trainer: {numProcPerNode: 2}}}`
 pub fn fx_01_num_proc_per_node(info: &Info, job: &Job, errs: &mut ErrorList) {
     let Some(flux) = info.ml_policy.as_ref().and_then(|p| p.flux.as_ref()) else {
         return;
@@ -245,6 +251,12 @@ pub fn mp_01_launcher_as_node(info: &Info, job: &Job, errs: &mut ErrorList) {
 }
 
 /// MP-02: the trainer sets none of the environment variables MPI reserves.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: mpi}, spec: {mlPolicy: {numNodes: 1, mpi: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: mpi}, trainer: {env: [{name: OMPI_MCA_orte_keep_fqdn_hostnames, value: "true"}]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: mpi}, trainer: {env: [{name: OMPI_ALLOW_RUN_AS_ROOT, value: "1"}]}}}`
 pub fn mp_02_reserved_envs(info: &Info, job: &Job, errs: &mut ErrorList) {
     if info
         .ml_policy
@@ -306,6 +318,12 @@ pub fn to_01_env_injection_targets(info: &Info, errs: &mut ErrorList) {
 }
 
 /// TO-02: the trainer sets none of the environment variables torchrun reserves.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, trainer: {env: [{name: PET_NNODES, value: "2"}]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, trainer: {env: [{name: NCCL_DEBUG, value: INFO}]}}}`
 pub fn to_02_reserved_envs(info: &Info, job: &Job, errs: &mut ErrorList) {
     if torch(info).is_none() || job.new.typed.spec.trainer.is_none() {
         return;
@@ -549,6 +567,10 @@ const XGBOOST_RESERVED: [&str; 4] = [
 ];
 
 /// XG-01: the trainer sets none of the environment variables XGBoost reserves, each named.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: xgb}, spec: {mlPolicy: {numNodes: 1, xgboost: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: xgb}, trainer: {env: [{name: DMLC_NUM_WORKER, value: "4"}]}}}`
 pub fn xg_01_reserved_envs(info: &Info, job: &Job, errs: &mut ErrorList) {
     if info
         .ml_policy

@@ -32,6 +32,10 @@ fn replicated_jobs() -> Path {
 }
 
 /// RT-01: a replicated job of an ancestor step runs exactly one Job.
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {template: {spec: {replicatedJobs: [{name: node, replicas: 2, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
 fn rt_01_replicas(i: usize, rj: &ReplicatedJob, errs: &mut ErrorList) {
     if rj.replicas != 1 {
         errs.push(FieldError::invalid(
@@ -45,6 +49,8 @@ fn rt_01_replicas(i: usize, rj: &ReplicatedJob, errs: &mut ErrorList) {
 
 /// RT-02: a replicated job of an ancestor step has that step's container (init containers do
 /// not count); the denial prints the containers as Go marshals them.
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: main, image: x}]}}}}}]}}}}`
 fn rt_02_required_container(
     i: usize,
     ancestor: &str,
@@ -112,6 +118,8 @@ pub fn is_deprecated(labels: Option<&std::collections::BTreeMap<String, String>>
 }
 
 /// RT-03: a deprecated ClusterTrainingRuntime is created with a warning.
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch, labels: {trainer.kubeflow.org/support: deprecated}}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
 fn rt_03_deprecation_warning(ctr: &ClusterTrainingRuntime) -> Option<String> {
     is_deprecated(ctr.metadata.labels.as_ref()).then(|| {
         format!(

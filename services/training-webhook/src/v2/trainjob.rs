@@ -21,6 +21,12 @@ enum Kind {
 
 /// TJ-01: the runtime reference names one of the two runtime kinds of this group; upstream's
 /// answer is a plain denial `unsupported runtime: KIND.GROUP` (the CRD's defaults fill both).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch, apiGroup: trainer.kubeflow.org, kind: Runtime}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch, apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime}}}`
 fn tj_01_kind(job: &TrainJob) -> Result<Kind, String> {
     let r = &job.spec.runtime_ref;
     let group = r.api_group.as_deref().unwrap_or_default();
@@ -46,6 +52,14 @@ fn decode_runtime(o: &DynamicObject) -> Result<TrainingRuntimeSpec, String> {
 
 /// TJ-02, TJ-03: the runtime exists (the namespaced one in the TrainJob's namespace). Upstream
 /// names the field `spec.runtimeRef` for one kind and `spec.RuntimeRef` for the other.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch, apiGroup: trainer.kubeflow.org, kind: TrainingRuntime}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: pytorch, apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
 fn tj_02_03_lookup(
     kind: Kind,
     job: &Job,
@@ -93,6 +107,10 @@ fn tj_02_03_lookup(
 }
 
 /// TJ-04: a TrainJob on a deprecated ClusterTrainingRuntime is admitted with a warning.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch, labels: {trainer.kubeflow.org/support: deprecated}}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
 fn tj_04_deprecated(name: &str) -> String {
     format!(
         "Referenced ClusterTrainingRuntime \"{name}\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: {DEPRECATION_POLICY_URL}"
