@@ -18,6 +18,14 @@ fn policy_ref() -> Path {
 }
 
 /// BV-01, BV-02: exactly one of optimizerConfiguration and scalingConfiguration.
+///
+/// State: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p, namespace: default}, spec: {metrics: [{metricName: load, targetValue: "1"}]}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicyBinding, metadata: {name: b}, spec: {policyRef: {name: p}}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicyBinding, metadata: {name: b}, spec: {policyRef: {name: p}, scalingConfiguration: {target: {targetRef: {name: m}}, minReplicas: 1, maxReplicas: 2}, optimizerConfiguration: {params: [{target: {targetRef: {name: m}}, minReplicas: 1, maxReplicas: 2, cost: 1}], costExpansionRatePercent: 200}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicyBinding, metadata: {name: b}, spec: {policyRef: {name: p}, scalingConfiguration: {target: {targetRef: {name: m}}, minReplicas: 1, maxReplicas: 2}}}`
 fn bv_01_02_one_configuration(spec: &AutoscalingPolicyBindingSpec, errs: &mut ErrorList) {
     match (spec.optimizer_configuration.is_some(), spec.scaling_configuration.is_some()) {
         (false, false) => errs.push(FieldError::required(
@@ -36,6 +44,12 @@ fn bv_01_02_one_configuration(spec: &AutoscalingPolicyBindingSpec, errs: &mut Er
 
 /// BV-03, BV-04: the referenced AutoscalingPolicy exists in the binding's namespace; a lookup
 /// that cannot answer denies (fail closed, Q-19).
+///
+/// State: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p, namespace: default}, spec: {metrics: [{metricName: load, targetValue: "1"}]}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicyBinding, metadata: {name: b}, spec: {policyRef: {name: other}, scalingConfiguration: {target: {targetRef: {name: m}}, minReplicas: 1, maxReplicas: 2}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicyBinding, metadata: {name: b}, spec: {policyRef: {name: p}, scalingConfiguration: {target: {targetRef: {name: m}}, minReplicas: 1, maxReplicas: 2}}}`
 fn bv_03_04_policy_exists(binding: &BindingObj, ctx: &Context, errs: &mut ErrorList) {
     let name = binding.spec.policy_ref.name.as_str();
     let ns = binding.metadata.namespace.as_deref().unwrap_or_default();

@@ -22,6 +22,10 @@ fn backends() -> Path {
 }
 
 /// MV-01, MV-02: a backend's `scaleToZeroGracePeriod` lies within 0..=1800 s.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}], scaleToZeroGracePeriod: 1801s}]}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}], scaleToZeroGracePeriod: -1s}]}}`
 fn mv_01_02_grace_period_range(spec: &ModelSpec, errs: &mut ErrorList) {
     for (i, b) in spec.backends.iter().enumerate() {
         let Some(g) = &b.scale_to_zero_grace_period else {
@@ -413,6 +417,12 @@ pub(crate) fn worker_type_rules(
 
 /// MV-22, MV-23: a LoRA adapter name differs from the Model's `metadata.name` and is
 /// unique within its backend.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}], loraAdapters: [{name: m, artifactURL: "hf://a/b"}]}]}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}], loraAdapters: [{name: a, artifactURL: "hf://a/b"}, {name: a, artifactURL: "hf://a/c"}]}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {backends: [{name: main, type: vLLM, modelURI: "hf://x/y", minReplicas: 1, maxReplicas: 1, workers: [{type: server, image: vllm}], loraAdapters: [{name: a, artifactURL: "hf://a/b"}]}]}}`
 fn mv_22_23_lora_names(model: &ModelObj, errs: &mut ErrorList) {
     let model_name = model.metadata.name.as_deref().unwrap_or_default();
     for (i, b) in model.spec.backends.iter().enumerate() {

@@ -95,6 +95,12 @@ fn pv_03_04_scale_down(
 }
 
 /// PV-05, PV-06: scale-up stable period and stabilization window within 0..=30m.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 31m}}}}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {stabilizationWindow: 31m}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 30m}}}}}`
 fn pv_05_06_scale_up_stable(
     b: &AutoscalingPolicyBehavior,
     ids: &[&'static str; 6],
@@ -122,6 +128,12 @@ fn pv_05_06_scale_up_stable(
 }
 
 /// PV-07, PV-08: panic period (always checked) and panic mode hold within 0..=30m.
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {panicPolicy: {period: 31m}}}}}`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {panicPolicy: {period: 1m, panicModeHold: 31m}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {panicPolicy: {period: 1m, panicModeHold: 1m}}}}}`
 fn pv_07_08_panic(b: &AutoscalingPolicyBehavior, ids: &[&'static str; 6], errs: &mut ErrorList) {
     let Some(pp) = b.scale_up.as_ref().and_then(|u| u.panic_policy.as_ref()) else {
         return;
