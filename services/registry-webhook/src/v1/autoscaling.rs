@@ -56,7 +56,13 @@ fn metric_rules(ids: [&'static str; 2], metrics: &[Metric], path: &Path, errs: &
 ///
 /// AP-1: each metric's target value is above zero and finite.
 ///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "0"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "0.5"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
+///
 /// AP-2: no metric name is given twice.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}, {name: rps, targetValue: "2"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
 fn ap_1_2_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let metrics = spec.metrics.as_deref().unwrap_or_default();
     metric_rules(
@@ -68,6 +74,10 @@ fn ap_1_2_metrics(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
 }
 
 /// AP-4, AP-5: a target names a ModelServing (or no kind) and has a name.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: Deployment, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
 fn ap_4_5_target_ref(r: &ObjectReference, path: Path, errs: &mut ErrorList) {
     let kind = r.kind.as_deref().unwrap_or_default();
     if !kind.is_empty() && kind != "ModelServing" {
@@ -90,6 +100,8 @@ fn ap_4_5_target_ref(r: &ObjectReference, path: Path, errs: &mut ErrorList) {
 }
 
 /// AP-3: exactly one of the three targets is set; then AP-4, AP-5 on the one set.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}]}}`
 fn ap_3_5_target(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let count = usize::from(spec.homogeneous_target.is_some())
         + usize::from(spec.heterogeneous_target.is_some())
@@ -126,6 +138,10 @@ fn ap_3_5_target(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
 }
 
 /// AP-6: a homogeneous or heterogeneous target needs `spec.metrics`.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], homogeneousTarget: {minReplicas: 1, maxReplicas: 6, target: {targetRef: {kind: ModelServing, name: ms}, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}`
 fn ap_6_metrics_required(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
     let has_target = spec.homogeneous_target.is_some() || spec.heterogeneous_target.is_some();
     if has_target && spec.metrics.as_ref().is_none_or(Vec::is_empty) {

@@ -95,6 +95,12 @@ fn ms_2_role_names(spec: &ModelServingSpec, errs: &mut ErrorList) {
 
 /// MS-3, MS-4: container images of the entry and worker templates are not whitespace only and
 /// hold no ASCII space.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: " "}]}}}]}}}`
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: "vllm latest"}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: "vllm:latest"}]}}}]}}}`
 fn ms_3_4_images(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let mut template = |t: &PodTemplate, path: Path| {
         let containers = t.spec.as_ref().map(|s| s.containers.as_slice());
@@ -353,6 +359,12 @@ fn ms_14_16_gang(spec: &ModelServingSpec, errs: &mut ErrorList) {
 }
 
 /// MS-17, MS-18: worker replicas are not negative, and workers need a template.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: -1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}, workerTemplate: {spec: {containers: [{name: w, image: x}]}}}]}}}`
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}, workerTemplate: {spec: {containers: [{name: w, image: x}]}}}]}}}`
 fn ms_17_18_workers(spec: &ModelServingSpec, errs: &mut ErrorList) {
     for (i, role) in roles(spec).iter().enumerate() {
         if role.worker_replicas < 0 {
