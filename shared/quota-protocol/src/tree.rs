@@ -629,7 +629,19 @@ fn relevant(q: &ElasticQuota) -> (String, String, String, String, serde_json::Va
 /// QV-C1: a quota is not created twice (the root quota's object may be created while none
 /// exists).
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
 /// QV-C2: a new quota binds no namespace (its `namespaces` annotation) another quota binds.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
 ///
 /// QV-U2: the system and root quotas are not updated (beyond fields no rule reads).
 ///
