@@ -190,30 +190,46 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
 /// which the bounded runs of the test command barely feel.
 const CODEGEN_UNITS: &str = "16";
 
-/// Builds the targets and runs each for `runs` executions from its seeds (`-seed=1`), or for
-/// `seconds` when given. Returns each target's outcome; a crash leaves its input in
-/// `fuzz/artifacts/<target>/`.
-pub fn run(root: &Path, targets: &[String], runs: u64, seconds: Option<u64>) -> Result<Vec<Ran>> {
-    let fuzz = cargo_fuzz()?;
-    let cargo_fuzz = |args: &[&str]| {
-        let mut c = Command::new(&fuzz);
-        // As `cargo()` does: without `cargo run`'s package variables, or ring rebuilds.
-        for (key, _) in std::env::vars_os() {
-            if key.to_str().is_some_and(crate::is_package_variable) {
-                c.env_remove(key);
-            }
+/// `cargo fuzz ARGS` in `root`, on the nightly toolchain.
+fn cargo_fuzz_command(fuzz: &Path, root: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(fuzz);
+    // As `cargo()` does: without `cargo run`'s package variables, or ring rebuilds.
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(crate::is_package_variable) {
+            c.env_remove(key);
         }
-        c.current_dir(root)
-            .env("RUSTUP_TOOLCHAIN", "nightly")
-            .arg("fuzz")
-            .args(args);
-        c
-    };
+    }
+    c.current_dir(root)
+        .env("RUSTUP_TOOLCHAIN", "nightly")
+        .arg("fuzz")
+        .args(args);
+    c
+}
+
+/// How [`build`] runs beside other work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// In the foreground, printing cargo's progress.
+    Normal,
+    /// At the lowest CPU priority (`nice -n 19`), its output kept and printed only on failure:
+    /// the test command builds the targets while the end-to-end binaries mostly wait on their
+    /// control planes, so the build takes the idle CPU and the tests keep theirs.
+    Background,
+}
+
+/// Builds the fuzz targets.
+pub fn build(root: &Path, priority: Priority) -> Result<()> {
+    let fuzz = cargo_fuzz()?;
     let started = Instant::now();
     eprintln!(
-        "==> cargo +nightly fuzz build -s none --codegen-units {CODEGEN_UNITS} --fuzz-dir fuzz"
+        "==> cargo +nightly fuzz build -s none --codegen-units {CODEGEN_UNITS} --fuzz-dir fuzz{}",
+        if priority == Priority::Background {
+            " (at low priority, beside the tests)"
+        } else {
+            ""
+        }
     );
-    let built = cargo_fuzz(&[
+    let args = [
         "build",
         "-s",
         "none",
@@ -221,14 +237,54 @@ pub fn run(root: &Path, targets: &[String], runs: u64, seconds: Option<u64>) -> 
         CODEGEN_UNITS,
         "--fuzz-dir",
         "fuzz",
-    ])
-    .status()
-    .context("cargo fuzz build")?
-    .success();
+    ];
+    let mut cmd = cargo_fuzz_command(&fuzz, root, &args);
+    let built = match priority {
+        Priority::Normal => cmd.status().context("cargo fuzz build")?.success(),
+        Priority::Background => {
+            let mut niced = Command::new("nice");
+            niced
+                .args(["-n", "19"])
+                .arg(cmd.get_program())
+                .args(cmd.get_args());
+            for (k, v) in cmd.get_envs() {
+                match v {
+                    Some(v) => niced.env(k, v),
+                    None => niced.env_remove(k),
+                };
+            }
+            niced.current_dir(root);
+            let out = niced.output().context("nice cargo fuzz build")?;
+            if !out.status.success() {
+                eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+            }
+            out.status.success()
+        }
+    };
     if !built {
         bail!("building the fuzz targets failed");
     }
     eprintln!("fuzz targets built in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+/// Builds the targets and runs each for `runs` executions from its seeds (`-seed=1`), or for
+/// `seconds` when given. Returns each target's outcome; a crash leaves its input in
+/// `fuzz/artifacts/<target>/`.
+pub fn run(root: &Path, targets: &[String], runs: u64, seconds: Option<u64>) -> Result<Vec<Ran>> {
+    build(root, Priority::Normal)?;
+    run_built(root, targets, runs, seconds)
+}
+
+/// [`run`] on targets [`build`] built.
+pub fn run_built(
+    root: &Path,
+    targets: &[String],
+    runs: u64,
+    seconds: Option<u64>,
+) -> Result<Vec<Ran>> {
+    let fuzz = cargo_fuzz()?;
+    let cargo_fuzz = |args: &[&str]| cargo_fuzz_command(&fuzz, root, args);
     let mut out = Vec::new();
     for (target, domain) in TARGETS {
         if !targets.is_empty() && !targets.iter().any(|t| t == target) {
