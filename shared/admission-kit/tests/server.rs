@@ -324,19 +324,6 @@ async fn mutation_patch_is_base64_and_keeps_unknown_fields() {
     );
 }
 
-/// The metrics port's text.
-async fn metrics_text(r: &Running) -> String {
-    let mut t = TcpStream::connect(r.metrics).await.unwrap();
-    t.write_all(b"GET /metrics HTTP/1.0\r\nhost: x\r\n\r\n")
-        .await
-        .unwrap();
-    let mut buf = Vec::new();
-    tokio::io::AsyncReadExt::read_to_end(&mut t, &mut buf)
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
 /// `--enforcement audit` on the validator and `warn` on the mutator's path… each path answers
 /// in its mode and counts what enforcing would have done; an undecodable review on trial is
 /// admitted and counted under `review-error`.
@@ -383,7 +370,7 @@ async fn endpoints_on_trial_admit_and_count() {
     assert_eq!(out["response"]["allowed"], true, "{out}");
     assert_eq!(out["response"]["uid"], "u-1");
 
-    let m = metrics_text(&r).await;
+    let (_, m) = http_get(r.metrics, "/metrics").await;
     for want in [
         r#"admission_webhook_audit_total{outcome="would_deny",rule="T-01",webhook="/validate"} 1"#,
         r#"admission_webhook_audit_total{outcome="agree",rule="",webhook="/validate"} 1"#,
