@@ -67,6 +67,13 @@ impl Record {
         images::sha256_hex(format!("{}\n{inputs}", self.tree).as_bytes())
     }
 
+    /// Whether an earlier run recorded `step` passing under the same key (what
+    /// [`Record::replay`] would replay), without replaying it.
+    pub fn holds(&self, step: &str, inputs: &str) -> bool {
+        let key = self.key(inputs);
+        self.before.get(step).is_some_and(|e| e.key == key)
+    }
+
     /// The tests `step` passed under the same key in an earlier run: `Some` means it may be
     /// replayed (and is kept for the next run).
     pub fn replay(&mut self, step: &str, inputs: &str) -> Option<u64> {
@@ -212,6 +219,7 @@ mod tests {
         let recorded = first.now.clone();
 
         let mut same = record("tree-1", recorded.clone());
+        assert!(same.holds("a/lib", "bin 1") && !same.holds("a/lib", "bin 2"));
         assert_eq!(same.replay("a/lib", "bin 1"), Some(7));
         assert_eq!(
             same.now, recorded,

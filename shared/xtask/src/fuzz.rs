@@ -190,9 +190,15 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
 /// which the bounded runs of the test command barely feel.
 const CODEGEN_UNITS: &str = "16";
 
-/// `cargo fuzz ARGS` in `root`, on the nightly toolchain.
-fn cargo_fuzz_command(fuzz: &Path, root: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(fuzz);
+/// `cargo fuzz ARGS` in `root`, on the nightly toolchain (under `nice -n 19` when `nice`).
+fn cargo_fuzz_command(fuzz: &Path, root: &Path, args: &[&str], nice: bool) -> Command {
+    let mut c = if nice {
+        let mut n = Command::new("nice");
+        n.args(["-n", "19"]).arg(fuzz);
+        n
+    } else {
+        Command::new(fuzz)
+    };
     // As `cargo()` does: without `cargo run`'s package variables, or ring rebuilds.
     for (key, _) in std::env::vars_os() {
         if key.to_str().is_some_and(crate::is_package_variable) {
@@ -238,23 +244,11 @@ pub fn build(root: &Path, priority: Priority) -> Result<()> {
         "--fuzz-dir",
         "fuzz",
     ];
-    let mut cmd = cargo_fuzz_command(&fuzz, root, &args);
+    let mut cmd = cargo_fuzz_command(&fuzz, root, &args, priority == Priority::Background);
     let built = match priority {
         Priority::Normal => cmd.status().context("cargo fuzz build")?.success(),
         Priority::Background => {
-            let mut niced = Command::new("nice");
-            niced
-                .args(["-n", "19"])
-                .arg(cmd.get_program())
-                .args(cmd.get_args());
-            for (k, v) in cmd.get_envs() {
-                match v {
-                    Some(v) => niced.env(k, v),
-                    None => niced.env_remove(k),
-                };
-            }
-            niced.current_dir(root);
-            let out = niced.output().context("nice cargo fuzz build")?;
+            let out = cmd.output().context("nice cargo fuzz build")?;
             if !out.status.success() {
                 eprintln!("{}", String::from_utf8_lossy(&out.stderr));
             }
@@ -284,7 +278,7 @@ pub fn run_built(
     seconds: Option<u64>,
 ) -> Result<Vec<Ran>> {
     let fuzz = cargo_fuzz()?;
-    let cargo_fuzz = |args: &[&str]| cargo_fuzz_command(&fuzz, root, args);
+    let cargo_fuzz = |args: &[&str]| cargo_fuzz_command(&fuzz, root, args, false);
     let mut out = Vec::new();
     for (target, domain) in TARGETS {
         if !targets.is_empty() && !targets.iter().any(|t| t == target) {

@@ -505,6 +505,7 @@ fn test(jobs: usize, rerun: bool) -> Result<()> {
         cache::Record::open(&root(), root().join("target/xtask-test-record.json"), rerun)?;
     let mut totals = runner::Totals::default();
     let mut to_run = Vec::new();
+    let mut inputs_of = std::collections::HashMap::new();
     for b in bins {
         let inputs = cache::files_stamp(std::slice::from_ref(&b.executable));
         match record.replay(&b.name, &inputs) {
@@ -512,7 +513,10 @@ fn test(jobs: usize, rerun: bool) -> Result<()> {
                 println!("     Running {} (cached: {passed} passed)", b.name);
                 totals.passed += passed;
             }
-            None => to_run.push(b),
+            None => {
+                inputs_of.insert(b.name.clone(), inputs);
+                to_run.push(b);
+            }
         }
     }
     eprintln!(
@@ -521,20 +525,9 @@ fn test(jobs: usize, rerun: bool) -> Result<()> {
         totals.passed,
         started.elapsed()
     );
-    let inputs_of: std::collections::HashMap<String, String> = to_run
-        .iter()
-        .map(|b| {
-            (
-                b.name.clone(),
-                cache::files_stamp(std::slice::from_ref(&b.executable)),
-            )
-        })
-        .collect();
     // The fuzz targets build beside the test binaries, at the lowest priority (unless their
     // pass is replayed): most of the end-to-end binaries' time is waiting.
-    let fuzz_replayed = record.replay("fuzz targets", "");
-    let fuzz_build = fuzz_replayed
-        .is_none()
+    let fuzz_build = (!record.holds("fuzz targets", ""))
         .then(|| std::thread::spawn(|| fuzz::build(&root(), fuzz::Priority::Background)));
     let ran = runner::run(to_run, jobs, &root().join("target/xtask-test-times.json"));
     for (name, passed) in &ran.succeeded {
@@ -559,25 +552,19 @@ fn test(jobs: usize, rerun: bool) -> Result<()> {
         Ok(own.passed)
     });
     // Every fuzz target, bounded and seeded: a crash fails the run.
-    match (fuzz_replayed, fuzz_build) {
-        (Some(passed), _) => {
-            eprintln!("==> fuzz targets (cached: {passed} passed)");
-            totals.passed += passed;
+    step(&mut record, &mut totals, "fuzz targets", "", || {
+        match fuzz_build.map(std::thread::JoinHandle::join) {
+            Some(Ok(built)) => built?,
+            Some(Err(_)) => bail!("the fuzz build's thread panicked"),
+            None => fuzz::build(&root(), fuzz::Priority::Normal)?,
         }
-        (None, build) => step(&mut record, &mut totals, "fuzz targets", "", || {
-            match build.map(std::thread::JoinHandle::join) {
-                Some(Ok(built)) => built?,
-                Some(Err(_)) => bail!("the fuzz build's thread panicked"),
-                None => fuzz::build(&root(), fuzz::Priority::Normal)?,
-            }
-            let ran = fuzz::run_built(&root(), &[], FUZZ_RUNS_IN_TEST, None)?;
-            let crashed: Vec<&str> = ran.iter().filter(|r| !r.ok).map(|r| r.target).collect();
-            if !crashed.is_empty() {
-                bail!("fuzz targets crashed: {}", crashed.join(", "));
-            }
-            Ok(ran.len() as u64)
-        }),
-    }
+        let ran = fuzz::run_built(&root(), &[], FUZZ_RUNS_IN_TEST, None)?;
+        let crashed: Vec<&str> = ran.iter().filter(|r| !r.ok).map(|r| r.target).collect();
+        if !crashed.is_empty() {
+            bail!("fuzz targets crashed: {}", crashed.join(", "));
+        }
+        Ok(ran.len() as u64)
+    });
     // Instructions per review of the in-process paths against the committed baseline
     // (callgrind counts, stable on a busy machine; never wall-clock time).
     let loop_bin = cache::files_stamp(&[release_dir.join("review-loop")]);

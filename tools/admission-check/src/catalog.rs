@@ -254,6 +254,24 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An object nothing has refused, mutated or remarked on yet: where every check starts.
+    fn admitted(object: Value, state_partial: bool) -> Self {
+        Self {
+            admitted: true,
+            endpoints: Vec::new(),
+            skipped: None,
+            unknown_version: None,
+            refusals: Vec::new(),
+            warnings: Vec::new(),
+            mutations: Vec::new(),
+            notes: Vec::new(),
+            missing: Vec::new(),
+            state_partial,
+            sent: Value::Null,
+            object,
+        }
+    }
+
     /// Notes an object the decision looked for and the state lacks (once).
     fn add_missing(&mut self, what: String) {
         if !self.missing.contains(&what) {
@@ -466,20 +484,7 @@ impl Catalog {
         let api_version = s.object["apiVersion"].as_str().unwrap_or_default();
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let kind = s.object["kind"].as_str().unwrap_or_default();
-        let mut outcome = Outcome {
-            admitted: true,
-            endpoints: Vec::new(),
-            skipped: None,
-            unknown_version: None,
-            refusals: Vec::new(),
-            warnings: Vec::new(),
-            mutations: Vec::new(),
-            notes: Vec::new(),
-            missing: Vec::new(),
-            state_partial: !self.state_complete,
-            sent: Value::Null,
-            object: s.object.clone(),
-        };
+        let mut outcome = Outcome::admitted(s.object.clone(), !self.state_complete);
         // The API server decodes and validates the object before any webhook; its refusal
         // stands, and the webhooks are still asked (on the object as the reader quoted it) so
         // that one run names everything to fix.
@@ -928,12 +933,6 @@ mod tests {
             "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i"}]}});
         Outcome {
-            admitted: true,
-            endpoints: Vec::new(),
-            skipped: None,
-            unknown_version: None,
-            refusals: Vec::new(),
-            warnings: Vec::new(),
             mutations: if mutated {
                 vec![Mutation {
                     endpoint: "/mutate-pod".into(),
@@ -942,11 +941,8 @@ mod tests {
             } else {
                 Vec::new()
             },
-            notes: Vec::new(),
-            missing: Vec::new(),
-            state_partial: false,
             sent: pod.clone(),
-            object: if mutated { pod } else { Value::Null },
+            ..Outcome::admitted(if mutated { pod } else { Value::Null }, false)
         }
     }
 
