@@ -25,6 +25,23 @@ pub fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
     }
 }
 
+/// Creates `p` as a controller does: a refusal that asks to retry (pods admitted but not yet
+/// created hold their share of the quota; quota-state caps that share) is retried after 300 ms,
+/// up to 100 times. `Ok` with the created pod, or the final refusal's text.
+pub async fn create_retrying(pods: &Api<Pod>, p: &Pod) -> Result<Pod, String> {
+    for _ in 0..100 {
+        match pods.create(&PostParams::default(), p).await {
+            Ok(created) => return Ok(created),
+            Err(kube::Error::Api(e)) if e.message.contains("retry in a few seconds") => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(kube::Error::Api(e)) => return Err(e.message),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("still asked to retry after 100 attempts".into())
+}
+
 /// The ElasticQuotas of `env`'s namespace.
 pub fn quotas(env: &Env) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(

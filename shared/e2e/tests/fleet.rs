@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use e2e::quota::pod;
+use e2e::quota::{create_retrying, pod};
 use e2e::{Env, eventually, metric};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
@@ -117,23 +117,6 @@ async fn join(hub: &kube::Client, ns: &str, m: &mut Member, url: &str, bin_dir: 
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", m.name)),
     );
-}
-
-/// Creates `pod` in `m`: `Ok` when admitted, else the refusal's text. A refusal that asks to
-/// retry (reservations in flight hold their share of the quota) is retried, as a controller
-/// does.
-async fn create(pods: &Api<Pod>, p: &Pod) -> Result<(), String> {
-    for _ in 0..100 {
-        match pods.create(&PostParams::default(), p).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(e)) if e.message.contains("retry in a few seconds") => {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            Err(kube::Error::Api(e)) => return Err(e.message),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Err("still asked to retry after 100 attempts".into())
 }
 
 /// The refusal of a dry run of a `cpu`-CPU pod charged to `quota` in `m` ("" when admitted).
@@ -262,7 +245,7 @@ async fn one_quota_holds_across_two_member_clusters() {
     join(&env.client, &ns, &mut east, &url, &bin_dir).await;
     enforced(&east, &ns).await;
     for i in 0..6 {
-        create(&east.pods(&ns), &pod(&format!("a-east-{i}"), "team-a", 1))
+        create_retrying(&east.pods(&ns), &pod(&format!("a-east-{i}"), "team-a", 1))
             .await
             .unwrap();
     }
@@ -295,13 +278,13 @@ async fn one_quota_holds_across_two_member_clusters() {
     join(&env.client, &ns, &mut west, &url, &bin_dir).await;
     enforced(&west, &ns).await;
     for i in 2..4 {
-        create(&west.pods(&ns), &pod(&format!("a-west-{i}"), "team-a", 1))
+        create_retrying(&west.pods(&ns), &pod(&format!("a-west-{i}"), "team-a", 1))
             .await
             .unwrap();
     }
     // The 11th is refused in either cluster, naming the split.
     for m in [&east, &west] {
-        let r = create(
+        let r = create_retrying(
             &m.pods(&ns),
             &pod(&format!("a-{}-11th", m.name), "team-a", 1),
         )
@@ -317,10 +300,10 @@ async fn one_quota_holds_across_two_member_clusters() {
         );
     }
     // A quota that spans east only takes no pod of west.
-    create(&east.pods(&ns), &pod("e-east", "team-e", 1))
+    create_retrying(&east.pods(&ns), &pod("e-east", "team-e", 1))
         .await
         .unwrap();
-    let r = create(&west.pods(&ns), &pod("e-west", "team-e", 1)).await;
+    let r = create_retrying(&west.pods(&ns), &pod("e-west", "team-e", 1)).await;
     let want = format!(
         "quota {ns}/team-e spans member clusters east only: pod west/{ns}/e-west cannot be charged to it"
     );
@@ -331,11 +314,11 @@ async fn one_quota_holds_across_two_member_clusters() {
         .await
         .unwrap();
     eventually(Duration::from_secs(30), || async {
-        create(&east.pods(&ns), &pod("a-east-6", "team-a", 1)).await
+        create_retrying(&east.pods(&ns), &pod("a-east-6", "team-a", 1)).await
     })
     .await;
     assert!(
-        create(&east.pods(&ns), &pod("a-east-7", "team-a", 1))
+        create_retrying(&east.pods(&ns), &pod("a-east-7", "team-a", 1))
             .await
             .is_err()
     );
@@ -362,7 +345,7 @@ async fn one_quota_holds_across_two_member_clusters() {
         } else {
             west.pods(&ns)
         };
-        async move { create(&pods, &pod(name, "team-b", 1)).await }
+        async move { create_retrying(&pods, &pod(name, "team-b", 1)).await }
     }))
     .await;
     let admitted = results.iter().filter(|r| r.is_ok()).count();
@@ -385,7 +368,7 @@ async fn one_quota_holds_across_two_member_clusters() {
     // West's API server restarted during a burst: nothing over-admitted, usage right after.
     let stream = |pods: Api<Pod>, member: &'static str| async move {
         for i in 0..40 {
-            let _ = create(&pods, &pod(&format!("c-{member}-{i}"), "team-c", 1)).await;
+            let _ = create_retrying(&pods, &pod(&format!("c-{member}-{i}"), "team-c", 1)).await;
             tokio::time::sleep(Duration::from_millis(40)).await;
         }
     };

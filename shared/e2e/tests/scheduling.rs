@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use e2e::quota::{create_retrying, pod_of};
 use e2e::{Env, Webhook, eventually};
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
@@ -60,13 +61,9 @@ async fn quota_state_at(
     (format!("http://{addr}"), tx)
 }
 
+/// A pod requesting and limited to `cpu` CPUs, charged to `quota`.
 fn pod(name: &str, quota: &str, cpu: u32) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
-        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
-                                 "resources": {"requests": {"cpu": cpu.to_string()}, "limits": {"cpu": cpu.to_string()}}}]}
-    }))
-    .unwrap()
+    pod_of(name, quota, "cpu", cpu)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -114,20 +111,11 @@ async fn quota_is_enforced_atomically_through_quota_state() {
     let results = join_all((0..200).map(|i| {
         let pods = pods.clone();
         let q = quota_name.clone();
-        async move {
-            pods.create(&PostParams::default(), &pod(&format!("p-{i}"), &q, 1))
-                .await
-        }
+        async move { create_retrying(&pods, &pod(&format!("p-{i}"), &q, 1)).await }
     }))
     .await;
     let admitted = results.iter().filter(|r| r.is_ok()).count();
-    let refused: Vec<String> = results
-        .iter()
-        .filter_map(|r| match r {
-            Err(kube::Error::Api(e)) => Some(e.message.clone()),
-            _ => None,
-        })
-        .collect();
+    let refused: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     assert_eq!(admitted, 100, "refusals: {:?}", refused.first());
     assert_eq!(refused.len(), 100);
     assert!(

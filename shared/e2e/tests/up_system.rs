@@ -1,16 +1,17 @@
 //! quota-state and scheduling-webhook as `cargo xtask up` starts them ([`testenv::system`]: the
-//! built binaries, managed certificates and self-registration, CRDs from `crd`),
-//! through the real API server: 200 pods created at once against 100 CPUs end with exactly 100
-//! admitted; a pod asking for 9.2e15 CPUs is refused naming the value, and the full quota keeps
-//! refusing; a refused pod fits once another is deleted; quota-state killed refuses (fail
-//! closed), restarted rebuilds its usage from the cluster and admits again; the usage is written
-//! back to the quota's `child-request` annotation in rounds (never one write per pod); its gRPC port
-//! refuses every call without scheduling-webhook's client certificate, and a negative amount.
+//! built binaries, managed certificates and self-registration, CRDs from `crd`), through the real
+//! API server: 200 pods created at once against 100 CPUs (a refusal that asks to retry is retried,
+//! as a controller does) end with exactly 100 admitted; a pod asking for 9.2e15 CPUs is refused
+//! naming the value, and the full quota keeps refusing; a refused pod fits once another is deleted;
+//! quota-state killed refuses (fail closed), restarted rebuilds its usage from the cluster and
+//! admits again; the usage is written back to the quota's `child-request` annotation in rounds
+//! (never one write per pod); its gRPC port refuses every call without scheduling-webhook's client
+//! certificate, and a negative amount.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e::quota::pod;
+use e2e::quota::{create_retrying, pod};
 use e2e::{Env, eventually, metric};
 use futures::StreamExt;
 use futures::future::join_all;
@@ -50,10 +51,7 @@ async fn quota_through_both_services_started_as_up_does() {
 
     let results = join_all((0..200).map(|i| {
         let (pods, q) = (pods.clone(), quota_name.clone());
-        async move {
-            pods.create(&PostParams::default(), &pod(&format!("p-{i}"), &q, 1))
-                .await
-        }
+        async move { create_retrying(&pods, &pod(&format!("p-{i}"), &q, 1)).await }
     }))
     .await;
     let admitted: Vec<String> = results
