@@ -99,3 +99,55 @@ fn kthena_v1_variants_for_upstream_comparison() {
         }
     }
 }
+
+/// Issue 38 item 1: Kthena's handlers never read `request.oldObject`, so an UPDATE is decided on
+/// its object whatever the old object is (null items, wrong types, not an object at all): every
+/// registry case sent as an UPDATE with such an old object gets the answer it gets with its own
+/// object as the old one.
+#[test]
+fn round_3_item_1_an_unread_old_object_never_fails_an_update() {
+    let app = registry_webhook::app();
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let odd_old_objects = [
+        serde_json::json!({"spec": {"backends": [null], "metrics": "x"}}),
+        serde_json::json!({"metadata": [], "spec": 7}),
+        serde_json::json!("a string"),
+    ];
+    let updates = std::cell::Cell::new(0);
+    let n = run_all(&root, "registry", |c| {
+        let mut review = c.review.clone();
+        let Some(request) = review.get_mut("request") else {
+            return Ok(());
+        };
+        if request["operation"] != "CREATE" {
+            return Ok(());
+        }
+        request["operation"] = "UPDATE".into();
+        request["oldObject"] = request["object"].clone();
+        let answer = |r: &serde_json::Value| {
+            admission_testing::fixtures::answer_in_process(&app, &c.path, r, &c.state)
+        };
+        let expected = answer(&review);
+        updates.set(updates.get() + 1);
+        for old in &odd_old_objects {
+            review["request"]["oldObject"] = old.clone();
+            let got = answer(&review);
+            if got != expected {
+                return Err(format!(
+                    "{}: old object {old}: {got:?}, not {expected:?}",
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    });
+    match n {
+        Ok(n) => assert!(n >= 85, "only {n} cases found"),
+        Err(e) => panic!("{e}"),
+    }
+    assert!(
+        updates.get() >= 60,
+        "only {} cases sent as UPDATEs",
+        updates.get()
+    );
+}

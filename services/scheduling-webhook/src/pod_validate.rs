@@ -480,6 +480,11 @@ async fn pv_3_2_and_4(
 impl Validator for PodValidator {
     type Object = Pod;
 
+    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    fn reads_null_as_zero(&self) -> bool {
+        true
+    }
+
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
         admission_kit::compat::resources::check_pod(pod)

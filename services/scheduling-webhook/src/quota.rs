@@ -418,6 +418,11 @@ pub struct QuotaDefaulter;
 impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
 
+    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    fn reads_null_as_zero(&self) -> bool {
+        true
+    }
+
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
         check_quota_quantities(q)
@@ -486,6 +491,11 @@ fn validate_quota(
 
 impl Validator for QuotaValidator {
     type Object = ElasticQuota;
+
+    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    fn reads_null_as_zero(&self) -> bool {
+        true
+    }
 
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
@@ -622,11 +632,37 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
             .insert(SHARED_WEIGHT.into(), text);
         applied.push("QM-4");
     }
+    if !applied.is_empty() && qm_6_reprint_altered_quantities(q) {
+        applied.push("QM-6");
+    }
     Verdict {
         applied,
         warnings,
         ..Verdict::default()
     }
+}
+
+/// QM-6: when QM-2..QM-4 changed the quota, a `spec.min`, `spec.max` or `status.used` quantity
+/// Go decodes to another value than written (`8Ei` and above capped at 2^63-1, finer than a
+/// nano rounded up) is re-printed as Go prints it.
+///
+/// Why (issue 38 item 5, `docs/upstream-parity.md`): upstream's patch is the raw request against
+/// its re-encoded object. These re-prints change the quota, so they are ours too; the ones that
+/// change nothing stay out (spec §7.2 F-1). Returns whether any quantity was re-printed.
+fn qm_6_reprint_altered_quantities(q: &mut ElasticQuota) -> bool {
+    use admission_kit::compat::resources::{altered_by_decode, go_text};
+    let used = q.status.as_mut().and_then(|s| s.used.as_mut());
+    let mut changed = false;
+    for list in [q.spec.min.as_mut(), q.spec.max.as_mut(), used]
+        .into_iter()
+        .flatten()
+    {
+        for v in list.values_mut().filter(|v| altered_by_decode(v)) {
+            v.0 = go_text(v);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.

@@ -54,8 +54,19 @@ fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
 impl Mutator for ReservationMutator {
     type Object = Reservation;
 
-    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    fn reads_null_as_zero(&self) -> bool {
+        true
+    }
+
+    /// Item 3: a quantity Go's decoder refuses fails the decode here too; so do a `spec.ttl`
+    /// that is not a Go duration and a `spec.expires` that is not an RFC 3339 time (issue 38
+    /// item 2: the CRD declares free strings, and the mutator sees them before the schema).
     fn check_decoded(&self, r: &Reservation) -> Result<(), String> {
+        use admission_kit::compat::go::{check_metav1_duration, check_metav1_time};
+        let null = serde_json::Value::Null;
+        check_metav1_duration(r.spec.ttl.as_ref().unwrap_or(&null))?;
+        check_metav1_time(r.spec.expires.as_ref().unwrap_or(&null))?;
         let pod = r.spec.template.as_ref().and_then(|t| t.spec.as_ref());
         pod.map_or(Ok(()), |p| {
             admission_kit::compat::resources::check_pod_spec("spec.template.spec", p)

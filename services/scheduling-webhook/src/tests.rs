@@ -856,3 +856,222 @@ fn item_3_qv_s_compares_and_prints_quantities_as_go() {
         Some("invalid character '}' looking for beginning of object key string")
     );
 }
+
+/// Issue 38 item 3: a JSON `null` list item (containers, tolerations, owner references) or map
+/// value reaches the mutators before any schema; upstream's decoder reads it as the zero value
+/// and decides, so do we (it used to be a decode error, code 400).
+#[test]
+fn round_3_item_3_null_items_read_as_go_zero_values() {
+    let mut p = pod(
+        json!({"koordinator.sh/qosClass": "LS", "x": null}),
+        containers(json!({"cpu": "1"})),
+    );
+    p["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, Value::Null);
+    p["spec"]["tolerations"] = json!([null]);
+    p["metadata"]["ownerReferences"] = json!([null]);
+    for (path, resource, object) in [
+        ("/mutate-pod", "pods", p.clone()),
+        ("/validate-pod", "pods", p.clone()),
+        (
+            "/mutate-reservation",
+            "reservations",
+            json!({"metadata": {"name": "r"}, "spec": {"template": {"spec": p["spec"].clone()}}}),
+        ),
+        (
+            QM,
+            "elasticquotas",
+            json!({"metadata": {"name": "q", "labels": {"a": null}}, "spec": {"max": {"cpu": "1"}}}),
+        ),
+    ] {
+        let a = answer(path, resource, object.clone(), vec![]);
+        assert_eq!(a["response"]["allowed"], true, "{path}: {a}");
+        // A patch, if any, applies to the object as it was sent.
+        let _ = patched(&object, &a);
+    }
+    // QM-2 adds the parent label beside the null one (Go's ""), which the patch leaves alone.
+    let object = quota("q", json!({"a": null}), json!({"max": {"cpu": "1"}}));
+    let out = patched(
+        &object,
+        &answer(QM, "elasticquotas", object.clone(), vec![]),
+    );
+    assert_eq!(
+        out["metadata"]["labels"],
+        json!({"a": null, "quota.scheduling.koordinator.sh/parent": "koordinator-root-quota"})
+    );
+    // Without the zero reading, the same Pod is a decode error.
+    assert!(serde_json::from_value::<Pod>(p).is_err());
+}
+
+/// Issue 38 item 4: an ElasticQuota or Reservation without `spec` or `metadata` is Go's zero
+/// spec or metadata, defaulted as any other (it used to fail "missing field").
+#[test]
+fn round_3_item_4_objects_without_spec_or_metadata_are_zero_values() {
+    let a = answer(
+        QM,
+        "elasticquotas",
+        json!({"metadata": {"name": "q"}}),
+        vec![],
+    );
+    assert_eq!(a["response"]["allowed"], true, "{a}");
+    let out = patched(&json!({"metadata": {"name": "q"}}), &a);
+    assert_eq!(
+        out["metadata"]["annotations"]["quota.scheduling.koordinator.sh/shared-weight"], "null",
+        "QM-4 of an absent spec.max"
+    );
+    let no_meta = json!({"spec": {"max": {"cpu": "2"}}});
+    let a = answer(QM, "elasticquotas", no_meta.clone(), vec![]);
+    let out = patched(&no_meta, &a);
+    assert_eq!(
+        out["metadata"]["labels"]["quota.scheduling.koordinator.sh/parent"],
+        "koordinator-root-quota",
+        "{a}"
+    );
+    assert_eq!(
+        out["metadata"]["annotations"]["quota.scheduling.koordinator.sh/shared-weight"],
+        r#"{"cpu":"2"}"#
+    );
+    for object in [json!({"metadata": {"name": "r"}}), json!({})] {
+        let a = answer(
+            "/mutate-reservation",
+            "reservations",
+            object.clone(),
+            vec![],
+        );
+        assert_eq!(a["response"]["allowed"], true, "{object}: {a}");
+    }
+    let a = answer(
+        "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+        "elasticquotas",
+        json!({"metadata": {"name": "q"}}),
+        vec![],
+    );
+    assert_eq!(a["response"]["allowed"], true, "{a}");
+}
+
+/// Issue 38 item 5: a quota's quantities of 8Ei and above come back at Go's int64 cap (and
+/// values finer than a nano rounded up) in the patch of a mutated quota, as upstream's
+/// re-encoded object carries them; other spellings are left as written (F-1), and an unmutated
+/// quota gets no patch.
+#[test]
+fn round_3_item_5_qm_6_reprints_what_go_decoded_to_another_value() {
+    let object = quota(
+        "q",
+        json!({}),
+        json!({"max": {"cpu": "8Ei", "memory": "10Ei", "pods": "1000m", "x": "0.1n"},
+               "min": {"cpu": "9Ei", "memory": "7Ei"}}),
+    );
+    let a = answer(QM, "elasticquotas", object.clone(), vec![]);
+    let out = patched(&object, &a);
+    let cap = "9223372036854775807";
+    assert_eq!(
+        out["spec"],
+        json!({"max": {"cpu": cap, "memory": cap, "pods": "1000m", "x": "1n"},
+               "min": {"cpu": cap, "memory": "7Ei"}}),
+        "{a}"
+    );
+    assert_eq!(
+        out["metadata"]["annotations"]["quota.scheduling.koordinator.sh/shared-weight"],
+        format!(r#"{{"cpu":"{cap}","memory":"{cap}","pods":"1","x":"1n"}}"#)
+    );
+    // Nothing to default (the root quota): no patch at all, the values stay as written.
+    let root = quota(
+        "koordinator-root-quota",
+        json!({}),
+        json!({"max": {"cpu": "8Ei"}}),
+    );
+    let a = answer(QM, "elasticquotas", root, vec![]);
+    assert_eq!(a["response"]["patch"], Value::Null, "{a}");
+}
+
+/// PM-FIX-1 (issue 38 item 7, `docs/upstream-parity.md`): beyond 2^63 thousandths (batch cpu)
+/// or units (GPU), upstream's `MilliValue()`/`Value()` keep the low 64 bits and its patch writes
+/// a negative or unrelated number into the Pod; ours writes the exact value.
+#[test]
+fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    // 10^16 CPUs are 10^19 thousandths (`10E`): Go's int64 product wraps to
+    // -8446744073709551616.
+    assert_eq!(
+        crate::pod_mutate::milli_text(&Quantity("10000000000000000".into())).0,
+        "10E"
+    );
+    let (_, p) = mutate(
+        pod(
+            json!({}),
+            containers(json!({"koordinator.sh/gpu": "20000000000000000000"})),
+        ),
+        vec![],
+    );
+    let req = p.spec.unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .requests
+        .unwrap();
+    assert_eq!(
+        (
+            req["koordinator.sh/gpu-core"].0.as_str(),
+            req["koordinator.sh/gpu-memory-ratio"].0.as_str(),
+            req["koordinator.sh/gpu.shared"].0.as_str()
+        ),
+        (
+            "20000000000000000000",
+            "20000000000000000000",
+            "200000000000000000"
+        )
+    );
+}
+
+/// Issue 38 item 2: a Reservation's `spec.ttl` that is not a Go duration, or `spec.expires` that
+/// is not an RFC 3339 time, fails upstream's decode (code 400, Go's words); good ones and `null`
+/// are admitted and left as sent.
+#[test]
+fn round_3_item_2_reservation_ttl_and_expires_decode_as_go() {
+    let reservation = |spec: Value| json!({"metadata": {"name": "r"}, "spec": spec});
+    for (spec, message) in [
+        (
+            json!({"ttl": "1d"}),
+            r#"time: unknown unit "d" in duration "1d""#,
+        ),
+        (json!({"ttl": "1"}), r#"time: missing unit in duration "1""#),
+        (
+            json!({"ttl": 30}),
+            "json: cannot unmarshal number into Go value of type string",
+        ),
+        (
+            json!({"expires": "tomorrow"}),
+            r#"parsing time "tomorrow" as "2006-01-02T15:04:05Z07:00""#,
+        ),
+    ] {
+        let a = answer(
+            "/mutate-reservation",
+            "reservations",
+            reservation(spec.clone()),
+            vec![],
+        );
+        let r = &a["response"];
+        assert_eq!(
+            (r["allowed"].as_bool(), r["status"]["code"].as_i64()),
+            (Some(false), Some(400)),
+            "{spec}: {a}"
+        );
+        let text = r["status"]["message"].as_str().unwrap_or_default();
+        assert!(text.starts_with(message), "{spec}: {text}");
+    }
+    for spec in [
+        json!({"ttl": "1h30m", "expires": "2026-11-27T00:00:00Z"}),
+        json!({"ttl": null, "expires": null}),
+    ] {
+        let a = answer(
+            "/mutate-reservation",
+            "reservations",
+            reservation(spec.clone()),
+            vec![],
+        );
+        assert_eq!(a["response"]["allowed"], true, "{spec}: {a}");
+        assert_eq!(a["response"]["patch"], Value::Null, "{spec}: {a}");
+    }
+}

@@ -282,6 +282,16 @@ fn variant(rng: &mut fastrand::Rng, case: &Case) -> (Vec<u8>, String) {
             changes.push(odd_request(rng, root));
             continue;
         }
+        // An object without its spec or metadata (custom resources reach mutating webhooks
+        // before their schema does).
+        if target != "request" && rng.u8(0..12) == 0 {
+            let key = if rng.bool() { "spec" } else { "metadata" };
+            if let Some(m) = root.as_object_mut() {
+                m.remove(key);
+            }
+            changes.push(format!("{target} without {key}"));
+            continue;
+        }
         let paths = paths(root);
         let Some(path) = pick(rng, &paths) else {
             continue;
@@ -399,6 +409,32 @@ const ODD_QUANTITIES: [&str; 24] = [
     "10E",
 ];
 
+/// Texts a Go duration field may receive: not durations (no unit, an unknown unit, none at
+/// all), and durations at the edges (issue 38).
+const ODD_DURATIONS: [&str; 10] = [
+    "1d",
+    "x",
+    "1",
+    "-1s",
+    "1.5.5s",
+    "1h-1m",
+    "9223372036854775807ns",
+    "2562048h",
+    "0",
+    "1µs",
+];
+
+/// Quantities past Go's int64 arithmetic: BinarySI values capped at 2^63-1, and values whose
+/// thousandths or units pass 2^63 (issue 38).
+const HUGE_QUANTITIES: [&str; 6] = [
+    "9Ei",
+    "10Ei",
+    "10000000000000000",
+    "20000000000000000000",
+    "9223372036854775808",
+    "-9Ei",
+];
+
 const ODD_STRINGS: [&str; 8] = [
     "",
     " ",
@@ -433,7 +469,7 @@ fn mutate(rng: &mut fastrand::Rng, root: &mut Value, path: &[Step]) -> String {
     let Some(v) = get_mut(root, path) else {
         return "nothing".into();
     };
-    let (new, how): (Value, &str) = match rng.u8(0..6) {
+    let (new, how): (Value, &str) = match rng.u8(0..7) {
         0 => (Value::Null, "null"),
         1 => (
             serde_json::from_str(pick(rng, &EDGE_NUMBERS).copied().unwrap_or("0"))
@@ -457,6 +493,27 @@ fn mutate(rng: &mut fastrand::Rng, root: &mut Value, path: &[Step]) -> String {
             _ => (
                 Value::String(pick(rng, &ODD_STRINGS).copied().unwrap_or("").to_owned()),
                 "odd string",
+            ),
+        },
+        6 => match v {
+            // What Go reads leniently where serde would not: a null item of a list.
+            Value::Array(a) => {
+                let mut a = a.clone();
+                a.insert(rng.usize(..=a.len()), Value::Null);
+                (Value::Array(a), "null item")
+            }
+            Value::String(_) if rng.bool() => (
+                Value::String(pick(rng, &ODD_DURATIONS).copied().unwrap_or("").to_owned()),
+                "odd duration",
+            ),
+            _ => (
+                Value::String(
+                    pick(rng, &HUGE_QUANTITIES)
+                        .copied()
+                        .unwrap_or("")
+                        .to_owned(),
+                ),
+                "huge quantity",
             ),
         },
         4 => (

@@ -693,6 +693,13 @@ impl Quantity {
     pub fn value(&self) -> &ParsedQuantity {
         &self.parsed
     }
+
+    /// Whether Go's decode keeps a value other than the one written: finer than a nano
+    /// (rounded up) or a BinarySI value beyond 2^63-1 (capped). Such a quantity re-printed
+    /// (`Quantity.String()`) says something else than the request did.
+    pub fn altered_by_decode(&self) -> bool {
+        parse_quantity_noting(self.text.trim()).is_ok_and(|(_, altered)| altered)
+    }
 }
 
 impl Default for Quantity {
@@ -900,9 +907,16 @@ fn fast_path(s: &Split<'_>, base: u32, exponent: i32) -> bool {
 /// rounded up (away from zero) to nano units when finer, BinarySI values capped at 2^63-1, and
 /// the text Go keeps for printing when it already is in a form Go would print.
 fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
+    parse_quantity_noting(text).map(|(q, _)| q)
+}
+
+/// [`parse_quantity`], and whether the value Go keeps differs from the value written (rounded
+/// up to nano units, or capped at 2^63-1).
+fn parse_quantity_noting(text: &str) -> Result<(ParsedQuantity, bool), QuantityError> {
     if text.is_empty() {
         return Err(QuantityError::Format);
     }
+    let mut altered = false;
     let s = split_quantity(text)?;
     let (base, exponent, mut format) = interpret_suffix(s.suffix).ok_or(QuantityError::Suffix)?;
     let denom_len = i32::try_from(s.denom.len()).map_err(|_| QuantityError::Numeric)?;
@@ -932,10 +946,11 @@ fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
     };
     normalise(&mut digits, &mut exp10);
     if digits.is_empty() {
-        return Ok(ParsedQuantity {
+        let zero = ParsedQuantity {
             format,
             ..ParsedQuantity::zero()
-        });
+        };
+        return Ok((zero, false));
     }
     if !fast {
         fold_binary(&mut digits, &mut exp2);
@@ -953,25 +968,28 @@ fn parse_quantity(text: &str) -> Result<ParsedQuantity, QuantityError> {
             };
             exp10 = -9;
             normalise(&mut digits, &mut exp10);
+            altered = true;
         }
         if format == QuantityFormat::BinarySI {
             if exceeds(&digits, exp10, BINARY_CAP) {
                 digits = BINARY_CAP.to_owned();
                 exp10 = 0;
+                altered = true;
             } else if exp10 < 0 && digits.len() <= exp10.unsigned_abs() as usize {
                 // Between 0 and 1: Go prints it in decimal.
                 format = QuantityFormat::DecimalSI;
             }
         }
     }
-    Ok(ParsedQuantity {
+    let parsed = ParsedQuantity {
         negative: s.negative,
         digits,
         exp10,
         exp2,
         format,
         spelled: keeps_text.then(|| text.to_owned()),
-    })
+    };
+    Ok((parsed, altered))
 }
 
 /// Strips leading zeros and moves trailing zeros into the exponent, so equal values are equal.
@@ -1319,6 +1337,21 @@ mod tests {
         assert_eq!(err("1e-2147483649"), Some(QuantityError::Suffix));
         assert_eq!(text("1e2147483646"), "1e2147483646");
         assert_eq!(text("1e2147483647"), "10e2147483646");
+        // Which of those Go keeps at another value than written.
+        for (input, altered) in [
+            ("0.1n", true),
+            ("1.0000000001", true),
+            ("8Ei", true),
+            ("-16Ei", true),
+            ("7Ei", false),
+            ("9E", false),
+            ("1n", false),
+            ("1000m", false),
+            ("+1", false),
+        ] {
+            let q = Quantity::from_json_text(input).unwrap();
+            assert_eq!(q.altered_by_decode(), altered, "{input:?}");
+        }
         // MilliValue and Value round away from zero.
         let milli = |s: &str| parse_quantity(s).ok().and_then(|q| q.milli_value());
         assert_eq!(milli("100u"), Some(1));
@@ -1545,6 +1578,99 @@ pub fn go_json_kind(v: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "string",
         serde_json::Value::Array(_) => "array",
         serde_json::Value::Object(_) => "object",
+    }
+}
+
+/// What `metav1.Duration.UnmarshalJSON` refuses in a JSON value: anything but a string (and
+/// `null`), or a string `time.ParseDuration` refuses; in Go's words.
+pub fn check_metav1_duration(v: &serde_json::Value) -> Result<(), String> {
+    match v {
+        serde_json::Value::Null => Ok(()),
+        serde_json::Value::String(s) => GoDuration::parse(s).map(drop).map_err(|e| e.to_string()),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type string",
+            go_json_kind(other)
+        )),
+    }
+}
+
+/// What `metav1.Time.UnmarshalJSON` refuses in a JSON value: anything but a string (and
+/// `null`), or a string `time.Parse(time.RFC3339, …)` refuses (`2006-01-02T15:04:05Z07:00`
+/// with an optional fraction after `.` or `,`, a real calendar date, hours below 24, minutes
+/// and seconds below 60, `Z` or a `±hh:mm` offset). The error names the text and the layout
+/// as Go's does; Go's own detail after them (which element failed) is not reproduced.
+pub fn check_metav1_time(v: &serde_json::Value) -> Result<(), String> {
+    let text = match v {
+        serde_json::Value::Null => return Ok(()),
+        serde_json::Value::String(s) => s,
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type string",
+                go_json_kind(other)
+            ));
+        }
+    };
+    if rfc3339_ok(text.as_bytes()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse {} as RFC 3339",
+            go_quote(text),
+            go_quote(text)
+        ))
+    }
+}
+
+/// Whether `b` is a time Go's RFC 3339 parser accepts (see [`check_metav1_time`]).
+fn rfc3339_ok(b: &[u8]) -> bool {
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let d = b.get(r)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0, |n, c| n * 10 + u32::from(c - b'0')))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let (Some(year), Some(month), Some(day), Some(hour), Some(min), Some(sec)) = (
+        num(0..4),
+        num(5..7),
+        num(8..10),
+        num(11..13),
+        num(14..16),
+        num(17..19),
+    ) else {
+        return false;
+    };
+    if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
+        return false;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    if day == 0 || day > days || hour > 23 || min > 59 || sec > 59 {
+        return false;
+    }
+    let mut i = 19;
+    if at(i, b'.') || at(i, b',') {
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return false;
+        }
+        i += 1 + digits;
+    }
+    match b.get(i..) {
+        Some([b'Z']) => true,
+        Some([sign, ..]) if *sign == b'+' || *sign == b'-' => {
+            b.len() == i + 6
+                && at(i + 3, b':')
+                && num(i + 1..i + 3).is_some_and(|h| h < 24)
+                && num(i + 4..i + 6).is_some_and(|m| m < 60)
+        }
+        _ => false,
     }
 }
 
@@ -1841,5 +1967,52 @@ mod json_error_tests {
         ] {
             assert_eq!(go_quote(input), quoted, "{input:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod metav1_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn metav1_duration_and_time_refuse_what_go_refuses() {
+        for ok in [json!(null), json!("1h30m"), json!("0"), json!("-1s")] {
+            assert_eq!(check_metav1_duration(&ok), Ok(()), "{ok}");
+        }
+        assert_eq!(
+            check_metav1_duration(&json!("1d")),
+            Err(r#"time: unknown unit "d" in duration "1d""#.into())
+        );
+        assert_eq!(
+            check_metav1_duration(&json!(5)),
+            Err("json: cannot unmarshal number into Go value of type string".into())
+        );
+        for ok in [
+            "2026-11-27T01:02:03Z",
+            "2024-02-29T23:59:59.123456789+05:30",
+            "2026-01-01T00:00:00,5-00:00",
+        ] {
+            assert_eq!(check_metav1_time(&json!(ok)), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "x",
+            "2026-11-27",
+            "2026-11-27 01:02:03Z",
+            "2026-11-27t01:02:03z",
+            "2023-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-11-27T24:00:00Z",
+            "2026-11-27T01:02:60Z",
+            "2026-11-27T01:02:03.Z",
+            "2026-11-27T01:02:03+0100",
+            "2026-11-27T01:02:03+24:00",
+            "2026-11-27T01:02:03Zx",
+        ] {
+            let e = check_metav1_time(&json!(bad)).unwrap_err();
+            assert!(e.starts_with("parsing time "), "{bad}: {e}");
+        }
+        assert!(check_metav1_time(&json!(true)).is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! Layer 1, Go compatibility: what upstream's Go code computes and prints, reproduced so our
 //! decisions and messages match: Go durations and quantities ([`go`]), label selectors
 //! ([`selector`]), feature gates ([`gates`]), resource arithmetic and the pod-request formula
-//! ([`resources`]), apimachinery's name and percent checks ([`validation`]).
+//! ([`resources`]), apimachinery's name and percent checks ([`validation`]), `encoding/json`'s reading of `null` as
+//! the zero value ([`zero`]).
 //!
 //! May use: nothing else of the kit (only outside crates).
 
@@ -10,3 +11,4 @@ pub mod go;
 pub mod resources;
 pub mod selector;
 pub mod validation;
+pub mod zero;

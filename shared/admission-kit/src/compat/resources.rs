@@ -529,6 +529,12 @@ pub fn go_text(q: &Quantity) -> String {
     GoQuantity::from_json_text(&q.0).map_or_else(|_| q.0.clone(), |p| p.value().canonical())
 }
 
+/// Whether Go's decode keeps another value than `q` says (rounded up to nano units, or a
+/// BinarySI value capped at 2^63-1): see [`GoQuantity::altered_by_decode`].
+pub fn altered_by_decode(q: &Quantity) -> bool {
+    GoQuantity::from_json_text(&q.0).is_ok_and(|p| p.altered_by_decode())
+}
+
 /// Compares two decoded quantities exactly, as Go's `Quantity.Cmp` (text that does not parse
 /// counts as zero; the decode checks refuse it before any rule compares it).
 pub fn cmp_quantities(a: &Quantity, b: &Quantity) -> std::cmp::Ordering {

@@ -250,6 +250,14 @@ pub trait Validator: Send + Sync + 'static {
         true
     }
 
+    /// Whether a JSON `null` where a value is expected reads as that type's zero value, as
+    /// controller-runtime's decoder (Go's `encoding/json`) reads it ([`crate::compat::zero`]),
+    /// instead of failing the decode. Tried only when the strict decode fails, so it costs
+    /// nothing on the objects an API server usually sends.
+    fn reads_null_as_zero(&self) -> bool {
+        false
+    }
+
     /// Turns the errors into the denial's status. Override to match an upstream's wording.
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         invalid_status(&req.kind.kind, &req.name, errors)
@@ -279,6 +287,11 @@ pub trait Mutator: Send + Sync + 'static {
     /// it), the old object is not typed and cannot fail the review, as upstream's cannot.
     fn reads_old_object(&self) -> bool {
         true
+    }
+
+    /// Whether `null` reads as the zero value (see [`Validator::reads_null_as_zero`]).
+    fn reads_null_as_zero(&self) -> bool {
+        false
     }
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
@@ -501,8 +514,44 @@ pub async fn review_body_async(
     handler.review_bytes_async(body, ctx).await
 }
 
-fn decode_raw<T: DeserializeOwned>(what: &'static str, raw: &RawValue) -> Result<T, ReviewError> {
-    serde_json::from_str(raw.get()).map_err(|e| ReviewError::Object(what, e.to_string()))
+/// How a handler reads the objects of a review.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// The old object is typed (`reads_old_object`).
+    old_object: bool,
+    /// A `null` reads as the zero value when the strict decode fails (`reads_null_as_zero`).
+    null_as_zero: bool,
+}
+
+impl Reading {
+    fn of_validator<V: Validator>(v: &V) -> Self {
+        Self {
+            old_object: v.reads_old_object(),
+            null_as_zero: v.reads_null_as_zero(),
+        }
+    }
+
+    fn of_mutator<M: Mutator>(m: &M) -> Self {
+        Self {
+            old_object: m.reads_old_object(),
+            null_as_zero: m.reads_null_as_zero(),
+        }
+    }
+}
+
+/// Decodes one object; when the strict decode fails and `null_as_zero`, as Go reads `null`.
+/// An object neither reading accepts fails with the strict decode's error.
+fn decode_raw<T: DeserializeOwned>(
+    what: &'static str,
+    raw: &RawValue,
+    null_as_zero: bool,
+) -> Result<T, ReviewError> {
+    serde_json::from_str(raw.get()).or_else(|strict| {
+        null_as_zero
+            .then(|| crate::compat::zero::from_str(raw.get()).ok())
+            .flatten()
+            .ok_or_else(|| ReviewError::Object(what, strict.to_string()))
+    })
 }
 
 /// Runs a handler's post-decode check on the object and the old object.
@@ -571,15 +620,15 @@ type WithRaw<T> = (Decoded<T>, Box<RawValue>);
 /// JSON of the object under review (mutators diff against it).
 fn decode<T: DeserializeOwned>(
     review: ReviewIn,
-    read_old: bool,
+    reading: Reading,
 ) -> Result<WithRaw<T>, ReviewError> {
     let Decoded { api_version, req } = chosen(review)?;
-    let object = decode_raw("object", &req.object)?;
+    let object = decode_raw("object", &req.object, reading.null_as_zero)?;
     let old_object = req
         .old_object
         .as_deref()
-        .filter(|_| read_old)
-        .map(|o| decode_raw("oldObject", o))
+        .filter(|_| reading.old_object)
+        .map(|o| decode_raw("oldObject", o, reading.null_as_zero))
         .transpose()?;
     let Request {
         uid,
@@ -634,6 +683,7 @@ fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8]) -> Option<Decoded<T>> {
 /// object's result is used.
 fn decode_old_in_one_pass<T: DeserializeOwned>(
     body: &[u8],
+    null_as_zero: bool,
 ) -> Option<Result<WithRaw<T>, ReviewError>> {
     // `from_str` after one UTF-8 check of the body reads strings faster than `from_slice`.
     let text = std::str::from_utf8(body).ok()?;
@@ -647,7 +697,7 @@ fn decode_old_in_one_pass<T: DeserializeOwned>(
         return Some(Err(ReviewError::NoObject("object", r.operation.as_str())));
     };
     let req = request_of(r, |_, _, old_object| {
-        Ok((decode_raw("object", &raw)?, old_object))
+        Ok((decode_raw("object", &raw, null_as_zero)?, old_object))
     });
     Some(req.map(|req| (Decoded { api_version, req }, raw)))
 }
@@ -728,18 +778,18 @@ pub struct Validating<V>(pub V);
 
 impl<V: Validator> Validating<V> {
     fn decoded(&self, review: ReviewIn) -> Result<Decoded<V::Object>, ReviewError> {
-        let d = decode::<V::Object>(review, self.0.reads_old_object())?.0;
+        let d = decode::<V::Object>(review, Reading::of_validator(&self.0))?.0;
         checked(d, |o| self.0.check_decoded(o))
     }
 
     /// [`Validating::decoded`] from the body, in one pass when it can.
     fn decoded_body(&self, body: &[u8]) -> Result<Decoded<V::Object>, ReviewError> {
-        let read_old = self.0.reads_old_object();
+        let reading = Reading::of_validator(&self.0);
         let mut d = match decode_in_one_pass(body) {
             Some(d) => d,
-            None => decode::<V::Object>(envelope(body)?, read_old)?.0,
+            None => decode::<V::Object>(envelope(body)?, reading)?.0,
         };
-        if !read_old {
+        if !reading.old_object {
             d.req.old_object = None;
         }
         checked(d, |o| self.0.check_decoded(o))
@@ -847,16 +897,19 @@ impl<M: Mutator> Mutating<M> {
 
 impl<M: Mutator> Handler for Mutating<M> {
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
-        self.answer(decode::<M::Object>(review, self.0.reads_old_object())?, ctx)
+        self.answer(
+            decode::<M::Object>(review, Reading::of_mutator(&self.0))?,
+            ctx,
+        )
     }
 
     fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
-        let read_old = self.0.reads_old_object();
-        let mut decoded = match decode_old_in_one_pass::<M::Object>(body) {
+        let reading = Reading::of_mutator(&self.0);
+        let mut decoded = match decode_old_in_one_pass::<M::Object>(body, reading.null_as_zero) {
             Some(decoded) => decoded?,
-            None => decode::<M::Object>(envelope(body)?, read_old)?,
+            None => decode::<M::Object>(envelope(body)?, reading)?,
         };
-        if !read_old {
+        if !reading.old_object {
             decoded.0.req.old_object = None;
         }
         self.answer(decoded, ctx)
@@ -1303,7 +1356,7 @@ mod tests {
         for (body, _) in one_pass_bodies() {
             let text = String::from_utf8_lossy(&body);
             taken += usize::from(matches!(
-                decode_old_in_one_pass::<Obj>(&body),
+                decode_old_in_one_pass::<Obj>(&body, false),
                 Some(Ok((d, _))) if d.req.old_object.is_some()
             ));
             let raw = envelope(&body).and_then(|r| m.review(r, &ctx));
@@ -1327,6 +1380,84 @@ mod tests {
             r#"{"uid":"u","operation":"UPDATE","object":{"spec":{"replicas":1,"image":"i"}},"oldObject":{"spec":{"replicas":4}}}"#,
         );
         assert!(patched(&update));
+    }
+
+    /// [`Raise`] and [`NonNegative`] reading `null` as Go does.
+    struct GoRaise;
+
+    impl Mutator for GoRaise {
+        type Object = Obj;
+
+        fn reads_null_as_zero(&self) -> bool {
+            true
+        }
+
+        fn mutate(&self, req: &Request<Obj>, obj: &mut Obj, ctx: &Context) -> Verdict {
+            Raise.mutate(req, obj, ctx)
+        }
+    }
+
+    struct GoNonNegative;
+
+    impl Validator for GoNonNegative {
+        type Object = Obj;
+
+        fn reads_null_as_zero(&self) -> bool {
+            true
+        }
+
+        fn validate(&self, req: &Request<Obj>, ctx: &Context) -> Verdict {
+            NonNegative.validate(req, ctx)
+        }
+    }
+
+    /// `null` items, fields and old objects' fields read as zero values by the handlers that
+    /// ask for it, through every decode path; the others keep refusing them, word for word.
+    #[test]
+    fn null_reads_as_zero_only_where_the_handler_asks() {
+        let ctx = Context::default();
+        let create = review_of(
+            r#"{"uid":"u","operation":"CREATE","object":{"spec":{"replicas":null,"items":[null,{"grace":"1s"}]}}}"#,
+        );
+        let update = review_of(
+            r#"{"uid":"u","operation":"UPDATE","object":{"spec":{"replicas":-1,"items":[null]}},"oldObject":{"spec":{"items":[null],"replicas":null}}}"#,
+        );
+        for body in [&create, &update] {
+            let strict = outcome(review_body(&Mutating(Raise), body, &ctx));
+            assert!(
+                strict.starts_with("error: cannot decode") && strict.contains("null"),
+                "{strict}"
+            );
+            let strict = outcome(review_body(&Validating(NonNegative), body, &ctx));
+            assert!(strict.starts_with("error: cannot decode"), "{strict}");
+        }
+        // The mutator: the null item is a zero item; the patch holds only the edit.
+        let a = review_body(&Mutating(GoRaise), &create, &ctx).unwrap();
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(a.review.response.patch.unwrap_or_default())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(patch).unwrap(),
+            r#"[{"op":"add","path":"/spec/image","value":"default"}]"#
+        );
+        let raw = envelope(&create).and_then(|r| Mutating(GoRaise).review(r, &ctx));
+        assert_eq!(
+            outcome(raw),
+            outcome(review_body(&Mutating(GoRaise), &create, &ctx))
+        );
+        // The validator reads the object (and the old object) the same way and decides.
+        let a = review_body(&Validating(GoNonNegative), &update, &ctx).unwrap();
+        assert!(!a.review.response.allowed);
+        let a = review_body(&Validating(GoNonNegative), &create, &ctx).unwrap();
+        assert!(a.review.response.allowed);
+        // What neither reading accepts fails with the strict decode's words.
+        let wrong = review_of(
+            r#"{"uid":"u","operation":"CREATE","object":{"spec":{"replicas":"x","items":[null]}}}"#,
+        );
+        assert_eq!(
+            outcome(review_body(&Mutating(GoRaise), &wrong, &ctx)),
+            outcome(review_body(&Mutating(Raise), &wrong, &ctx))
+        );
     }
 
     #[test]
