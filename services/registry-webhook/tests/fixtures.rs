@@ -75,29 +75,13 @@ fn kthena_v1_variants_for_upstream_comparison() {
     let Ok(dir) = std::env::var("KTHENA_V1_VARIANTS_DIR") else {
         return;
     };
-    let (per_case, seed) = admission_testing::variants::bounds_from_env();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
-    for (i, file) in admission_testing::fixtures::case_files(&root, "kthena-v1")
-        .iter()
-        .enumerate()
-    {
-        let case = admission_testing::fixtures::load(file).unwrap();
-        for (n, (body, _)) in admission_testing::variants::bodies(&case, i, per_case, seed)
-            .into_iter()
-            .enumerate()
-        {
-            // Only bodies that are JSON texts fit a case file; the rest are decode failures.
-            let Ok(text) = String::from_utf8(body) else {
-                continue;
-            };
-            if serde_json::from_str::<serde_json::Value>(&text).is_err() {
-                continue;
-            }
-            let out = format!("{{\"path\": {:?}, \"review\": {text}}}", case.path);
-            std::fs::write(format!("{dir}/{i:03}-{n:03}.json"), out).unwrap();
-        }
-    }
+    let n = admission_testing::variants::write_for_comparison(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+        "kthena-v1",
+        Path::new(&dir),
+    )
+    .unwrap();
+    eprintln!("{n} variants written to {dir}");
 }
 
 /// Issue 38 item 1: Kthena's handlers never read `request.oldObject`, so an UPDATE is decided on

@@ -199,6 +199,59 @@ fn extended_spec(pod: &Pod, canonical_text: bool) -> serde_json::Value {
     }
 }
 
+/// The extended-resource-spec annotation read as upstream's `json.Unmarshal` into
+/// `extension.ExtendedResourceSpec` reads it: its JSON value, or Go's error (a syntax error, a
+/// member of the wrong JSON type, a quantity apimachinery refuses; issue 38: a number there
+/// used to be overwritten, where upstream fails the request).
+fn decode_extended_spec(text: &str) -> Result<serde_json::Value, String> {
+    use admission_kit::compat::go::{decode_resource_list, go_json_kind, go_json_syntax_error};
+    use serde_json::Value;
+    let v: Value = serde_json::from_str(text).map_err(|e| go_json_syntax_error(&e, text))?;
+    let wrong = |v: &Value, field: &str, ty: &str| {
+        Err(format!(
+            "json: cannot unmarshal {} into Go {field} of type {ty}",
+            go_json_kind(v)
+        ))
+    };
+    let containers = match &v {
+        Value::Null => None,
+        Value::Object(m) => m.get("containers"),
+        other => return wrong(other, "value", "extension.ExtendedResourceSpec"),
+    };
+    let field = "struct field ExtendedResourceSpec.containers";
+    let specs = match containers {
+        None | Some(Value::Null) => return Ok(v.clone()),
+        Some(Value::Object(specs)) => specs,
+        Some(other) => {
+            return wrong(
+                other,
+                field,
+                "map[string]extension.ExtendedResourceContainerSpec",
+            );
+        }
+    };
+    for spec in specs.values() {
+        let lists = match spec {
+            Value::Null => continue,
+            Value::Object(lists) => lists,
+            other => return wrong(other, field, "extension.ExtendedResourceContainerSpec"),
+        };
+        for key in ["limits", "requests"] {
+            match lists.get(key) {
+                None | Some(Value::Null) => {}
+                Some(list @ Value::Object(_)) => {
+                    decode_resource_list(&list.to_string())?;
+                }
+                Some(other) => {
+                    let at = format!("struct field ExtendedResourceContainerSpec.containers.{key}");
+                    return wrong(other, &at, "v1.ResourceList");
+                }
+            }
+        }
+    }
+    Ok(v)
+}
+
 /// PM-2: the extended-resource-spec annotation mirrors the containers' batch resources.
 fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
     let current = pod
@@ -210,7 +263,7 @@ fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
     let want = extended_spec(pod, true).to_string();
     let current_value: serde_json::Value = match &current {
         None => serde_json::json!({}),
-        Some(t) => serde_json::from_str(t)
+        Some(t) => decode_extended_spec(t)
             .map_err(|e| format!("failed to get current extended resource spec, err: {e}"))?,
     };
     if current.as_deref() == Some(want.as_str()) || current_value == extended_spec(pod, false) {

@@ -988,7 +988,8 @@ fn round_3_item_5_qm_6_reprints_what_go_decoded_to_another_value() {
 
 /// PM-FIX-1 (issue 38 item 7, `docs/upstream-parity.md`): beyond 2^63 thousandths (batch cpu)
 /// or units (GPU), upstream's `MilliValue()`/`Value()` keep the low 64 bits and its patch writes
-/// a negative or unrelated number into the Pod; ours writes the exact value.
+/// a negative or unrelated number into the Pod (and PV-5 judges that number); ours uses the
+/// exact value.
 #[test]
 fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -1023,6 +1024,13 @@ fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
             "200000000000000000"
         )
     );
+    // PV-5 reads the same exact value: 2e19 GPUs are whole cards, where upstream's wrapped
+    // `Value()` (1553255926290448384) is "not a percentage of 100".
+    let huge = pod(
+        json!({}),
+        containers(json!({"koordinator.sh/gpu": "20000000000000000000"})),
+    );
+    assert_eq!(validate(huge, None, vec![]), None);
 }
 
 /// Issue 38 item 2: a Reservation's `spec.ttl` that is not a Go duration, or `spec.expires` that
@@ -1073,5 +1081,45 @@ fn round_3_item_2_reservation_ttl_and_expires_decode_as_go() {
         );
         assert_eq!(a["response"]["allowed"], true, "{spec}: {a}");
         assert_eq!(a["response"]["patch"], Value::Null, "{spec}: {a}");
+    }
+}
+
+/// Issue 38 (the differential run): PM-2 reads the annotation it compares as upstream's
+/// `json.Unmarshal` into `extension.ExtendedResourceSpec` does, so an annotation of the wrong
+/// JSON shape fails the request (500, Go's words) instead of being overwritten.
+#[test]
+fn pm_2_an_annotation_go_cannot_decode_fails_the_request() {
+    let with = |annotation: &str| {
+        let mut p = pod(
+            json!({}),
+            containers(json!({"kubernetes.io/batch-cpu": "1000"})),
+        );
+        p["metadata"]["annotations"] =
+            json!({"node.koordinator.sh/extended-resource-spec": annotation});
+        mutate(p, vec![]).0
+    };
+    for (annotation, go) in [
+        (
+            "10000000000000000",
+            "json: cannot unmarshal number into Go value of type extension.ExtendedResourceSpec",
+        ),
+        (
+            r#"{"containers": []}"#,
+            "json: cannot unmarshal array into Go struct field ExtendedResourceSpec.containers of type map[string]extension.ExtendedResourceContainerSpec",
+        ),
+        ("-", "invalid character ' ' in numeric literal"),
+    ] {
+        let v = with(annotation);
+        let (rule, status) = v.refusal.expect(annotation);
+        assert_eq!((rule, status.code), ("PM-2", Some(500)), "{annotation}");
+        assert_eq!(
+            status.message,
+            format!("failed to get current extended resource spec, err: {go}")
+        );
+    }
+    // null and an empty object are Go's zero spec: rewritten as any other.
+    for annotation in ["null", "{}"] {
+        let v = with(annotation);
+        assert!(v.allowed(), "{annotation}: {:?}", v.refusal);
     }
 }

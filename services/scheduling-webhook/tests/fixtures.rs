@@ -35,3 +35,17 @@ fn scheduling_variants_keep_every_property() {
         "scheduling",
     );
 }
+
+/// With `SCHEDULING_VARIANTS_DIR` set, writes the fuzzer's variants of the scheduling cases there
+/// as case files (with each case's cluster state), for the differential run against
+/// Koordinator's handlers (`tools/upstream-oracle/koordinator-a7a1b76`); otherwise does nothing.
+#[test]
+fn scheduling_variants_for_upstream_comparison() {
+    let Ok(dir) = std::env::var("SCHEDULING_VARIANTS_DIR") else {
+        return;
+    };
+    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let n = admission_testing::variants::write_for_comparison(&root, "scheduling", Path::new(&dir))
+        .unwrap();
+    eprintln!("{n} variants written to {dir}");
+}

@@ -95,24 +95,11 @@ fn trainer_v2_variants_for_upstream_comparison() {
     let Ok(dir) = std::env::var("TRAINER_V2_VARIANTS_DIR") else {
         return;
     };
-    let (per_case, seed) = admission_testing::variants::bounds_from_env();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
-    for (i, file) in admission_testing::fixtures::case_files(&root, "trainer-v2")
-        .iter()
-        .enumerate()
-    {
-        let case = admission_testing::fixtures::load(file).unwrap();
-        for (n, (body, _)) in admission_testing::variants::bodies(&case, i, per_case, seed)
-            .into_iter()
-            .enumerate()
-        {
-            // Only bodies that are JSON texts fit a case file; the rest are decode failures.
-            let Ok(review) = serde_json::from_slice::<serde_json::Value>(&body) else {
-                continue;
-            };
-            let out = serde_json::json!({"path": case.path, "state": case.state, "review": review});
-            std::fs::write(format!("{dir}/{i:03}-{n:03}.json"), out.to_string()).unwrap();
-        }
-    }
+    let n = admission_testing::variants::write_for_comparison(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+        "trainer-v2",
+        Path::new(&dir),
+    )
+    .unwrap();
+    eprintln!("{n} variants written to {dir}");
 }

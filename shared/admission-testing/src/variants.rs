@@ -141,6 +141,41 @@ pub fn bodies(case: &Case, index: usize, per_case: usize, seed: u64) -> Vec<(Vec
     (0..per_case).map(|_| variant(&mut rng, case)).collect()
 }
 
+/// Writes the variants of every case of `root/{reviews,examples}/<domain>` (or `root/<domain>`)
+/// into `dir` as case files (`{"path", "state", "review"}`, the case's cluster state kept), for a
+/// differential run against upstream's handlers (`tools/upstream-oracle/*`). Bodies that are
+/// not JSON texts are left out: they fit no case file (and are decode failures either way).
+/// `ADMISSION_VARIANTS_PER_CASE` and `ADMISSION_VARIANTS_SEED` choose the variants. Returns how
+/// many files were written.
+pub fn write_for_comparison(root: &Path, domain: &str, dir: &Path) -> std::io::Result<usize> {
+    let (per_case, seed) = bounds_from_env();
+    std::fs::create_dir_all(dir)?;
+    let mut written = 0;
+    for (i, file) in crate::fixtures::case_files(root, domain).iter().enumerate() {
+        let case = crate::fixtures::load(file).map_err(std::io::Error::other)?;
+        let head = format!(
+            "{{\"path\": {}, \"state\": {}, \"review\": ",
+            Value::from(case.path.as_str()),
+            Value::from(case.state.clone())
+        );
+        for (n, (body, _)) in bodies(&case, i, per_case, seed).into_iter().enumerate() {
+            // The body's own text, so a duplicated key stays duplicated.
+            let Ok(text) = String::from_utf8(body) else {
+                continue;
+            };
+            if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+                continue;
+            }
+            std::fs::write(
+                dir.join(format!("{i:03}-{n:03}.json")),
+                format!("{head}{text}}}"),
+            )?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
 /// The test each service runs: [`run`] over its domain's cases with [`bounds_from_env`],
 /// printing the report and panicking with every broken property (and when too few variants
 /// ran to mean anything).

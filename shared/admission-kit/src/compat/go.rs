@@ -670,10 +670,10 @@ impl Quantity {
     }
 
     /// Parses a quantity's JSON string content as `Quantity.UnmarshalJSON` does: surrounding
-    /// white space is trimmed first (`" 1 "` is `1`).
+    /// white space is trimmed first (`" 1 "` is `1`; see [`json_trim`]).
     pub fn from_json_text(text: &str) -> Result<Self, QuantityError> {
         Ok(Self {
-            parsed: parse_quantity(text.trim())?,
+            parsed: parse_quantity(json_trim(text))?,
             text: text.to_owned(),
             number: false,
         })
@@ -698,7 +698,7 @@ impl Quantity {
     /// (rounded up) or a BinarySI value beyond 2^63-1 (capped). Such a quantity re-printed
     /// (`Quantity.String()`) says something else than the request did.
     pub fn altered_by_decode(&self) -> bool {
-        parse_quantity_noting(self.text.trim()).is_ok_and(|(_, altered)| altered)
+        parse_quantity_noting(json_trim(&self.text)).is_ok_and(|(_, altered)| altered)
     }
 }
 
@@ -741,7 +741,7 @@ impl<'de> Deserialize<'de> for Quantity {
                 )));
             }
         };
-        let parsed = parse_quantity(text.trim())
+        let parsed = parse_quantity(json_trim(&text))
             .map_err(|e| D::Error::custom(format_args!("{e}: {}", go_quote(&text))))?;
         Ok(Self {
             text,
@@ -863,6 +863,15 @@ fn interpret_suffix(suffix: &str) -> Option<(u32, i32, QuantityFormat)> {
         }
         _ => None,
     }
+}
+
+/// What `Quantity.UnmarshalJSON` trims from a JSON string: it trims the raw JSON text between the
+/// quotes (`strings.TrimSpace`), so a white-space character written as itself goes (a space, a
+/// no-break space) but a control character never does: JSON always escapes those (`\t`, `\n`),
+/// and Go sees the backslash. (A space written as a `\u0020` escape would not be trimmed
+/// either; the API server re-encodes every object and never writes one.)
+pub fn json_trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() && !c.is_control())
 }
 
 /// The largest BinarySI value Go keeps: larger ones are capped to it (`maxAllowed`, 2^63-1).
@@ -1445,6 +1454,16 @@ mod tests {
         );
         let z: Quantity = serde_json::from_str("null").unwrap();
         assert!(z.value().is_zero());
+        // Issue 38: a no-break space goes (Go trims the raw text); an escaped tab or newline
+        // stays, and the text does not parse.
+        let nbsp: Quantity = serde_json::from_str("\"10Gi\u{a0}\"").unwrap();
+        assert_eq!(nbsp.value().canonical(), "10Gi");
+        for escaped in [r#""\t1048576\n""#, r#""1\r""#] {
+            let e = serde_json::from_str::<Quantity>(escaped)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("quantities must match"), "{escaped}: {e}");
+        }
         let e = serde_json::from_str::<Quantity>("\"abc\"")
             .unwrap_err()
             .to_string();
@@ -1713,7 +1732,7 @@ pub fn decode_resource_list(
     decode_go_map(text, "v1.ResourceList", |v| {
         let parsed = match &v {
             serde_json::Value::Null => Ok(ParsedQuantity::zero()),
-            serde_json::Value::String(s) => parse_quantity(s.trim()),
+            serde_json::Value::String(s) => parse_quantity(json_trim(s)),
             serde_json::Value::Number(n) => parse_quantity(&n.to_string()),
             _ => Err(QuantityError::Format),
         };
@@ -1726,7 +1745,7 @@ pub fn decode_resource_list(
 /// `unexpected end of JSON input`).
 pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
     if e.is_eof() || input.trim().is_empty() {
-        return "unexpected end of JSON input".to_owned();
+        return eof_error(input);
     }
     let line = input
         .lines()
@@ -1783,6 +1802,54 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
         "looking for beginning of value".to_owned()
     };
     format!("invalid character {quoted} {context}")
+}
+
+/// Go's words at the end of the input: its scanner is stepped once more with a space, so a
+/// number or literal cut short (`-`, `1.`, `1e`, `tr`) is `invalid character ' ' …`, anything
+/// else `unexpected end of JSON input`.
+fn eof_error(input: &str) -> String {
+    let end = "unexpected end of JSON input".to_owned();
+    let Some(last) = input.chars().last() else {
+        return end;
+    };
+    if inside_string(input) {
+        return end;
+    }
+    let token: String = {
+        let mut t: Vec<char> = input
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'))
+            .collect();
+        t.reverse();
+        t.into_iter().collect()
+    };
+    if matches!(last, '-' | '.' | 'e' | 'E' | '+')
+        && token.starts_with(|c: char| c == '-' || c.is_ascii_digit())
+    {
+        return format!("invalid character ' ' {}", number_context(input, ' '));
+    }
+    let partial = ["true", "false", "null"]
+        .iter()
+        .any(|l| !token.is_empty() && l.starts_with(token.as_str()) && *l != token);
+    if partial {
+        return format!("invalid character ' ' {}", literal_context(input));
+    }
+    end
+}
+
+/// Whether JSON text ends inside a string.
+fn inside_string(text: &str) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for ch in text.chars() {
+        match (in_string, escaped, ch) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (_, false, '"') => in_string = !in_string,
+            _ => {}
+        }
+    }
+    in_string
 }
 
 /// Go's words for a bad character inside `true`, `false` or `null`: which literal, and the
@@ -1881,6 +1948,28 @@ mod json_error_tests {
         );
         assert_eq!(err("[1 2]"), "invalid character '2' after array element");
         assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
+        // Cut short at the end: Go's scanner steps once more with a space (issue 38).
+        for (input, go) in [
+            ("-", "invalid character ' ' in numeric literal"),
+            (
+                "1.",
+                "invalid character ' ' after decimal point in numeric literal",
+            ),
+            ("1e", "invalid character ' ' in exponent of numeric literal"),
+            ("{\"a\": -", "invalid character ' ' in numeric literal"),
+            (
+                "tr",
+                "invalid character ' ' in literal true (expecting 'u')",
+            ),
+            (
+                "[nul",
+                "invalid character ' ' in literal null (expecting 'l')",
+            ),
+            ("\"tr", "unexpected end of JSON input"),
+            ("{\"a\": 1", "unexpected end of JSON input"),
+        ] {
+            assert_eq!(err(input), go, "{input}");
+        }
     }
 
     /// Item 5: the scanner states Go names inside literals, numbers and strings.

@@ -354,10 +354,12 @@ pub fn check_quantity(path: &str, q: &Quantity) -> Result<(), BadQuantity> {
 }
 
 fn quantity_ok(q: &Quantity) -> Result<(), BadQuantity> {
-    crate::compat::go::check_quantity_text(q.0.trim()).map_err(|error| BadQuantity {
-        path: String::new(),
-        text: q.0.clone(),
-        error,
+    crate::compat::go::check_quantity_text(crate::compat::go::json_trim(&q.0)).map_err(|error| {
+        BadQuantity {
+            path: String::new(),
+            text: q.0.clone(),
+            error,
+        }
     })
 }
 

@@ -65,10 +65,17 @@ impl<'de> de::Deserializer<'de> for Zeroing<'de> {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
+        match self.0 {
+            // k8s-openapi's `Quantity` asks for any value, which cannot say zero; Go's zero
+            // `resource.Quantity` is `0` (`Quantity.UnmarshalJSON` reads `null` as it).
+            Value::Null if name == "Quantity" => {
+                visitor.visit_newtype_struct(BorrowedStrDeserializer::<Error>::new("0"))
+            }
+            _ => visitor.visit_newtype_struct(self),
+        }
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -330,6 +337,15 @@ mod tests {
             from_str::<Pod>(r#"{"apiVersion": "v2"}"#).is_err(),
             "checked when present"
         );
+    }
+
+    #[test]
+    fn a_null_quantity_is_go_s_zero_quantity() {
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let list: BTreeMap<String, Quantity> =
+            from_str(r#"{"cpu": null, "memory": "1Gi"}"#).unwrap();
+        assert_eq!(list["cpu"], Quantity("0".into()));
+        assert_eq!(list["memory"], Quantity("1Gi".into()));
     }
 
     #[test]
