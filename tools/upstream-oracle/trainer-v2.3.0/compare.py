@@ -66,8 +66,23 @@ def strip_metadata(obj):
     return {k: v for k, v in obj.items() if k != "metadata"}
 
 
+def has_duplicate_keys(text):
+    """Whether an object of the JSON text repeats a key (the case files keep a variant's text)."""
+    found = []
+
+    def pairs(items):
+        keys = [k for k, _ in items]
+        if len(keys) != len(set(keys)):
+            found.append(True)
+        return dict(items)
+    json.loads(text, object_pairs_hook=pairs)
+    return bool(found)
+
+
 def unsent(case, o):
     """Why a variant is one the API server never sends (spec Q-10), or None."""
+    if case.get("duplicate_keys"):
+        return "duplicate JSON keys"
     r = case["review"].get("request") or {}
     if o.get("error", "").find("cannot decode the AdmissionReview") >= 0:
         return "an AdmissionReview envelope that does not decode"
@@ -90,7 +105,9 @@ def main():
     diffs, crd_refused, same, decode = [], 0, 0, 0
     explained = {}
     for f in files:
-        case = json.load(open(f))
+        text = open(f).read()
+        case = json.loads(text)
+        case["duplicate_keys"] = has_duplicate_keys(text)
         t, o = theirs[f], ours(binary, case)
         why = unsent(case, o)
         if why:
@@ -130,7 +147,7 @@ def main():
             problems.append("warnings")
         obj = case["review"]["request"].get("object")
         if t["allowed"] and obj is not None and apply(obj, t.get("patch")) != apply(obj, o["patch"]):
-            if "metadata" in obj or strip_metadata(apply(obj, t.get("patch"))) != strip_metadata(apply(obj, o["patch"])):
+            if obj.get("metadata") is not None or strip_metadata(apply(obj, t.get("patch"))) != strip_metadata(apply(obj, o["patch"])):
                 problems.append("patch")
             else:
                 # Go adds `metadata: {}` to an object without one; our diff leaves empty
