@@ -317,26 +317,32 @@ fn pm_2_extended_resource_spec_annotation() {
     );
 }
 
-#[test]
-fn pm_4_gpu_split_and_shared() {
+/// PM-4 on a pod whose one container requests `gpu` of `koordinator.sh/gpu`: the container's
+/// requests after the mutation, and its gpu-core, gpu-memory-ratio and gpu.shared.
+fn pm_4_split(gpu: &str) -> (crate::resources::ResourceList, [String; 3]) {
     let (_, p) = mutate(
-        pod(json!({}), containers(json!({"koordinator.sh/gpu": "200"}))),
+        pod(json!({}), containers(json!({"koordinator.sh/gpu": gpu}))),
         vec![],
     );
-    let req = p.spec.unwrap().containers[0]
-        .resources
-        .clone()
-        .unwrap()
-        .requests
-        .unwrap();
-    assert_eq!(
-        (
-            req["koordinator.sh/gpu-core"].0.as_str(),
-            req["koordinator.sh/gpu-memory-ratio"].0.as_str(),
-            req["koordinator.sh/gpu.shared"].0.as_str()
-        ),
-        ("200", "200", "2")
-    );
+    let req = p
+        .spec
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.resources)
+        .and_then(|r| r.requests)
+        .unwrap_or_default();
+    let of = |k: &str| req.get(k).map(|q| q.0.clone()).unwrap_or_default();
+    let split = [
+        of("koordinator.sh/gpu-core"),
+        of("koordinator.sh/gpu-memory-ratio"),
+        of("koordinator.sh/gpu.shared"),
+    ];
+    (req, split)
+}
+
+#[test]
+fn pm_4_gpu_split_and_shared() {
+    let (req, split) = pm_4_split("200");
+    assert_eq!(split, ["200", "200", "2"]);
     assert!(!req.contains_key("koordinator.sh/gpu"));
 }
 
@@ -999,30 +1005,14 @@ fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
         crate::pod_mutate::milli_text(&Quantity("10000000000000000".into())).0,
         "10E"
     );
-    let (_, p) = mutate(
-        pod(
-            json!({}),
-            containers(json!({"koordinator.sh/gpu": "20000000000000000000"})),
-        ),
-        vec![],
-    );
-    let req = p.spec.unwrap().containers[0]
-        .resources
-        .clone()
-        .unwrap()
-        .requests
-        .unwrap();
+    let (_, split) = pm_4_split("20000000000000000000");
     assert_eq!(
-        (
-            req["koordinator.sh/gpu-core"].0.as_str(),
-            req["koordinator.sh/gpu-memory-ratio"].0.as_str(),
-            req["koordinator.sh/gpu.shared"].0.as_str()
-        ),
-        (
+        split,
+        [
             "20000000000000000000",
             "20000000000000000000",
             "200000000000000000"
-        )
+        ]
     );
     // PV-5 reads the same exact value: 2e19 GPUs are whole cards, where upstream's wrapped
     // `Value()` (1553255926290448384) is "not a percentage of 100".
