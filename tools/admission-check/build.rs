@@ -22,6 +22,17 @@ struct Doc {
     /// `Refused: `…`` and `Admitted: `…`` paragraphs after it: manifests in YAML flow style.
     refused: Vec<String>,
     admitted: Vec<String>,
+    /// `Mutated: `…`` paragraphs: manifests the (mutating) rule changes.
+    mutated: Vec<String>,
+    /// `Warned: `…`` paragraphs: manifests the rule warns about.
+    warned: Vec<String>,
+    /// `Refused on delete: `…`` / `Admitted on delete: `…``: objects of the state deleted.
+    refused_delete: Vec<String>,
+    admitted_delete: Vec<String>,
+    /// `Refused on update: `…`` / `Admitted on update: `…``: the object of the state of that
+    /// identity replaced by this one.
+    refused_update: Vec<String>,
+    admitted_update: Vec<String>,
     /// `State: `…`` paragraphs: objects in the cluster the examples are checked against.
     state: Vec<String>,
 }
@@ -160,6 +171,36 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     p += 1;
                     continue;
                 }
+                if let Some(e) = example(&paragraph, "Refused on delete:") {
+                    last.refused_delete.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Admitted on delete:") {
+                    last.admitted_delete.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Refused on update:") {
+                    last.refused_update.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Admitted on update:") {
+                    last.admitted_update.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Warned:") {
+                    last.warned.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Mutated:") {
+                    last.mutated.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
                 if let Some(e) = example(&paragraph, "State:") {
                     last.state.push(e.to_owned());
                     p += 1;
@@ -182,6 +223,12 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     item: item.clone(),
                     refused: Vec::new(),
                     admitted: Vec::new(),
+                    mutated: Vec::new(),
+                    warned: Vec::new(),
+                    refused_delete: Vec::new(),
+                    admitted_delete: Vec::new(),
+                    refused_update: Vec::new(),
+                    admitted_update: Vec::new(),
                     state: Vec::new(),
                 });
             }
@@ -237,7 +284,7 @@ fn main() {
     for d in &docs {
         let _ = writeln!(
             out,
-            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, state: &{:?} }},",
+            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, mutated: &{:?}, warned: &{:?}, refused_delete: &{:?}, admitted_delete: &{:?}, refused_update: &{:?}, admitted_update: &{:?}, state: &{:?} }},",
             d.service,
             d.ids,
             d.text,
@@ -246,6 +293,12 @@ fn main() {
             d.item,
             d.refused,
             d.admitted,
+            d.mutated,
+            d.warned,
+            d.refused_delete,
+            d.admitted_delete,
+            d.refused_update,
+            d.admitted_update,
             d.state
         );
     }

@@ -52,6 +52,14 @@ impl Validator for NodeValidator {
 ///
 /// NV-4: a Node's labels may not select two node strategies of one SLO configuration key
 /// (refused with 400 naming the key and the strategies).
+///
+/// State: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "zone-a", "nodeSelector": {"matchLabels": {"zone": "a"}}, "enable": true}]}'}}`
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu}}}`
+///
+/// Refused on update: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu, zone: a}}}`
+///
+/// Admitted on update: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu, zone: b}}}`
 fn node_slo_conflicts(req: &Request<Node>, ctx: &Context) -> Verdict {
     // NV-0, NV-1
     if req.resource.resource != "nodes"

@@ -513,7 +513,15 @@ impl Validator for ModelValidator {
 ///
 /// MM-01: with model-level autoscaling, a backend without `scaleToZeroGracePeriod` gets 30 s.
 ///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
+///
 /// MM-02: with model-level autoscaling, a missing `costExpansionRatePercent` becomes 200.
+///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 pub fn default_model(spec: &mut ModelSpec) -> Vec<&'static str> {
     let mut applied = Vec::new();
     if spec.autoscaling_policy.is_none() {

@@ -269,17 +269,45 @@ pub fn default_policy(spec: &mut AutoscalingPolicySpec) -> Vec<&'static str> {
 ///
 /// PM-01: a policy without any behaviour gets the default scale-up and scale-down.
 ///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
+///
 /// PM-02: an empty scale-down becomes the default scale-down.
+///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
 ///
 /// PM-03: a scale-down without a stabilisation window gets 5 minutes.
 ///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleDown: {period: 1m}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
+///
 /// PM-04: an empty scale-up becomes the default scale-up.
+///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleDown: {period: 1m}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
 ///
 /// PM-05: a scale-up without a stable policy gets the default one.
 ///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {panicPolicy: {period: 1m}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
+///
 /// PM-06: a stable scale-up policy without a stabilisation window gets 0 s.
 ///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
+///
 /// PM-07: a scale-up without a panic policy gets the default one.
+///
+/// Mutated: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}}}}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: m, targetValue: "10"}], behavior: {scaleUp: {stablePolicy: {period: 1m, stabilizationWindow: 0s}, panicPolicy: {period: 1m, panicModeHold: 0s}}, scaleDown: {period: 1m, stabilizationWindow: 5m}}}}`
 pub(crate) fn default_behavior(
     behavior: &mut Option<AutoscalingPolicyBehavior>,
 ) -> Vec<&'static str> {

@@ -26,6 +26,12 @@ use crate::types::{ElasticQuotaProfile, ResourceList};
 pub const EXTENDED_RESOURCE_SPEC: &str = "node.koordinator.sh/extended-resource-spec";
 
 /// PM-1: apply matching ClusterColocationProfiles, then translate resources (PM-1.7).
+///
+/// State: `{apiVersion: config.koordinator.sh/v1alpha1, kind: ClusterColocationProfile, metadata: {name: colocate}, spec: {selector: {matchLabels: {colocate: "true"}}, labels: {team: a}}}`
+///
+/// Mutated: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {colocate: "true"}}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pm_1_profiles(pod: &mut Pod, ns: &str, ctx: &Context) -> Result<bool, String> {
     let labels = pod.metadata.labels.clone().unwrap_or_default();
     let profiles = profile::matching(ctx, &labels, Some(ns))?;
@@ -253,6 +259,10 @@ fn decode_extended_spec(text: &str) -> Result<serde_json::Value, String> {
 }
 
 /// PM-2: the extended-resource-spec annotation mirrors the containers' batch resources.
+///
+/// Mutated: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {koordinator.sh/qosClass: BE}}, spec: {priorityClassName: koord-batch, containers: [{name: c, image: busybox, resources: {requests: {kubernetes.io/batch-cpu: "1000", kubernetes.io/batch-memory: 1Gi}, limits: {kubernetes.io/batch-cpu: "1000", kubernetes.io/batch-memory: 1Gi}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
     let current = pod
         .metadata
@@ -280,6 +290,16 @@ fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
 }
 
 /// PM-3: pods of a quota tree get the tree's node affinity.
+///
+/// State: `{"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota", "metadata": {"name": "root-quota-a", "namespace": "kube-system", "labels": {"quota.scheduling.koordinator.sh/tree-id": "tree1", "quota.scheduling.koordinator.sh/is-parent": "true"}}, "spec": {"max": {"cpu": "100", "memory": "400Gi"}, "min": {"cpu": "100", "memory": "400Gi"}}}`
+///
+/// State: `{"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota", "metadata": {"name": "root-quota-a-child1", "namespace": "kube-system", "labels": {"quota.scheduling.koordinator.sh/tree-id": "tree1", "quota.scheduling.koordinator.sh/parent": "root-quota-a"}}, "spec": {"max": {"cpu": "50", "memory": "200Gi"}, "min": {"cpu": "10", "memory": "40Gi"}}}`
+///
+/// State: `{"apiVersion": "quota.koordinator.sh/v1alpha1", "kind": "ElasticQuotaProfile", "metadata": {"name": "profile-a", "namespace": "kube-system", "labels": {"quota.scheduling.koordinator.sh/tree-id": "tree1"}}, "spec": {"quotaName": "root-quota-a", "nodeSelector": {"matchLabels": {"node-pool": "nodePoolA"}}}}`
+///
+/// Mutated: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {quota.scheduling.koordinator.sh/name: root-quota-a-child1}}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q}, spec: {containers: [{name: c, image: busybox}]}}`
 ///
 /// The tree id comes from quota-state when `--quota-state-url` is set; when it cannot answer and
 /// `--quota-unavailable=allow`, the pod is left as is with a warning.
@@ -395,6 +415,10 @@ const GPU_RATIO: &str = "koordinator.sh/gpu-memory-ratio";
 const GPU_SHARED: &str = "koordinator.sh/gpu.shared";
 
 /// PM-4: `koordinator.sh/gpu` split into core + memory ratio; `gpu.shared` filled in.
+///
+/// Mutated: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox, resources: {requests: {koordinator.sh/gpu: "50"}, limits: {koordinator.sh/gpu: "50"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
     let mut changed = false;
     let Some(spec) = pod.spec.as_mut() else {

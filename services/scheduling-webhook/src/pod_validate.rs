@@ -231,6 +231,12 @@ struct EnhancedRule {
 }
 
 /// PV-6: required labels from the enhanced-validator ConfigMap.
+///
+/// State: `{apiVersion: v1, kind: ConfigMap, metadata: {name: pod-enhanced-validator-config, namespace: koordinator-system}, data: {enable: "true", rules: '[{"requiredLabels": ["team"]}]'}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {team: a}}, spec: {containers: [{name: c, image: busybox}]}}`
 fn pv_6_enhanced(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
     if label(pod, "pod.koordinator.sh/skip-enhanced-validation") == "true" {
         return Ok(());
@@ -349,8 +355,30 @@ fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), Str
 /// PV-3: on UPDATE the Pod's `preemptible` quota label may not change; and a Pod may not be
 /// charged to a parent quota unless the `SupportParentQuotaSubmitPod` gate allows it.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: v1, kind: Pod, metadata: {name: old, labels: {quota.scheduling.koordinator.sh/name: team-a, quota.scheduling.koordinator.sh/preemptible: "true"}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {quota.scheduling.koordinator.sh/name: parent-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Refused on update: `{apiVersion: v1, kind: Pod, metadata: {name: old, labels: {quota.scheduling.koordinator.sh/name: team-a, quota.scheduling.koordinator.sh/preemptible: "false"}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
 /// PV-4: a Pod charged to a quota fits it and each of its ancestors (requests against `max`,
 /// with what is already used and reserved); a quota it names that does not exist refuses it.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "3"}, limits: {cpu: "3"}}}]}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {quota.scheduling.koordinator.sh/name: nobody}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: r, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
 async fn validate(
     req: &Request<Pod>,
     ctx: &Context,

@@ -71,6 +71,12 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     {
         return Ok(derived.clone());
     }
+    // Only quotas added since (admission-check remembers each quota it admits): added to the
+    // tree in place when no review holds it any more, instead of listing every quota and
+    // deriving the tree anew per quota (quadratic in the number of quotas).
+    if let Some(derived) = add_new_quotas(ctx, &mut last(), generation) {
+        return Ok(derived);
+    }
     let listed = ctx.list::<ElasticQuota>(None)?;
     if let Some((held, derived, known)) = &mut *last()
         && held.len() == listed.len()
@@ -79,10 +85,8 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
         *known = generation;
         return Ok(derived.clone());
     }
-    // Only quotas added since (admission-check remembers each quota it admits; a watch adds
-    // one): added to the tree in place when no review holds it any more, instead of a tree
-    // derived anew per quota (quadratic in the number of quotas).
-    if let Some(derived) = add_new_quotas(&mut last(), &listed, generation) {
+    // A watch that added a quota: the listing is the last one and more.
+    if let Some(derived) = add_listed_quotas(&mut last(), &listed, generation) {
         return Ok(derived);
     }
     // Objects already decoded last time (the same allocation is the same object, held by LAST
@@ -122,16 +126,75 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     Ok(derived)
 }
 
+/// Where a state lists an object: by namespace, then name.
+fn list_key(m: &kube::api::ObjectMeta) -> (&str, &str) {
+    (
+        m.namespace.as_deref().unwrap_or_default(),
+        m.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// The last derivation brought up to `generation` when the state can name the quotas added since
+/// it was made ([`Context::added_since`]) and nothing else holds it (`Arc::get_mut`); `None`:
+/// list and derive. The new quotas go into the tree in the order a listing would give them and
+/// take their places in the lists, so the result is the one a listing would have given.
+fn add_new_quotas(
+    ctx: &Context,
+    last: &mut Option<Derived>,
+    generation: Option<Generation>,
+) -> Option<Arc<StateQuotas>> {
+    let (held, derived, known) = last.as_mut()?;
+    let mut added = ctx.added_since::<ElasticQuota>((*known)?)?;
+    let state = Arc::get_mut(derived)?;
+    added.sort_by(|a, b| list_key(&a.metadata).cmp(&list_key(&b.metadata)));
+    let place = |d: &Arc<DynamicObject>| {
+        let key = list_key(&d.metadata);
+        held.binary_search_by(|o| list_key(&o.metadata).cmp(&key))
+    };
+    if added.iter().any(|d| place(d).is_ok()) {
+        // Already held: not only additions. Derived anew by the caller.
+        return None;
+    }
+    let decoded: Vec<Option<ElasticQuota>> = added.iter().map(|d| to_quota(d)).collect();
+    for q in decoded.iter().flatten() {
+        if !state
+            .topology
+            .insert(tree::QuotaInfo::of(q), tree::bound_namespaces(q))
+        {
+            // The tree is half extended: only the decoded objects (untouched) may be reused.
+            // Derived anew by the caller (rare: a quota the tree refuses, such as a second of
+            // one name); with nothing held, nothing is extended.
+            held.clear();
+            *known = None;
+            return None;
+        }
+    }
+    for (d, q) in added.into_iter().zip(decoded) {
+        let key = list_key(&d.metadata);
+        let at = held.partition_point(|o| list_key(&o.metadata) < key);
+        if let Some(q) = q {
+            let k = state
+                .objects
+                .partition_point(|o| list_key(&o.metadata) < key);
+            state.objects.insert(k, Arc::new(q));
+            state.origin.insert(k, Arc::as_ptr(&d) as usize);
+        }
+        held.insert(at, d);
+    }
+    *known = generation;
+    Some(derived.clone())
+}
+
 /// The derivation of `listed` from the last one when `listed` only adds objects to those it was
 /// derived from, in the same order, and nothing else holds it (`Arc::get_mut`); `None`: derive
 /// anew. One walk over the three lists comparing addresses: no hashing per review.
-fn add_new_quotas(
+fn add_listed_quotas(
     last: &mut Option<Derived>,
     listed: &[Arc<DynamicObject>],
     generation: Option<Generation>,
 ) -> Option<Arc<StateQuotas>> {
     let (held, derived, known) = last.as_mut()?;
-    if listed.len() <= held.len() {
+    if held.is_empty() || listed.len() <= held.len() {
         return None;
     }
     let state = Arc::get_mut(derived)?;
@@ -522,11 +585,27 @@ impl Validator for QuotaValidator {
 ///
 /// QM-2: a quota without a parent label gets `koordinator-root-quota` as its parent.
 ///
+/// Mutated: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b, labels: {quota.scheduling.koordinator.sh/parent: koordinator-root-quota}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
 /// QM-3: a quota without a tree id under a parent other than the root takes its parent's tree
 /// id; a parent not in the quota tree is refused ("parent not exist").
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: quota-parents, labels: {quota.scheduling.koordinator.sh/is-parent: "true", quota.scheduling.koordinator.sh/tree-id: t1}}, spec: {min: {cpu: "100", memory: 400Gi}, max: {cpu: "1000", memory: 4000Gi}}}`
+///
+/// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a, labels: {quota.scheduling.koordinator.sh/parent: nobody}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
+/// Mutated: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b, labels: {quota.scheduling.koordinator.sh/parent: parent-a, quota.scheduling.koordinator.sh/tree-id: t1}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
 /// QM-4: a quota without a shared-weight annotation gets its `spec.max` as the weight; a
 /// `spec.max` that does not decode as a resource list is refused.
+///
+/// Mutated: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b, annotations: {quota.scheduling.koordinator.sh/shared-weight: "{\"cpu\":\"10\",\"memory\":\"40Gi\"}"}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
 fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
     if req.resource.resource != "elasticquotas"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
@@ -645,6 +724,10 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
 /// QM-6: when QM-2..QM-4 changed the quota, a `spec.min`, `spec.max` or `status.used` quantity
 /// Go decodes to another value than written (`8Ei` and above capped at 2^63-1, finer than a
 /// nano rounded up) is re-printed as Go prints it.
+///
+/// Mutated: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "0.0000000001"}, max: {cpu: "10"}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b}, spec: {min: {cpu: "1"}, max: {cpu: "10"}}}`
 ///
 /// Why (issue 38 item 5, `docs/upstream-parity.md`): upstream's patch is the raw request against
 /// its re-encoded object. These re-prints change the quota, so they are ours too; the ones that

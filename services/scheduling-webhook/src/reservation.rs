@@ -90,6 +90,12 @@ impl Mutator for ReservationMutator {
 ///
 /// RM-1: a new Reservation's template gets the colocation profiles that select it, as PM-1
 /// gives them to Pods, except that a profile's namespace selector is not consulted.
+///
+/// State: `{apiVersion: config.koordinator.sh/v1alpha1, kind: ClusterColocationProfile, metadata: {name: colocate}, spec: {selector: {matchLabels: {colocate: "true"}}, labels: {team: a}}}`
+///
+/// Mutated: `{apiVersion: scheduling.koordinator.sh/v1alpha1, kind: Reservation, metadata: {name: r, labels: {colocate: "true"}}, spec: {template: {spec: {containers: [{name: c, image: busybox}]}}, owners: [{object: {name: p}}], ttl: 1h}}`
+///
+/// Admitted: `{apiVersion: scheduling.koordinator.sh/v1alpha1, kind: Reservation, metadata: {name: r2}, spec: {template: {spec: {containers: [{name: c, image: busybox}]}}, owners: [{object: {name: p}}], ttl: 1h}}`
 fn reservation_profiles(req: &Request<Reservation>, r: &mut Reservation, ctx: &Context) -> Verdict {
     if req.resource.resource != "reservations"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())

@@ -93,6 +93,12 @@ fn tr_02_managed_by(value: Option<&str>, errs: &mut ErrorList) {
 
 /// TR-03: managedBy never changes on UPDATE (absent and present differ, Q4). Enforced for
 /// PyTorchJob too (FIX-1).
+///
+/// State: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
+/// Refused on update: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {runPolicy: {managedBy: kubeflow.org/training-operator}, pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
+///
+/// Admitted on update: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j, labels: {team: a}}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 fn tr_03_managed_by_immutable(old: Option<&str>, new: Option<&str>, errs: &mut ErrorList) {
     if old != new {
         errs.push(FieldError::invalid(
@@ -484,6 +490,10 @@ pub const MXJOB_WARNING: &str = "MXJob is deprecated, and the MXJob will be remo
 /// `/validate-kubeflow-org-v1-mxjob`: admits everything with the deprecation warning (TR-17).
 ///
 /// TR-17: every MXJob request is admitted with a warning that MXJob is no longer supported.
+///
+/// Warned: `{apiVersion: kubeflow.org/v1, kind: MXJob, metadata: {name: j}, spec: {mxReplicaSpecs: {Scheduler: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: x}]}}}}}}`
+///
+/// Admitted: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j}, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}}}}`
 pub struct MXJobWarner;
 
 impl Validator for MXJobWarner {

@@ -645,17 +645,65 @@ fn relevant(q: &ElasticQuota) -> (String, String, String, String, serde_json::Va
 ///
 /// QV-U2: the system and root quotas are not updated (beyond fields no rule reads).
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: koordinator-root-quota, namespace: koordinator-system}, spec: {max: {cpu: "100"}, min: {cpu: "100"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused on update: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: koordinator-root-quota, namespace: koordinator-system}, spec: {max: {cpu: "200"}, min: {cpu: "100"}}}`
+///
+/// Admitted on update: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "20"}, min: {cpu: "5"}}}`
+///
 /// QV-U3: an updated quota binds no namespace another quota binds.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused on update: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Admitted on update: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-c\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
 ///
 /// QV-U4: the quota updated is in the tree.
 ///
 /// QV-D1: the system, root and default quotas are never deleted.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: koordinator-root-quota, namespace: koordinator-system}, spec: {max: {cpu: "100"}, min: {cpu: "100"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: koordinator-root-quota, namespace: koordinator-system}, spec: {max: {cpu: "100"}, min: {cpu: "100"}}}`
+///
+/// Admitted on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
 /// QV-D2: the quota deleted is in the tree.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-z, namespace: default}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Admitted on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
 ///
 /// QV-D3: a quota with child quotas is not deleted.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "50"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-c, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Refused on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "50"}}}`
+///
+/// Admitted on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-c, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
 /// QV-D4: a quota that pods are charged to (by label) is not deleted; the first two are named.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// State: `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: default, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox}]}}`
+///
+/// Refused on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-a\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
+///
+/// Admitted on delete: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, annotations: {quota.scheduling.koordinator.sh/namespaces: "[\"ns-b\"]"}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
 pub fn validate(
     operation: Operation,
     q: &ElasticQuota,

@@ -27,6 +27,12 @@ pub enum Fit {
     Fits,
     /// WQ-3: it fits the limits but not what is free now; `free` is what quota `quota` has free
     /// of each resource that is short (never below zero).
+    ///
+    /// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/child-request: '{"cpu":"1500m"}'}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}, status: {used: {cpu: "1500m"}}}`
+    ///
+    /// Warned: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+    ///
+    /// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "100m"}, limits: {cpu: "100m"}}}]}}}}`
     NotNow {
         /// The first quota along the chain that is short.
         quota: String,
@@ -35,6 +41,12 @@ pub enum Fit {
     },
     /// WQ-2: it can never fit: the peak of each resource in `allowed` is above quota `quota`'s
     /// limit of it.
+    ///
+    /// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+    ///
+    /// Refused: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 3, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+    ///
+    /// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
     Never {
         /// The first quota along the chain whose limit is below the peak.
         quota: String,
@@ -164,8 +176,24 @@ pub trait Quotas {
 /// PV-3: a pod may not be charged to a parent quota (`is-parent: "true"`) unless the
 /// `SupportParentQuotaSubmitPod` gate allows it.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {quota.scheduling.koordinator.sh/name: parent-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
 /// PV-4: the pods' quota exists once and limits what they ask; then they fit it and each
 /// ancestor.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "3"}, limits: {cpu: "3"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
 pub fn decide(
     topology: &dyn QuotaLookup,
     quotas: &dyn Quotas,

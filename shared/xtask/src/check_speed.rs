@@ -1,5 +1,6 @@
 //! `cargo xtask check-speed`: how long `admission-check` (release build) takes over a directory of
-//! many manifests, pinned to one core, and whether the cost per object stays flat as the
+//! many manifests on this machine's two cores (`--cpus 1` for one: files are read on a thread of
+//! their own), and whether the cost per object stays flat as the
 //! directory grows (it was quadratic in ElasticQuotas: each quota rebuilt the tree of every
 //! earlier one).
 //!
@@ -73,14 +74,14 @@ fn write_corpus(dir: &Path, n: usize, texts: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The median wall time of `runs` checks of `dir` on `cpu`, and the objects checked.
-fn time_runs(binary: &Path, dir: &Path, runs: usize, cpu: usize) -> Result<(f64, u64)> {
+/// The median wall time of `runs` checks of `dir` on `cpus`, and the objects checked.
+fn time_runs(binary: &Path, dir: &Path, runs: usize, cpus: &str) -> Result<(f64, u64)> {
     let mut times = Vec::new();
     let mut objects = 0u64;
     for run in 1..=runs {
         let started = Instant::now();
         let out = Command::new("taskset")
-            .args(["-c", &cpu.to_string()])
+            .args(["-c", cpus])
             .arg(binary)
             .args(["--profile", "koordinator", "-o", "json"])
             .arg(dir)
@@ -104,14 +105,14 @@ fn time_runs(binary: &Path, dir: &Path, runs: usize, cpu: usize) -> Result<(f64,
 }
 
 /// Builds admission-check (release), writes the corpus at `manifests` and a tenth of it, times
-/// `runs` checks of each on `cpu`; prints both medians and their cost per object, and fails when
+/// `runs` checks of each on `cpus` (a `taskset -c` list); prints both medians and their cost per object, and fails when
 /// growth is worse than linear by 1.5× or the large run's median exceeds `budget_secs`.
 pub fn run(
     root: &Path,
     mut cargo: Command,
     manifests: usize,
     runs: usize,
-    cpu: usize,
+    cpus: &str,
     budget_secs: f64,
 ) -> Result<()> {
     eprintln!("==> cargo build --release -p admission-check");
@@ -153,14 +154,14 @@ pub fn run(
         let dir = root.join(format!("target/check-speed/{n}"));
         write_corpus(&dir, n, &texts)?;
         eprintln!(
-            "==> {n} manifests (40 % ElasticQuotas, the rest {} distinct examples); {runs} runs of `taskset -c {cpu} admission-check --profile koordinator -o json {}`",
+            "==> {n} manifests (40 % ElasticQuotas, the rest {} distinct examples); {runs} runs of `taskset -c {cpus} admission-check --profile koordinator -o json {}`",
             texts.len(),
             dir.display()
         );
-        let (median, objects) = time_runs(&binary, &dir, runs, cpu)?;
+        let (median, objects) = time_runs(&binary, &dir, runs, cpus)?;
         let per = median * 1e6 / objects.max(1) as f64;
         println!(
-            "admission-check: {n} manifests, {objects} objects, one core: median {median:.2} s over {runs} runs ({per:.0} µs per object)"
+            "admission-check: {n} manifests, {objects} objects, cores {cpus}: median {median:.2} s over {runs} runs ({per:.0} µs per object)"
         );
         rows.push((median, per));
     }

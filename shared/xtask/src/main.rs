@@ -191,9 +191,9 @@ enum Cmd {
         /// Runs; the median is printed.
         #[arg(long, default_value_t = 5)]
         runs: usize,
-        /// The core to pin the check to.
-        #[arg(long, default_value_t = 1)]
-        cpu: usize,
+        /// The cores to pin the check to (`taskset -c`): both of this machine's by default.
+        #[arg(long, default_value = "0,1")]
+        cpus: String,
     },
     /// Measure each service's memory and CPU on a real control plane while pods and nodes go
     /// through the webhooks (the figures behind the Deployments' requests and limits).
@@ -360,8 +360,8 @@ fn main() -> ExitCode {
             manifests,
             budget_secs,
             runs,
-            cpu,
-        } => check_speed::run(&root(), cargo(), manifests, runs, cpu, budget_secs),
+            cpus,
+        } => check_speed::run(&root(), cargo(), manifests, runs, &cpus, budget_secs),
         Cmd::Footprint {
             pods,
             nodes,

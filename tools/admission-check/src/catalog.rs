@@ -5,7 +5,6 @@
 //! Each endpoint is called through its own handler with an AdmissionReview built as the API
 //! server builds it, so a rule answers here exactly what it answers when served.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use admission_kit::Operation;
@@ -18,7 +17,6 @@ use admission_kit::review::handler::{Context, Denial};
 use admission_kit::review::lookup::{ClusterState, LookupError, TypeKey};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
@@ -32,24 +30,6 @@ struct Service {
     endpoints: Vec<Endpoint>,
     ctx: Context,
     decode_errors: DecodeErrors,
-}
-
-/// The CRDs `apps` serve. Generating a CRD walks every type of its schema (seconds for the six
-/// services in a debug build) and the result never changes in a process, while a test suite
-/// builds a catalog per test: generated once per set of services.
-fn crds_of(apps: &[App]) -> Arc<[CustomResourceDefinition]> {
-    static GENERATED: Mutex<BTreeMap<Vec<&'static str>, Arc<[CustomResourceDefinition]>>> =
-        Mutex::new(BTreeMap::new());
-    let names: Vec<&'static str> = apps.iter().map(|a| a.name).collect();
-    let mut generated = GENERATED.lock().unwrap_or_else(PoisonError::into_inner);
-    generated
-        .entry(names)
-        .or_insert_with(|| {
-            apps.iter()
-                .flat_map(App::custom_resource_definitions)
-                .collect()
-        })
-        .clone()
 }
 
 /// The run's state as the rules read it, noting every object a rule looked up and did not
@@ -132,14 +112,31 @@ impl ClusterState for Recording {
     fn generation(&self, ty: &TypeKey) -> Option<admission_kit::review::lookup::Generation> {
         self.state.generation(ty)
     }
+
+    fn added_since(
+        &self,
+        ty: &TypeKey,
+        since: admission_kit::review::lookup::Generation,
+    ) -> Option<Vec<Arc<DynamicObject>>> {
+        self.state.added_since(ty, since)
+    }
+
+    fn read_now(
+        &self,
+        resource: &kube::api::ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        self.state.read_now(resource, namespace, name)
+    }
 }
 
 /// Every endpoint of the services, with the state their rules read.
 pub struct Catalog {
     services: Vec<Service>,
-    /// The CRDs of the kinds served, whose defaults the API server applies before admission:
-    /// generated from `apps` when a custom resource first needs them.
-    crds: OnceLock<Arc<[CustomResourceDefinition]>>,
+    /// The defaults of the CRDs served, which the API server applies before admission: the
+    /// built-in table's, or generated for a service it does not know.
+    defaults: OnceLock<crate::defaults::Table>,
     apps: Vec<App>,
     /// The cluster as the run sees it: the given state plus every object the run admitted so
     /// far, as `kubectl apply -f` of the same files in order would leave it (a binding after
@@ -214,6 +211,9 @@ pub struct Mutation {
     pub endpoint: String,
     /// The JSON Patch it sent.
     pub patch: Value,
+    /// The ids of the rules that made it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
 }
 
 /// The result of one object.
@@ -361,7 +361,7 @@ impl Catalog {
         services.sort_by_key(|s| s.name);
         Ok(Self {
             services,
-            crds: OnceLock::new(),
+            defaults: OnceLock::new(),
             read_kinds,
             apps,
             state,
@@ -375,8 +375,9 @@ impl Catalog {
         })
     }
 
-    fn crds(&self) -> &[CustomResourceDefinition] {
-        self.crds.get_or_init(|| crds_of(&self.apps))
+    fn defaults(&self) -> &crate::defaults::Table {
+        self.defaults
+            .get_or_init(|| crate::defaults::for_apps(&self.apps))
     }
 
     /// Every endpoint path, for messages.
@@ -584,7 +585,8 @@ impl Catalog {
         // Built-in groups (the core group, `apps`, `*.k8s.io`…) have no CRD: no need to generate.
         let custom = group.contains('.') && !group.ends_with(".k8s.io");
         if custom
-            && let Some(schema) = crate::defaults::schema_of(self.crds(), group, version, kind)
+            && let Some(schema) =
+                crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind)
         {
             crate::defaults::apply(schema, &mut outcome.object);
         }
@@ -615,7 +617,18 @@ impl Catalog {
         for (svc, e) in mutating.chain(validating) {
             outcome.endpoints.push(e.path.to_owned());
             let step = call(svc, e, s, &outcome.object, namespace.as_deref());
-            outcome.warnings.extend(step.warnings);
+            // A warning in upstream's words names no rule (TR-17's); when one rule of the
+            // endpoint acted, it is that rule's, and the report names it.
+            let only_rule = match step.applied.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            };
+            outcome
+                .warnings
+                .extend(step.warnings.into_iter().map(|w| match only_rule {
+                    Some(id) if !starts_with_rule_id(&w) => format!("{id}: {w}"),
+                    _ => w,
+                }));
             if let Some(r) = step.refusal {
                 outcome.admitted = false;
                 outcome.refusals.push(r);
@@ -629,6 +642,7 @@ impl Catalog {
                     Ok(()) => outcome.mutations.push(Mutation {
                         endpoint: e.path.to_owned(),
                         patch,
+                        rules: step.applied.iter().map(|r| (*r).to_owned()).collect(),
                     }),
                     Err(msg) => {
                         outcome.admitted = false;
@@ -784,6 +798,8 @@ struct Step {
     refusal: Option<Refusal>,
     warnings: Vec<String>,
     patch: Option<Value>,
+    /// The ids of the rules that acted without refusing.
+    applied: Vec<&'static str>,
 }
 
 fn raw(v: &Value) -> Option<Box<RawValue>> {
@@ -869,6 +885,7 @@ fn call(
                 )),
                 warnings: Vec::new(),
                 patch: None,
+                applied: Vec::new(),
             };
             // controller-runtime's services answer with a refused review (code 400): the API
             // server refuses the object whatever the failure policy.
@@ -883,6 +900,7 @@ fn call(
                     refusal: None,
                     warnings: vec![format!("{msg} (failurePolicy Ignore: admitted)")],
                     patch: None,
+                    applied: Vec::new(),
                 },
             };
         }
@@ -916,7 +934,15 @@ fn call(
         }),
         warnings: r.warnings,
         patch,
+        applied: answer.decision.applied,
     }
+}
+
+/// Whether a message starts with a rule id and a colon (`WQ-3: …`).
+pub fn starts_with_rule_id(message: &str) -> bool {
+    message
+        .split_once(':')
+        .is_some_and(|(id, _)| crate::rule_id::is_rule_id(id))
 }
 
 fn apply(object: &mut Value, patch: &Value) -> Result<(), String> {
@@ -937,6 +963,7 @@ mod tests {
                 vec![Mutation {
                     endpoint: "/mutate-pod".into(),
                     patch: Value::Array(Vec::new()),
+                    rules: Vec::new(),
                 }]
             } else {
                 Vec::new()

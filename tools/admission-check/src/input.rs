@@ -149,7 +149,9 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Manifest>, InputError> {
 /// `Chart.yaml` or a template in a directory of manifests must not hide the rest). One file's
 /// objects are in memory at a time, so a run over thousands of files holds what it reports, not
 /// every object it read.
-pub fn read_each(paths: &[PathBuf]) -> impl Iterator<Item = Result<Vec<Manifest>, InputError>> {
+pub fn read_each(
+    paths: &[PathBuf],
+) -> impl Iterator<Item = Result<Vec<Manifest>, InputError>> + Send + use<> {
     let (files, listing) = match files(paths) {
         Ok(f) => (f, None),
         Err(e) => (Vec::new(), Some(Err(e))),
@@ -602,6 +604,22 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "sequence",
         Value::Object(_) => "mapping",
     }
+}
+
+/// Identifies an object across `--old`, the state and the manifests: apiVersion, kind,
+/// namespace (`default_ns` when it names none) and name.
+pub fn identity(v: &Value, default_ns: &str) -> (String, String, String, String) {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let ns = v["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or(default_ns)
+        .to_owned();
+    (
+        s(&v["apiVersion"]),
+        s(&v["kind"]),
+        ns,
+        s(&v["metadata"]["name"]),
+    )
 }
 
 #[cfg(test)]

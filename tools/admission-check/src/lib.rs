@@ -19,6 +19,7 @@ pub mod defaults;
 pub mod input;
 pub mod locate;
 pub mod report;
+pub mod rule_id;
 pub mod rules;
 pub mod suite;
 pub mod templates;

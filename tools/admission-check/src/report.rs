@@ -469,16 +469,10 @@ fn junit(results: &[Checked], mode: Enforcement) -> String {
 
 /// The rule id a warning starts with (`WQ-3: …`, `TR-17: …`), else `warning`.
 fn warning_rule(w: &str) -> &str {
-    let Some((id, _)) = w.split_once(": ") else {
-        return "warning";
-    };
-    let mut parts = id.split('-');
-    let head = parts.next().unwrap_or_default();
-    let well_formed = !head.is_empty()
-        && head.bytes().all(|b| b.is_ascii_uppercase())
-        && parts.clone().count() >= 1
-        && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()));
-    if well_formed { id } else { "warning" }
+    match w.split_once(':') {
+        Some((id, _)) if crate::catalog::starts_with_rule_id(w) => id,
+        _ => "warning",
+    }
 }
 
 /// A file path as a SARIF `artifactLocation.uri`: a relative reference for relative paths, a

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use serde_json::Value;
+
 /// One documented paragraph, as `build.rs` found it.
 #[derive(Debug, Clone, Copy)]
 pub struct RuleDoc {
@@ -22,15 +24,46 @@ pub struct RuleDoc {
     pub item: &'static str,
     /// Manifests (YAML flow style) the rule refuses.
     pub refused: &'static [&'static str],
-    /// Manifests the rule admits.
+    /// Manifests the rule admits (and, a mutating rule, leaves as they are).
     pub admitted: &'static [&'static str],
+    /// Manifests the (mutating) rule changes.
+    pub mutated: &'static [&'static str],
+    /// Manifests the rule warns about.
+    pub warned: &'static [&'static str],
+    /// Objects of the state whose deletion the rule refuses.
+    pub refused_delete: &'static [&'static str],
+    /// Objects of the state whose deletion the rule admits.
+    pub admitted_delete: &'static [&'static str],
+    /// Objects replacing the state's object of their identity, which the rule refuses.
+    pub refused_update: &'static [&'static str],
+    /// Objects replacing the state's object of their identity, which the rule admits.
+    pub admitted_update: &'static [&'static str],
     /// Objects in the cluster the examples are checked against (a runtime a TrainJob names, a
     /// parent quota): the whole cluster of the examples, so what it lacks is absent.
     pub state: &'static [&'static str],
 }
 
+impl RuleDoc {
+    /// How many examples are written beside the rule.
+    pub fn examples(&self) -> usize {
+        [
+            self.refused,
+            self.admitted,
+            self.mutated,
+            self.warned,
+            self.refused_delete,
+            self.admitted_delete,
+            self.refused_update,
+            self.admitted_update,
+        ]
+        .iter()
+        .map(|e| e.len())
+        .sum()
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/rule_docs.rs"));
-include!("rule_id.rs");
+pub use crate::rule_id::is_rule_id;
 
 /// The kinds a family of rules applies to and the page that specifies it: by service and the
 /// id's prefix (`MV` of `MV-03`), as the services' specs group them.
@@ -178,18 +211,39 @@ pub fn listing(rules: &[Rule]) -> String {
     out
 }
 
-/// What checking an example gave: the verdict and the rule ids that refused it.
-fn try_example(catalog: &crate::catalog::Catalog, manifest: &str) -> String {
+/// What checking an example gave: the verdict, the rule ids that refused it and those that
+/// changed it (`admitted (changed by PM-01)`). An example is created, deleted, or an UPDATE of
+/// the state's object of its identity.
+fn try_example(
+    catalog: &crate::catalog::Catalog,
+    manifest: &str,
+    operation: admission_kit::Operation,
+    state: &[Value],
+) -> String {
+    use admission_kit::Operation;
     let parsed = match crate::input::parse("example", manifest) {
         Ok(m) => m,
         Err(e) => return format!("unreadable: {e}"),
     };
     let mut said = Vec::new();
     for m in parsed {
+        let id = crate::input::identity(&m.object, "default");
+        let old = state
+            .iter()
+            .find(|o| crate::input::identity(o, "default") == id);
+        if operation == Operation::Update && old.is_none() {
+            said.push("not checked: no object of its identity in the state to update".to_owned());
+            continue;
+        }
+        // A deletion sends the object as the cluster holds it.
+        let object = match (operation, old) {
+            (Operation::Delete, Some(stored)) => stored,
+            _ => &m.object,
+        };
         let outcome = catalog.check(&crate::catalog::Subject {
-            object: &m.object,
-            old: None,
-            operation: admission_kit::Operation::Create,
+            object,
+            old: old.filter(|_| operation == Operation::Update),
+            operation,
             sub_resource: None,
             namespace: None,
             user_info: None,
@@ -201,39 +255,163 @@ fn try_example(catalog: &crate::catalog::Catalog, manifest: &str) -> String {
             .iter()
             .flat_map(|r| r.findings.iter().map(|f| f.rule.as_str()))
             .collect();
-        said.push(if outcome.admitted {
+        let mut changed: Vec<&str> = outcome
+            .mutations
+            .iter()
+            .flat_map(|m| m.rules.iter().map(String::as_str))
+            .collect();
+        changed.dedup();
+        // A warning names its rule first (`WQ-3: …`).
+        let warned: Vec<&str> = outcome
+            .warnings
+            .iter()
+            .filter(|w| crate::catalog::starts_with_rule_id(w))
+            .filter_map(|w| w.split_once(':').map(|(id, _)| id))
+            .collect();
+        let mut one = if outcome.admitted {
             "admitted".to_owned()
         } else {
             format!("denied by {}", ids.join(", "))
-        });
+        };
+        let mut notes = Vec::new();
+        if !changed.is_empty() {
+            notes.push(format!("{CHANGED_BY}{}", changed.join(", ")));
+        }
+        if !warned.is_empty() {
+            notes.push(format!("{WARNED_BY}{}", warned.join(", ")));
+        }
+        if !notes.is_empty() {
+            let _ = write!(one, " ({})", notes.join("; "));
+        }
+        said.push(one);
     }
     said.join("; ")
 }
 
-/// Whether an example checked as `said` shows what it is meant to of `rule`: refused by a rule
-/// of its paragraph (an example of `MV-18..MV-21` shows one of them), or admitted.
-pub fn example_holds(rule: &Rule, refused: bool, said: &str) -> bool {
-    if refused {
-        said.strip_prefix("denied by ")
-            .is_some_and(|ids| ids.split(", ").any(|i| rule.doc.ids.contains(&i)))
-    } else {
-        said == "admitted"
+const CHANGED_BY: &str = "changed by ";
+const WARNED_BY: &str = "warned by ";
+
+/// What an example beside a rule is meant to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `Refused:` a rule of its paragraph refuses it.
+    Refused,
+    /// `Admitted:` it is admitted, and no rule of its paragraph changed it.
+    Admitted,
+    /// `Mutated:` a (mutating) rule of its paragraph changed it.
+    Mutated,
+    /// `Refused on delete:` a rule of its paragraph refuses deleting it.
+    RefusedOnDelete,
+    /// `Admitted on delete:` deleting it is admitted.
+    AdmittedOnDelete,
+    /// `Warned:` a rule of its paragraph warns about it.
+    Warned,
+    /// `Refused on update:` a rule of its paragraph refuses it replacing the state's object.
+    RefusedOnUpdate,
+    /// `Admitted on update:` it replaces the state's object, admitted.
+    AdmittedOnUpdate,
+}
+
+impl Expect {
+    /// The word `explain` prints.
+    pub fn label(self) -> &'static str {
+        match self {
+            Expect::Refused => "refused",
+            Expect::Admitted => "admitted",
+            Expect::Mutated => "mutated",
+            Expect::Warned => "warned",
+            Expect::RefusedOnDelete => "refused on delete",
+            Expect::AdmittedOnDelete => "admitted on delete",
+            Expect::RefusedOnUpdate => "refused on update",
+            Expect::AdmittedOnUpdate => "admitted on update",
+        }
+    }
+
+    /// The operation the example is sent with.
+    fn operation(self) -> admission_kit::Operation {
+        match self {
+            Expect::RefusedOnDelete | Expect::AdmittedOnDelete => admission_kit::Operation::Delete,
+            Expect::RefusedOnUpdate | Expect::AdmittedOnUpdate => admission_kit::Operation::Update,
+            _ => admission_kit::Operation::Create,
+        }
     }
 }
 
-/// Every example of `rule`, checked: `(refused?, manifest, what the check said)`.
-pub fn checked_examples(rule: &Rule) -> Vec<(bool, &'static str, String)> {
-    let examples: Vec<(bool, &'static str)> = rule
+/// Whether an example checked as `said` shows what it is meant to of `rule`: refused by a rule
+/// of its paragraph (an example of `MV-18..MV-21` shows one of them), admitted and neither
+/// changed nor warned about by them, changed by one of them, or warned about by one of them.
+pub fn example_holds(rule: &Rule, expect: Expect, said: &str) -> bool {
+    let (verdict, notes) = match said.split_once(" (") {
+        Some((v, rest)) => (v, rest.strip_suffix(')').unwrap_or_default()),
+        None => (said, ""),
+    };
+    let noted = |prefix: &str| {
+        notes
+            .split("; ")
+            .find_map(|n| n.strip_prefix(prefix))
+            .unwrap_or_default()
+    };
+    let ours = |ids: &str| ids.split(", ").any(|i| rule.doc.ids.contains(&i));
+    match expect {
+        Expect::Refused | Expect::RefusedOnDelete | Expect::RefusedOnUpdate => {
+            verdict.strip_prefix("denied by ").is_some_and(ours)
+        }
+        Expect::Admitted | Expect::AdmittedOnDelete | Expect::AdmittedOnUpdate => {
+            verdict == "admitted" && !ours(noted(CHANGED_BY)) && !ours(noted(WARNED_BY))
+        }
+        Expect::Mutated => ours(noted(CHANGED_BY)),
+        Expect::Warned => ours(noted(WARNED_BY)),
+    }
+}
+
+/// Every example of `rule`, checked: `(what it shows, manifest, what the check said)`.
+pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
+    let examples: Vec<(Expect, &'static str)> = rule
         .doc
         .refused
         .iter()
-        .map(|e| (true, *e))
-        .chain(rule.doc.admitted.iter().map(|e| (false, *e)))
+        .map(|e| (Expect::Refused, *e))
+        .chain(rule.doc.mutated.iter().map(|e| (Expect::Mutated, *e)))
+        .chain(rule.doc.warned.iter().map(|e| (Expect::Warned, *e)))
+        .chain(rule.doc.admitted.iter().map(|e| (Expect::Admitted, *e)))
+        .chain(
+            rule.doc
+                .refused_delete
+                .iter()
+                .map(|e| (Expect::RefusedOnDelete, *e)),
+        )
+        .chain(
+            rule.doc
+                .admitted_delete
+                .iter()
+                .map(|e| (Expect::AdmittedOnDelete, *e)),
+        )
+        .chain(
+            rule.doc
+                .refused_update
+                .iter()
+                .map(|e| (Expect::RefusedOnUpdate, *e)),
+        )
+        .chain(
+            rule.doc
+                .admitted_update
+                .iter()
+                .map(|e| (Expect::AdmittedOnUpdate, *e)),
+        )
         .collect();
     if examples.is_empty() {
         return Vec::new();
     }
-    let catalog = match example_state(rule).and_then(|state| {
+    let objects = match example_objects(rule) {
+        Ok(o) => o,
+        Err(e) => {
+            return examples
+                .into_iter()
+                .map(|(r, m)| (r, m, format!("not checked: {e}")))
+                .collect();
+        }
+    };
+    let catalog = match example_state(&objects).and_then(|state| {
         crate::catalog::Catalog::new(crate::services(), state).map_err(|e| e.to_string())
     }) {
         Ok(mut c) => {
@@ -249,17 +427,26 @@ pub fn checked_examples(rule: &Rule) -> Vec<(bool, &'static str, String)> {
     };
     examples
         .into_iter()
-        .map(|(r, m)| (r, m, try_example(&catalog, m)))
+        .map(|(r, m)| (r, m, try_example(&catalog, m, r.operation(), &objects)))
         .collect()
 }
 
-/// The cluster of `rule`'s examples: its `State:` objects.
-fn example_state(rule: &Rule) -> Result<admission_kit::cluster::state::StaticState, String> {
-    let mut state = admission_kit::cluster::state::StaticState::default();
+/// The objects of `rule`'s `State:` paragraphs.
+fn example_objects(rule: &Rule) -> Result<Vec<Value>, String> {
+    let mut objects = Vec::new();
     for text in rule.doc.state {
         for m in crate::input::parse("state", text).map_err(|e| e.to_string())? {
-            state.add_value(m.object).map_err(|e| e.to_string())?;
+            objects.push(m.object);
         }
+    }
+    Ok(objects)
+}
+
+/// The cluster of `rule`'s examples: its `State:` objects.
+fn example_state(objects: &[Value]) -> Result<admission_kit::cluster::state::StaticState, String> {
+    let mut state = admission_kit::cluster::state::StaticState::default();
+    for o in objects {
+        state.add_value(o.clone()).map_err(|e| e.to_string())?;
     }
     Ok(state)
 }
@@ -281,9 +468,8 @@ pub fn explain(rules: &[Rule]) -> String {
         if examples.is_empty() {
             let _ = writeln!(out, "  examples: none written beside the rule yet");
         }
-        for (refused, manifest, said) in examples {
-            let label = if refused { "refused" } else { "admitted" };
-            let _ = writeln!(out, "  example ({label}): {manifest}");
+        for (expect, manifest, said) in examples {
+            let _ = writeln!(out, "  example ({}): {manifest}", expect.label());
             let _ = writeln!(out, "    checked now: {said}");
         }
         out.push('\n');

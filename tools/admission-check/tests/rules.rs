@@ -86,8 +86,8 @@ fn every_example_beside_a_rule_is_decided_as_it_says() {
     let mut checked = 0;
     let mut wrong = Vec::new();
     for r in rules::all() {
-        for (refused, manifest, said) in rules::checked_examples(&r) {
-            if !rules::example_holds(&r, refused, &said) {
+        for (expect, manifest, said) in rules::checked_examples(&r) {
+            if !rules::example_holds(&r, expect, &said) {
                 wrong.push(format!(
                     "{} ({}): example {manifest} is {said}",
                     r.id, r.doc.service

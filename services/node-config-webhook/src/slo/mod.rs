@@ -505,6 +505,10 @@ fn check_net_strategy(strategy: &Value, index: Option<usize>, total: i64) -> Res
 }
 
 /// CM-4: network QoS percentages and bandwidth (resource-qos-config only).
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {system-config: '{}', resource-qos-config: '{"clusterStrategy": {"beClass": {"networkQOS": {"ingressRequest": 120}}}}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {system-config: '{}', resource-qos-config: '{"clusterStrategy": {"beClass": {"networkQOS": {"ingressRequest": 20}}}}'}}`
 pub fn check_network_qos(parsed: &Parsed, data: &BTreeMap<String, String>) -> Result<(), String> {
     let system: Value = data
         .get(SYSTEM_KEY.name)

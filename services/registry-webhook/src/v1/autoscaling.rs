@@ -167,16 +167,45 @@ fn is_fixed(p: &RoleScalingParam) -> bool {
 /// AP-7: a role of a disaggregated target has a name (naming a role of the ModelServing's
 /// template).
 ///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {"": {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
 /// AP-8: a role's `minReplicas` is at most its `maxReplicas`.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 5, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
 ///
 /// AP-9: a role that is not fixed (min = max) has metrics when `spec.metrics` is empty.
 ///
-/// AP-10, AP-11: a role's own metrics follow AP-1 and AP-2 (targets above zero and finite,
-/// names unique).
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4}, decode: {minReplicas: 1, maxReplicas: 4}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 2, maxReplicas: 2}, decode: {minReplicas: 2, maxReplicas: 2}}}}}`
+///
+/// AP-10: each of a role's own metrics has a target above zero and finite (as AP-1).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metrics: [{name: rps, targetValue: "0"}], metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metrics: [{name: rps, targetValue: "2"}], metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-11: no metric name is given twice among a role's own metrics (as AP-2).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metrics: [{name: rps, targetValue: "1"}, {name: rps, targetValue: "2"}], metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
 ///
 /// AP-12: a role that is not fixed has `metricSources` when metrics are configured.
 ///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
 /// AP-13: each `metricSources` key names an effective metric of the role.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {qps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
 fn ap_7_13_role(name: &str, p: &RoleScalingParam, spec_metrics: &[Metric], errs: &mut ErrorList) {
     if name.is_empty() {
         errs.push(FieldError::invalid(
@@ -237,8 +266,55 @@ fn ap_7_13_role(name: &str, p: &RoleScalingParam, spec_metrics: &[Metric], errs:
     }
 }
 
-/// AP-14..AP-21: a ratio constraint names two different existing roles, min ≤ max, and can be
-/// met within their bounds.
+/// The ratio constraint of a disaggregated target (AP-14..AP-21).
+///
+/// AP-14: the ratio constraint names two different roles.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: prefill, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-15: its `numeratorRole` is one of the target's roles.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: encode, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-16: its `denominatorRole` is one of the target's roles.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: encode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-17: its `minRatio` is at most its `maxRatio`.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "3", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-18: its two roles can both scale to zero (`minReplicas: 0`) or neither can.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 0, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "0", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 0, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 0, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "0", maxRatio: "2"}}}}`
+///
+/// AP-19: both ratios are finite.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "1e400"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-20: `minRatio` is at least zero and `maxRatio` above zero.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "-1", maxRatio: "2"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
+///
+/// AP-21: the ratio can be met within the two roles' replica bounds.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "5", maxRatio: "6"}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}, ratioConstraint: {numeratorRole: prefill, denominatorRole: decode, minRatio: "1", maxRatio: "2"}}}}`
 fn ap_14_21_ratio(t: &DisaggregatedTarget, errs: &mut ErrorList) {
     let Some(c) = &t.ratio_constraint else { return };
     let ratio = disaggregated().child("ratioConstraint");
@@ -335,9 +411,43 @@ fn ap_7_21_disaggregated(spec: &AutoscalingPolicySpec, errs: &mut ErrorList) {
 
 /// Every v1.0 AutoscalingPolicy rule, in upstream's order.
 ///
-/// AP-22..AP-27: `spec.behavior` is held to the pinned policy's PV-03..PV-08 (scale-up and
-/// scale-down periods, stabilisation windows, the panic period and the panic hold, each a
-/// duration within 0..30 minutes).
+/// `spec.behavior` is held to the pinned policy's PV-03..PV-08 (AP-22..AP-27).
+///
+/// AP-22: `spec.behavior.scaleDown.period` is within 0..30 minutes (the pinned policy's PV-03).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleDown: {period: "31m"}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleDown: {period: "30m"}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-23: `spec.behavior.scaleDown.stabilizationWindow` is within 0..30 minutes (PV-04).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleDown: {stabilizationWindow: "31m"}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleDown: {stabilizationWindow: "30m"}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-24: `spec.behavior.scaleUp.stablePolicy.period` is within 0..30 minutes (PV-05).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {stablePolicy: {period: "31m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {stablePolicy: {period: "30m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-25: `spec.behavior.scaleUp.stablePolicy.stabilizationWindow` is within 0..30 minutes (PV-06).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {stablePolicy: {stabilizationWindow: "31m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {stablePolicy: {stabilizationWindow: "30m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-26: `spec.behavior.scaleUp.panicPolicy.period` is within 0..30 minutes (PV-07).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {panicPolicy: {period: "31m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {panicPolicy: {period: "30m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// AP-27: `spec.behavior.scaleUp.panicPolicy.panicModeHold` is within 0..30 minutes (PV-08).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {panicPolicy: {panicModeHold: "31m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{name: rps, targetValue: "1"}], behavior: {scaleUp: {panicPolicy: {panicModeHold: "30m"}}}, disaggregatedTarget: {targetRef: {kind: ModelServing, name: ms}, roles: {prefill: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}, decode: {minReplicas: 1, maxReplicas: 4, metricSources: {rps: {prometheus: {serverURL: "http://p:9090", query: "sum(x)"}}}}}}}}`
 pub fn validate_autoscaling(spec: &AutoscalingPolicySpec) -> ErrorList {
     let mut errs = ErrorList::new();
     ap_1_2_metrics(spec, &mut errs);

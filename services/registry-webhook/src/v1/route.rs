@@ -55,8 +55,19 @@ fn mr_1_2_names(spec: &ModelRouteSpec, errs: &mut ErrorList) {
     }
 }
 
-/// MR-8, MR-9: header and URI regexes compile as Go's; headers in name order (upstream walks a
-/// Go map).
+/// Regular expressions compile as Go's (MR-8, MR-9).
+///
+/// MR-8: each header's `regex` compiles; headers in name order (upstream walks a Go map).
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{modelMatch: {headers: {x-tenant: {regex: "a(b"}}}, targetModels: [{modelServerName: s}]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{modelMatch: {headers: {x-tenant: {regex: "a(b)"}}}, targetModels: [{modelServerName: s}]}]}}`
+///
+/// MR-9: the URI's `regex` compiles (Go's syntax: no look-ahead).
+///
+/// Refused: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{modelMatch: {uri: {regex: "^/v1/(?=chat)"}}, targetModels: [{modelServerName: s}]}]}}`
+///
+/// Admitted: `{apiVersion: networking.serving.volcano.sh/v1alpha1, kind: ModelRoute, metadata: {name: r}, spec: {modelName: m, rules: [{modelMatch: {uri: {regex: "^/v1/(chat|completions)"}}, targetModels: [{modelServerName: s}]}]}}`
 fn mr_8_9_regexes(rule: &Rule, path: &Path, errs: &mut ErrorList) {
     let Some(m) = &rule.model_match else { return };
     let at = path.child("modelMatch");

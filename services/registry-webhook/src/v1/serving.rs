@@ -230,8 +230,25 @@ fn scaled(v: &IntOrString, total: i64) -> Result<i64, String> {
     }
 }
 
-/// MS-8..MS-10: a rolling update configuration only with serving-group updates; its bounds are
-/// ints or percents; with `spec.replicas` set, maxUnavailable scales to more than zero.
+/// A rolling update configuration (MS-8..MS-10).
+///
+/// MS-8: `rollingUpdateConfiguration` only with `ServingGroupRollingUpdate`.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-9: its `maxUnavailable` and `partition` are ints or percents (0-100 %).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "150%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-10: with `spec.replicas` set, its `maxUnavailable` scales to more than zero.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "10%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_8_10_rolling_update(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let Some(strategy) = &spec.rollout_strategy else {
         return;
@@ -276,8 +293,25 @@ fn ms_8_10_rolling_update(spec: &ModelServingSpec, errs: &mut ErrorList) {
     }
 }
 
-/// MS-11..MS-13: a role's maxUnavailable is an int or percent, only with role updates, and
-/// scales to between 1 and the role's replicas.
+/// A role's `maxUnavailable` (MS-11..MS-13).
+///
+/// MS-11: it is an int or a percent (0-100 %).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: "x%", entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-12: it is set only with `RoleRollingUpdate`.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-13: it scales to between 1 and the role's replicas.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 3, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_11_13_role_max_unavailable(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let role_updates = spec
         .rollout_strategy
@@ -309,9 +343,25 @@ fn ms_11_13_role_max_unavailable(spec: &ModelServingSpec, errs: &mut ErrorList) 
     }
 }
 
-/// MS-14..MS-16: every gang minimum names a role (the last of that name counts, as in upstream's
-/// map), is at most its replicas and not negative. Keys in sorted order (upstream walks a Go
-/// map).
+/// The gang minimums, keys in sorted order (upstream walks a Go map) (MS-14..MS-16).
+///
+/// MS-14: every gang minimum names a role (the last of that name counts, as in upstream's map).
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {prefill: 1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-15: a gang minimum is at most its role's replicas.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 3}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 2}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// MS-16: a gang minimum is not negative.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: -1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 0}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_14_16_gang(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let Some(mins) = spec
         .template
@@ -387,6 +437,10 @@ fn ms_17_18_workers(spec: &ModelServingSpec, errs: &mut ErrorList) {
 
 /// MS-19: after defaults (RoleRecreate, ServingGroupRollingUpdate), recreating whole groups does
 /// not go with rolling roles one by one.
+///
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+///
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_19_recovery_vs_rollout(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let recovery = if spec.recovery_policy.is_empty() {
         ROLE_RECREATE

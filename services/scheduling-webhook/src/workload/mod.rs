@@ -234,6 +234,12 @@ fn listed(ctx: &Context, option: &str, kind: &Kind) -> bool {
 
 /// WQ-1: every template of the object, decoded, with the request of one of its pods; or the
 /// first field that cannot be read, named.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: null}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
 fn templates(kind: &Kind, object: &Value, ns: &str) -> Result<Vec<Template>, String> {
     let mut out = Vec::new();
     for f in kinds::groups(kind, object)? {
@@ -430,14 +436,42 @@ fn namespace_of(req: &Request<Value>) -> String {
 /// WQ-2: a workload whose peak (all its pods at once) is above a quota's limit along its chain
 /// can never run whole: refused, with the arithmetic.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 3, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
 /// WQ-3: a workload that fits the limits but not what is free now is admitted with a warning
 /// (or refused where configured so).
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, annotations: {quota.scheduling.koordinator.sh/child-request: '{"cpu":"1500m"}'}}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}, status: {used: {cpu: "1500m"}}}`
+///
+/// Warned: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "100m"}, limits: {cpu: "100m"}}}]}}}}`
 ///
 /// WQ-5: pods that would be refused whatever their number (charged to a parent quota, or to a
 /// quota that does not exist) admit the workload with a warning naming the pod rule.
 ///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Warned: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: parent-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Warned: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: f}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: nobody}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
 /// WQ-6: the pod rules that read a pod alone run on each template; what they would refuse is a
 /// warning, or a refusal for the kinds of `--workload-template-rules-deny-kinds`.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default}, spec: {max: {cpu: "2"}, min: {cpu: "1"}}}`
+///
+/// Warned: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a, koordinator.sh/qosClass: BE, koordinator.sh/priority-class: koord-prod}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
+///
+/// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
 async fn decide(
     ctx: &Context,
     kind: &Kind,

@@ -40,6 +40,12 @@ fn has_time(p: &Value) -> bool {
 /// TD-01: on create, a patch without a time gets now; on update, a patch of a manager that was
 /// there before keeps the stored time when nothing else in it changed and gets now when
 /// something did; a new manager's patch without a time gets now.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Mutated: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner}]}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
 pub fn td_01_patch_times(object: &mut Value, old: Option<&Value>, now: &str) -> bool {
     let Some(patches) = object
         .pointer_mut("/spec/runtimePatches")

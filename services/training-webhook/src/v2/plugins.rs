@@ -129,6 +129,14 @@ pub fn fx_01_num_proc_per_node(info: &Info, job: &Job, errs: &mut ErrorList) {
 }
 
 /// FX-02: the `node` job has no init container named `flux-installer` (Flux adds its own).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux-bad}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {initContainers: [{name: flux-installer, image: y}], containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: flux-bad}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: flux}}}`
 pub fn fx_02_reserved_init_container(info: &Info, errs: &mut ErrorList) {
     if info
         .ml_policy
@@ -165,6 +173,14 @@ fn volcano(info: &Info) -> bool {
 }
 
 /// VC-01: a Volcano queue annotation, when present on the JobSet, is not empty.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: vq-empty}, spec: {mlPolicy: {numNodes: 1, torch: {}}, podGroupPolicy: {volcano: {}}, template: {metadata: {annotations: {scheduling.volcano.sh/queue-name: ""}}, spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: vq}, spec: {mlPolicy: {numNodes: 1, torch: {}}, podGroupPolicy: {volcano: {}}, template: {metadata: {annotations: {scheduling.volcano.sh/queue-name: q}}, spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: vq-empty}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: vq}}}`
 pub fn vc_01_queue(info: &Info, errs: &mut ErrorList) {
     if !volcano(info) {
         return;
@@ -186,6 +202,14 @@ pub fn vc_01_queue(info: &Info, errs: &mut ErrorList) {
 
 /// VC-02: each replicated job's priority class exists; the first `system-cluster-critical` or
 /// `system-node-critical` ends the check (upstream returns there).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: vpc}, spec: {mlPolicy: {numNodes: 1, torch: {}}, podGroupPolicy: {volcano: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {priorityClassName: gold, containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: vsys}, spec: {mlPolicy: {numNodes: 1, torch: {}}, podGroupPolicy: {volcano: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {priorityClassName: system-cluster-critical, containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: vpc}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: vsys}}}`
 pub fn vc_02_priority_class(info: &Info, ctx: &Context, errs: &mut ErrorList) {
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     if !volcano(info) {
@@ -229,6 +253,12 @@ const MPI_RESERVED: [&str; 4] = [
 
 /// MP-01: with `runLauncherAsNode`, a TrainJob of 2 or more nodes needs both a `launcher` and a
 /// `node` job.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: mpi}, spec: {mlPolicy: {numNodes: 1, mpi: {runLauncherAsNode: true}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: mpi}, trainer: {numNodes: 2}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: mpi}, trainer: {numNodes: 1}}}`
 pub fn mp_01_launcher_as_node(info: &Info, job: &Job, errs: &mut ErrorList) {
     let Some(mpi) = info.ml_policy.as_ref().and_then(|p| p.mpi.as_ref()) else {
         return;
@@ -287,6 +317,14 @@ fn torch(info: &Info) -> Option<&super::types::TorchPolicy> {
 }
 
 /// TO-01: every env injection target names a container (or init container) of the runtime.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch-bad}, spec: {mlPolicy: {numNodes: 1, torch: {envInjection: {targets: [{jobName: node, containerNames: [sidecar]}]}}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {envInjection: {targets: [{jobName: node, containerNames: [node]}]}}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch-bad}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
 pub fn to_01_env_injection_targets(info: &Info, errs: &mut ErrorList) {
     let Some(t) = torch(info).and_then(|t| t.env_injection.as_ref()) else {
         return;
@@ -333,7 +371,7 @@ pub fn to_02_reserved_envs(info: &Info, job: &Job, errs: &mut ErrorList) {
     }
 }
 
-/// TO-03..TO-08: TorchTune jobs (`command: [tune, run]`), in [`super::torchtune`].
+/// TorchTune jobs (`command: [tune, run]`): TO-03..TO-08, in [`super::torchtune`].
 pub fn to_torchtune(info: &Info, job: &Job, errs: &mut ErrorList) {
     if torch(info).is_none() {
         return;
@@ -399,9 +437,67 @@ fn js_initializer(
     }
 }
 
-/// JS-01..JS-06: the dataset and model initializer steps of a runtime's JobSet, when a TrainJob
-/// configures them, exist as jobs with a container of the step's name that mounts the
-/// `initializer` volume.
+/// The dataset and model initializer steps of a runtime's JobSet (JS-01..JS-06).
+///
+/// JS-01: a TrainJob that configures a dataset initializer runs on a runtime with a `dataset-initializer` job.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: dataset-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}, spec: {template: {spec: {containers: [{name: dataset-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// JS-02: that job has a container named `dataset-initializer`.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: no-container}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: dataset-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}, spec: {template: {spec: {containers: [{name: other, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: dataset-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}, spec: {template: {spec: {containers: [{name: dataset-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: no-container}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// JS-03: that container mounts the `initializer` volume.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: no-mount}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: dataset-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}, spec: {template: {spec: {containers: [{name: dataset-initializer, image: x}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: dataset-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}, spec: {template: {spec: {containers: [{name: dataset-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: no-mount}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {dataset: {storageUri: "hf://x"}}}}`
+///
+/// JS-04: a TrainJob that configures a model initializer runs on a runtime with a `model-initializer` job.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: model-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: model-initializer}}, spec: {template: {spec: {containers: [{name: model-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, initializer: {model: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {model: {storageUri: "hf://x"}}}}`
+///
+/// JS-05: that job has a container named `model-initializer`.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: no-container}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: model-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: model-initializer}}, spec: {template: {spec: {containers: [{name: other, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: model-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: model-initializer}}, spec: {template: {spec: {containers: [{name: model-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: no-container}, initializer: {model: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {model: {storageUri: "hf://x"}}}}`
+///
+/// JS-06: that container mounts the `initializer` volume.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: no-mount}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: model-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: model-initializer}}, spec: {template: {spec: {containers: [{name: model-initializer, image: x}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: ok}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: model-initializer, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: model-initializer}}, spec: {template: {spec: {containers: [{name: model-initializer, image: x, volumeMounts: [{name: initializer, mountPath: /workspace}]}]}}}}}, {name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: no-mount}, initializer: {model: {storageUri: "hf://x"}}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: ok}, initializer: {model: {storageUri: "hf://x"}}}}`
 pub fn js_01_06_initializers(info: &Info, job: &Job, errs: &mut ErrorList) {
     let Some(init) = &job.new.typed.spec.initializer else {
         return;
@@ -437,6 +533,14 @@ fn patches_semantic(d: &Doc<TrainJob>) -> Value {
 
 /// JS-07..JS-09: on update, runtime patches change only while the TrainJob is suspended before
 /// or after the update, and only while no replicated job of its JobSet is active.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
+///
+/// Refused on update: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner, time: "2026-01-01T00:00:00Z"}]}}`
+///
+/// Admitted on update: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, suspend: true, runtimePatches: [{manager: acme.io/tuner, time: "2026-01-01T00:00:00Z"}]}}`
 pub fn js_07_09_patch_immutability(job: &Job, ctx: &Context, errs: &mut ErrorList) {
     let Some(old) = job.old else { return };
     if patches_semantic(old) == patches_semantic(job.new) {
@@ -481,6 +585,12 @@ pub fn js_07_09_patch_immutability(job: &Job, ctx: &Context, errs: &mut ErrorLis
 }
 
 /// JS-10: each patch's manager is a domain-prefixed path (`acme.io/foo`).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: me}]}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner}]}}`
 pub fn js_10_manager(job: &Job, errs: &mut ErrorList) {
     let path = runtime_patches().child("manager");
     for p in &job.new.typed.spec.runtime_patches {
@@ -518,6 +628,12 @@ pub fn js_10_manager(job: &Job, errs: &mut ErrorList) {
 /// JS-11: a patch sets no env of the `dataset-initializer`, `model-initializer` or `node`
 /// container (the runtime owns those). Upstream's checks that patched jobs and containers exist
 /// in the runtime cannot fail here: the patch is merged into the runtime first.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner, trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{name: node, template: {spec: {template: {spec: {containers: [{name: node, env: [{name: A, value: b}]}]}}}}}]}}}}]}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner, trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{name: node, template: {spec: {template: {spec: {nodeSelector: {pool: a}}}}}}]}}}}]}}`
 pub fn js_11_patched_envs(job: &Job, errs: &mut ErrorList) {
     for p in &job.new.typed.spec.runtime_patches {
         let Some(spec) = p

@@ -142,7 +142,57 @@ fn name_path() -> Path {
     Path::new("spec").child("runtimeRef").child("name")
 }
 
-/// TO-03..TO-08 for a TorchTune TrainJob.
+/// The TorchTune rules (TO-03..TO-08) for a TorchTune TrainJob.
+///
+/// TO-03: the model the runtime's name stands for is one TorchTune offers here (Llama 3.2 1B and 3B, Llama 3.3 70B, Qwen2.5 1.5B).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-gpt-1b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-llama3.2-1b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-gpt-1b}, trainer: {command: [tune, run]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run]}}}`
+///
+/// TO-04: one node, except for the 70B model.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-llama3.2-1b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], numNodes: 2}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], numNodes: 1}}}`
+///
+/// TO-05: QLoRA is not offered for Qwen2.5 1.5B.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-qwen2.5-1.5b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-qwen2.5-1.5b}, trainer: {command: [tune, run], numProcPerNode: 1, args: [model.quantize_base=True]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-qwen2.5-1.5b}, trainer: {command: [tune, run], numProcPerNode: 1, args: ["model.lora_attn_modules=[q_proj,v_proj]"]}}}`
+///
+/// TO-06: QLoRA on the Llama 3.2 models runs on one device (`numProcPerNode` auto or 1, one GPU per node).
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-llama3.2-1b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], numProcPerNode: 2, args: [model.quantize_base=True]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], numProcPerNode: 1, args: [model.quantize_base=True]}}}`
+///
+/// TO-07: LoRA and QLoRA run on one node.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-llama3.3-70b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.3-70b}, trainer: {command: [tune, run], numNodes: 2, args: ["model.lora_attn_modules=[q_proj,v_proj]"]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.3-70b}, trainer: {command: [tune, run], numNodes: 2}}}`
+///
+/// TO-08: the runtime's own settings (`output_dir`, the tokenizer and checkpoint paths) are not overridden in `args`.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torchtune-llama3.2-1b}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], args: [output_dir=/tmp/x]}}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torchtune-llama3.2-1b}, trainer: {command: [tune, run], args: [epochs=2]}}}`
 pub fn validate(info: &Info, job: &Doc<TrainJob>, trainer: &Trainer, errs: &mut ErrorList) {
     let name = job.typed.spec.runtime_ref.name.as_str();
     let model = model_of(name);

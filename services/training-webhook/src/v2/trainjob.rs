@@ -119,6 +119,12 @@ fn tj_04_deprecated(name: &str) -> String {
 
 /// F-1: a runtime patch that cannot be merged (a replicated job or container without a name).
 /// The CRD refuses it; upstream's webhook panics (500). Ours refuses naming the field.
+///
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: torch}, spec: {mlPolicy: {numNodes: 1, torch: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
+///
+/// Refused: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}, runtimePatches: [{manager: acme.io/tuner, trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{template: {spec: {parallelism: 1}}}]}}}}]}}`
+///
+/// Admitted: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, metadata: {name: j}, spec: {runtimeRef: {name: torch}}}`
 fn f_1_unmergeable(e: &MergeError) -> FieldError {
     let mut p = Path::new("spec")
         .child("runtimePatches")

@@ -65,6 +65,16 @@ pub struct StaticState {
     /// This state's identity and, per kind, how many times its objects changed.
     id: u64,
     changes: HashMap<TypeKey, u64>,
+    /// Per kind, the objects added since its last change that was not an addition.
+    added: HashMap<TypeKey, Additions>,
+}
+
+/// The objects of a kind added one after another from change `from` on (`objects[i]` made
+/// change `from + i + 1`).
+#[derive(Debug, Default)]
+struct Additions {
+    from: u64,
+    objects: Vec<Arc<DynamicObject>>,
 }
 
 impl Default for StaticState {
@@ -73,6 +83,7 @@ impl Default for StaticState {
             by_type: HashMap::new(),
             id: next_state_id(),
             changes: HashMap::new(),
+            added: HashMap::new(),
         }
     }
 }
@@ -162,12 +173,23 @@ impl StaticState {
             std::collections::btree_map::Entry::Occupied(e) if **e.get() == obj => return Ok(()),
             std::collections::btree_map::Entry::Occupied(mut e) => {
                 e.insert(Arc::new(obj));
+                let changes = self.changes.entry(key.clone()).or_default();
+                *changes += 1;
+                // A replacement: what was added before it is no longer all that changed.
+                self.added.insert(
+                    key,
+                    Additions {
+                        from: *changes,
+                        objects: Vec::new(),
+                    },
+                );
             }
             std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(Arc::new(obj));
+                let obj = Arc::clone(e.insert(Arc::new(obj)));
+                *self.changes.entry(key.clone()).or_default() += 1;
+                self.added.entry(key).or_default().objects.push(obj);
             }
         }
-        *self.changes.entry(key).or_default() += 1;
         Ok(())
     }
 
@@ -230,6 +252,19 @@ impl ClusterState for GrowingState {
     fn generation(&self, ty: &TypeKey) -> Option<Generation> {
         self.read().generation(ty)
     }
+
+    fn added_since(&self, ty: &TypeKey, since: Generation) -> Option<Vec<Arc<DynamicObject>>> {
+        self.read().added_since(ty, since)
+    }
+
+    fn read_now(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
+        self.read().read_now(resource, namespace, name)
+    }
 }
 
 impl ClusterState for StaticState {
@@ -264,6 +299,18 @@ impl ClusterState for StaticState {
 
     fn generation(&self, ty: &TypeKey) -> Option<Generation> {
         Some((self.id, self.changes.get(ty).copied().unwrap_or_default()))
+    }
+
+    fn added_since(&self, ty: &TypeKey, (id, at): Generation) -> Option<Vec<Arc<DynamicObject>>> {
+        if id != self.id {
+            return None;
+        }
+        let Some(added) = self.added.get(ty) else {
+            // Nothing of the kind ever changed: nothing added since.
+            return (at == 0).then(Vec::new);
+        };
+        let skip = usize::try_from(at.checked_sub(added.from)?).ok()?;
+        added.objects.get(skip..).map(<[_]>::to_vec)
     }
 
     fn read_now(
@@ -648,6 +695,55 @@ mod tests {
             api_version: "example.com/v1".into(),
             kind: "Thing".into(),
         }
+    }
+
+    /// A growing state answers a live read from its own objects, as the static one does (a
+    /// rule that reads the API server now, JS-08's JobSet, finds what the run holds).
+    #[test]
+    fn growing_state_reads_now_from_its_objects() {
+        let g = GrowingState::default();
+        g.add_value(serde_json::json!({"apiVersion": "example.com/v1", "kind": "Thing",
+            "metadata": {"name": "a", "namespace": "ns"}}))
+            .unwrap();
+        let resource = ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Thing".into(),
+            plural: "things".into(),
+        };
+        assert!(g.read_now(&resource, Some("ns"), "a").unwrap().is_some());
+        assert!(g.read_now(&resource, Some("ns"), "b").unwrap().is_none());
+    }
+
+    /// What was added since a generation, while only additions happened; nothing to say once
+    /// an object was replaced, or for another state's generation.
+    #[test]
+    fn added_since_names_additions_only() {
+        let thing = |name: &str, v: u32| {
+            serde_json::json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                "metadata": {"name": name, "namespace": "ns"}, "spec": {"v": v}})
+        };
+        let mut s = StaticState::default();
+        assert_eq!(s.added_since(&key(), (s.id, 0)).map(|v| v.len()), Some(0));
+        s.add_value(thing("a", 1)).unwrap();
+        let at = s.generation(&key()).unwrap();
+        s.add_value(thing("b", 1)).unwrap();
+        s.add_value(thing("c", 1)).unwrap();
+        let names = |v: Vec<Arc<DynamicObject>>| -> Vec<String> {
+            v.iter().map(|o| o.metadata.name.clone().unwrap_or_default()).collect()
+        };
+        assert_eq!(s.added_since(&key(), at).map(names), Some(vec!["b".into(), "c".into()]));
+        // The same object again changes nothing.
+        s.add_value(thing("c", 1)).unwrap();
+        assert_eq!(s.added_since(&key(), at).map(|v| v.len()), Some(2));
+        // A replacement: what came before it cannot be brought up to date by additions.
+        s.add_value(thing("a", 2)).unwrap();
+        assert!(s.added_since(&key(), at).is_none());
+        let now = s.generation(&key()).unwrap();
+        s.add_value(thing("d", 1)).unwrap();
+        assert_eq!(s.added_since(&key(), now).map(names), Some(vec!["d".into()]));
+        assert!(StaticState::default().added_since(&key(), now).is_none());
     }
 
     #[test]

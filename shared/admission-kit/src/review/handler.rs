@@ -108,6 +108,14 @@ impl Context {
         self.state.generation(&TypeKey::of::<K>())
     }
 
+    /// Kind `K`'s objects added since `since` ([`ClusterState::added_since`]).
+    pub fn added_since<K: Resource<DynamicType = ()>>(
+        &self,
+        since: crate::review::lookup::Generation,
+    ) -> Option<Vec<Arc<DynamicObject>>> {
+        self.state.added_since(&TypeKey::of::<K>(), since)
+    }
+
     /// One object of any kind as the API server has it now ([`ClusterState::read_now`]).
     pub fn read_now(
         &self,

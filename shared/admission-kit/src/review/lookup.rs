@@ -92,6 +92,14 @@ pub trait ClusterState: Send + Sync {
     fn generation(&self, _ty: &TypeKey) -> Option<Generation> {
         None
     }
+
+    /// The objects of `ty` added since generation `since`, in the order they were added, when
+    /// every change since was an addition; `None` (the default) when the state cannot tell. What
+    /// a rule derived from a list at `since` can be brought up to date with, instead of listing
+    /// every object again for each one added (admission-check's run: quadratic).
+    fn added_since(&self, _ty: &TypeKey, _since: Generation) -> Option<Vec<Arc<DynamicObject>>> {
+        None
+    }
 }
 
 /// See [`ClusterState::generation`]: the state's identity and its count of changes to a kind.
