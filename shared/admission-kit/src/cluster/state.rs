@@ -702,9 +702,11 @@ mod tests {
     #[test]
     fn growing_state_reads_now_from_its_objects() {
         let g = GrowingState::default();
-        g.add_value(serde_json::json!({"apiVersion": "example.com/v1", "kind": "Thing",
-            "metadata": {"name": "a", "namespace": "ns"}}))
-            .unwrap();
+        g.add_value(
+            serde_json::json!({"apiVersion": "example.com/v1", "kind": "Thing",
+            "metadata": {"name": "a", "namespace": "ns"}}),
+        )
+        .unwrap();
         let resource = ApiResource {
             group: "example.com".into(),
             version: "v1".into(),
@@ -731,9 +733,14 @@ mod tests {
         s.add_value(thing("b", 1)).unwrap();
         s.add_value(thing("c", 1)).unwrap();
         let names = |v: Vec<Arc<DynamicObject>>| -> Vec<String> {
-            v.iter().map(|o| o.metadata.name.clone().unwrap_or_default()).collect()
+            v.iter()
+                .map(|o| o.metadata.name.clone().unwrap_or_default())
+                .collect()
         };
-        assert_eq!(s.added_since(&key(), at).map(names), Some(vec!["b".into(), "c".into()]));
+        assert_eq!(
+            s.added_since(&key(), at).map(names),
+            Some(vec!["b".into(), "c".into()])
+        );
         // The same object again changes nothing.
         s.add_value(thing("c", 1)).unwrap();
         assert_eq!(s.added_since(&key(), at).map(|v| v.len()), Some(2));
@@ -742,7 +749,10 @@ mod tests {
         assert!(s.added_since(&key(), at).is_none());
         let now = s.generation(&key()).unwrap();
         s.add_value(thing("d", 1)).unwrap();
-        assert_eq!(s.added_since(&key(), now).map(names), Some(vec!["d".into()]));
+        assert_eq!(
+            s.added_since(&key(), now).map(names),
+            Some(vec!["d".into()])
+        );
         assert!(StaticState::default().added_since(&key(), now).is_none());
     }
 
