@@ -33,6 +33,13 @@ struct Doc {
     /// identity replaced by this one.
     refused_update: Vec<String>,
     admitted_update: Vec<String>,
+    /// `… on status update:`: the same through the `status` subresource; `Mutated on status
+    /// update:` a mutating rule changes it.
+    refused_status: Vec<String>,
+    admitted_status: Vec<String>,
+    mutated_status: Vec<String>,
+    /// `Options: `--name=value …`` paragraphs: the service's options the examples run with.
+    options: Vec<String>,
     /// `State: `…`` paragraphs: objects in the cluster the examples are checked against.
     state: Vec<String>,
 }
@@ -181,6 +188,21 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     p += 1;
                     continue;
                 }
+                if let Some(e) = example(&paragraph, "Refused on status update:") {
+                    last.refused_status.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Admitted on status update:") {
+                    last.admitted_status.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Mutated on status update:") {
+                    last.mutated_status.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
                 if let Some(e) = example(&paragraph, "Refused on update:") {
                     last.refused_update.push(e.to_owned());
                     p += 1;
@@ -198,6 +220,11 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                 }
                 if let Some(e) = example(&paragraph, "Mutated:") {
                     last.mutated.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "Options:") {
+                    last.options.push(e.to_owned());
                     p += 1;
                     continue;
                 }
@@ -229,6 +256,10 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     admitted_delete: Vec::new(),
                     refused_update: Vec::new(),
                     admitted_update: Vec::new(),
+                    refused_status: Vec::new(),
+                    admitted_status: Vec::new(),
+                    mutated_status: Vec::new(),
+                    options: Vec::new(),
                     state: Vec::new(),
                 });
             }
@@ -284,7 +315,7 @@ fn main() {
     for d in &docs {
         let _ = writeln!(
             out,
-            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, mutated: &{:?}, warned: &{:?}, refused_delete: &{:?}, admitted_delete: &{:?}, refused_update: &{:?}, admitted_update: &{:?}, state: &{:?} }},",
+            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, mutated: &{:?}, warned: &{:?}, refused_delete: &{:?}, admitted_delete: &{:?}, refused_update: &{:?}, admitted_update: &{:?}, refused_status: &{:?}, admitted_status: &{:?}, mutated_status: &{:?}, options: &{:?}, state: &{:?} }},",
             d.service,
             d.ids,
             d.text,
@@ -299,6 +330,10 @@ fn main() {
             d.admitted_delete,
             d.refused_update,
             d.admitted_update,
+            d.refused_status,
+            d.admitted_status,
+            d.mutated_status,
+            d.options,
             d.state
         );
     }

@@ -63,6 +63,12 @@ impl Validator for SloConfigMapValidator {
 ///
 /// CM-7: a configuration with more than one node strategy may not give two strategies to any
 /// existing Node (refused with 400 naming the Node); Nodes that cannot be listed are a 500.
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu, zone: a}}}`
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "zone", "nodeSelector": {"matchLabels": {"zone": "a"}}, "enable": true}]}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "zone", "nodeSelector": {"matchLabels": {"zone": "b"}}, "enable": true}]}'}}`
 fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
     // CM-0
     if req.resource.resource != "configmaps"

@@ -103,10 +103,34 @@ fn decode_ratios(text: &str) -> Result<BTreeMap<String, f64>, String> {
 /// NS-3: the raw allocatable is read from the saved annotation, or taken from the new status
 /// (and saved) when the annotation is missing or the allocatable changed.
 ///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Mutated on status update: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Admitted on status update: `{apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
 /// NS-4: the ratio annotation is a JSON map of numbers; anything else refuses the status update.
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: 'x'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n2, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Refused on status update: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: 'x'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Admitted on status update: `{apiVersion: v1, kind: Node, metadata: {name: n2, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
 ///
 /// NS-5: `cpu` and then `memory` allocatable are the raw value times a ratio above 1, when the
 /// raw value has the resource.
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n2, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 1}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Mutated on status update: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 2}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Admitted on status update: `{apiVersion: v1, kind: Node, metadata: {name: n2, annotations: {node.koordinator.sh/resource-amplification-ratio: '{"cpu": 1}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
 fn amplify(
     node: &mut Node,
     old: Option<&Node>,
@@ -217,6 +241,14 @@ impl Mutator for NodeStatusAmplifier {
 ///
 /// NS-1: without an amplification ratio annotation (or with an empty one), the saved raw
 /// allocatable annotation is removed.
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/raw-allocatable: '{"cpu":"10","memory":"10Gi"}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// State: `{apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Mutated on status update: `{apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {node.koordinator.sh/raw-allocatable: '{"cpu":"10","memory":"10Gi"}'}}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
+///
+/// Admitted on status update: `{apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "10", memory: 10Gi}}}`
 fn amplify_status(req: &Request<Node>, node: &mut Node) -> Verdict {
     // NS-0
     if req.resource.resource != "nodes" || req.sub_resource.as_deref() != Some("status") {

@@ -303,6 +303,16 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
 
 /// PV-S1: with `--quota-label-scope=namespace` a pod charges only a quota its namespace may use.
 ///
+/// Options: `--quota-label-scope=namespace`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b}, spec: {max: {cpu: "10"}, min: {cpu: "1"}}}`
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {max: {cpu: "10"}, min: {cpu: "1"}}}`
+///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: team-a, labels: {quota.scheduling.koordinator.sh/name: team-b}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
+/// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, namespace: team-a, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
+///
 /// PV-S1 (ours, FIX row S-FIX-2): with `--quota-label-scope=namespace` (opt-in) a pod's
 /// quota label may name only a quota of the pod's own namespace or one whose `namespaces`
 /// annotation lists it, and the system, default and root quotas only from the namespaces of

@@ -380,6 +380,32 @@ impl Catalog {
             .get_or_init(|| crate::defaults::for_apps(&self.apps))
     }
 
+    /// Runs `service` with these options (name without dashes, value) over its defaults, as
+    /// its Deployment's arguments would: an option the service does not declare is an error.
+    pub fn set_options(&mut self, service: &str, options: &[(&str, &str)]) -> Result<(), String> {
+        if options.is_empty() {
+            return Ok(());
+        }
+        let app = self
+            .apps
+            .iter()
+            .find(|a| a.name == service)
+            .ok_or_else(|| format!("no service {service}"))?;
+        let mut values = app.default_options();
+        for (name, value) in options {
+            let declared = app
+                .options
+                .iter()
+                .find(|o| o.name == *name)
+                .ok_or_else(|| format!("{service} has no option --{name}"))?;
+            values.insert(declared.name, (*value).to_owned());
+        }
+        for s in self.services.iter_mut().filter(|s| s.name == service) {
+            s.ctx = s.ctx.clone().with_options(values.clone());
+        }
+        Ok(())
+    }
+
     /// Every endpoint path, for messages.
     pub fn paths(&self) -> Vec<&'static str> {
         self.services

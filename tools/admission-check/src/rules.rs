@@ -38,6 +38,14 @@ pub struct RuleDoc {
     pub refused_update: &'static [&'static str],
     /// Objects replacing the state's object of their identity, which the rule admits.
     pub admitted_update: &'static [&'static str],
+    /// The same through the `status` subresource: refused, admitted, changed.
+    pub refused_status: &'static [&'static str],
+    /// See `refused_status`.
+    pub admitted_status: &'static [&'static str],
+    /// See `refused_status`.
+    pub mutated_status: &'static [&'static str],
+    /// The service's options the examples run with (`--quota-label-scope=namespace`).
+    pub options: &'static [&'static str],
     /// Objects in the cluster the examples are checked against (a runtime a TrainJob names, a
     /// parent quota): the whole cluster of the examples, so what it lacks is absent.
     pub state: &'static [&'static str],
@@ -55,6 +63,9 @@ impl RuleDoc {
             self.admitted_delete,
             self.refused_update,
             self.admitted_update,
+            self.refused_status,
+            self.admitted_status,
+            self.mutated_status,
         ]
         .iter()
         .map(|e| e.len())
@@ -218,6 +229,7 @@ fn try_example(
     catalog: &crate::catalog::Catalog,
     manifest: &str,
     operation: admission_kit::Operation,
+    sub_resource: Option<&str>,
     state: &[Value],
 ) -> String {
     use admission_kit::Operation;
@@ -244,7 +256,7 @@ fn try_example(
             object,
             old: old.filter(|_| operation == Operation::Update),
             operation,
-            sub_resource: None,
+            sub_resource,
             namespace: None,
             user_info: None,
             only: &[],
@@ -310,6 +322,12 @@ pub enum Expect {
     RefusedOnUpdate,
     /// `Admitted on update:` it replaces the state's object, admitted.
     AdmittedOnUpdate,
+    /// `Refused on status update:` as `RefusedOnUpdate`, through the `status` subresource.
+    RefusedOnStatus,
+    /// `Admitted on status update:` as `AdmittedOnUpdate`, through `status`.
+    AdmittedOnStatus,
+    /// `Mutated on status update:` a mutating rule changes the status update.
+    MutatedOnStatus,
 }
 
 impl Expect {
@@ -324,14 +342,30 @@ impl Expect {
             Expect::AdmittedOnDelete => "admitted on delete",
             Expect::RefusedOnUpdate => "refused on update",
             Expect::AdmittedOnUpdate => "admitted on update",
+            Expect::RefusedOnStatus => "refused on status update",
+            Expect::AdmittedOnStatus => "admitted on status update",
+            Expect::MutatedOnStatus => "mutated on status update",
         }
+    }
+
+    /// The subresource the example is sent to.
+    fn sub_resource(self) -> Option<&'static str> {
+        matches!(
+            self,
+            Expect::RefusedOnStatus | Expect::AdmittedOnStatus | Expect::MutatedOnStatus
+        )
+        .then_some("status")
     }
 
     /// The operation the example is sent with.
     fn operation(self) -> admission_kit::Operation {
         match self {
             Expect::RefusedOnDelete | Expect::AdmittedOnDelete => admission_kit::Operation::Delete,
-            Expect::RefusedOnUpdate | Expect::AdmittedOnUpdate => admission_kit::Operation::Update,
+            Expect::RefusedOnUpdate
+            | Expect::AdmittedOnUpdate
+            | Expect::RefusedOnStatus
+            | Expect::AdmittedOnStatus
+            | Expect::MutatedOnStatus => admission_kit::Operation::Update,
             _ => admission_kit::Operation::Create,
         }
     }
@@ -353,13 +387,17 @@ pub fn example_holds(rule: &Rule, expect: Expect, said: &str) -> bool {
     };
     let ours = |ids: &str| ids.split(", ").any(|i| rule.doc.ids.contains(&i));
     match expect {
-        Expect::Refused | Expect::RefusedOnDelete | Expect::RefusedOnUpdate => {
-            verdict.strip_prefix("denied by ").is_some_and(ours)
-        }
-        Expect::Admitted | Expect::AdmittedOnDelete | Expect::AdmittedOnUpdate => {
+        Expect::Refused
+        | Expect::RefusedOnDelete
+        | Expect::RefusedOnUpdate
+        | Expect::RefusedOnStatus => verdict.strip_prefix("denied by ").is_some_and(ours),
+        Expect::Admitted
+        | Expect::AdmittedOnDelete
+        | Expect::AdmittedOnUpdate
+        | Expect::AdmittedOnStatus => {
             verdict == "admitted" && !ours(noted(CHANGED_BY)) && !ours(noted(WARNED_BY))
         }
-        Expect::Mutated => ours(noted(CHANGED_BY)),
+        Expect::Mutated | Expect::MutatedOnStatus => ours(noted(CHANGED_BY)),
         Expect::Warned => ours(noted(WARNED_BY)),
     }
 }
@@ -398,6 +436,24 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
                 .iter()
                 .map(|e| (Expect::AdmittedOnUpdate, *e)),
         )
+        .chain(
+            rule.doc
+                .refused_status
+                .iter()
+                .map(|e| (Expect::RefusedOnStatus, *e)),
+        )
+        .chain(
+            rule.doc
+                .mutated_status
+                .iter()
+                .map(|e| (Expect::MutatedOnStatus, *e)),
+        )
+        .chain(
+            rule.doc
+                .admitted_status
+                .iter()
+                .map(|e| (Expect::AdmittedOnStatus, *e)),
+        )
         .collect();
     if examples.is_empty() {
         return Vec::new();
@@ -416,6 +472,22 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
     }) {
         Ok(mut c) => {
             c.state_complete = true;
+            let options: Vec<(&str, &str)> = rule
+                .doc
+                .options
+                .iter()
+                .flat_map(|o| o.split_whitespace())
+                .map(|o| {
+                    let o = o.trim_start_matches('-');
+                    o.split_once('=').unwrap_or((o, "true"))
+                })
+                .collect();
+            if let Err(e) = c.set_options(rule.doc.service, &options) {
+                return examples
+                    .into_iter()
+                    .map(|(r, m)| (r, m, format!("not checked: {e}")))
+                    .collect();
+            }
             c
         }
         Err(e) => {
@@ -427,7 +499,13 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
     };
     examples
         .into_iter()
-        .map(|(r, m)| (r, m, try_example(&catalog, m, r.operation(), &objects)))
+        .map(|(r, m)| {
+            (
+                r,
+                m,
+                try_example(&catalog, m, r.operation(), r.sub_resource(), &objects),
+            )
+        })
         .collect()
 }
 
@@ -461,6 +539,9 @@ pub fn explain(rules: &[Rule]) -> String {
         let _ = writeln!(out, "  {}", r.doc.text);
         let _ = writeln!(out, "  rule: {}", r.source());
         let _ = writeln!(out, "  specified in: {}", r.page);
+        for options in r.doc.options {
+            let _ = writeln!(out, "  with the options: {options}");
+        }
         for object in r.doc.state {
             let _ = writeln!(out, "  in a cluster holding: {object}");
         }

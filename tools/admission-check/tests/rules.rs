@@ -85,8 +85,10 @@ fn every_reported_rule_id_is_documented_beside_its_rule() {
 fn every_example_beside_a_rule_is_decided_as_it_says() {
     let mut checked = 0;
     let mut wrong = Vec::new();
+    let mut kinds = BTreeSet::new();
     for r in rules::all() {
         for (expect, manifest, said) in rules::checked_examples(&r) {
+            kinds.insert(expect.label());
             if !rules::example_holds(&r, expect, &said) {
                 wrong.push(format!(
                     "{} ({}): example {manifest} is {said}",
@@ -98,6 +100,23 @@ fn every_example_beside_a_rule_is_decided_as_it_says() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(checked >= 60, "only {checked} examples");
+    // Every kind of example paragraph is read and checked somewhere (a label the reader
+    // dropped would leave its examples unchecked and the rules without examples).
+    for label in [
+        "refused",
+        "admitted",
+        "mutated",
+        "warned",
+        "refused on delete",
+        "admitted on delete",
+        "refused on update",
+        "admitted on update",
+        "refused on status update",
+        "admitted on status update",
+        "mutated on status update",
+    ] {
+        assert!(kinds.contains(label), "no `{label}` example is checked");
+    }
 }
 
 #[test]

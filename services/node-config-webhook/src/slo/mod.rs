@@ -551,6 +551,12 @@ pub fn check_network_qos(parsed: &Parsed, data: &BTreeMap<String, String>) -> Re
 }
 
 /// CM-5: names present and unique (only with `--node-strategy-name-need-check=true`).
+///
+/// Options: `--node-strategy-name-need-check=true`
+///
+/// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}]}'}}`
+///
+/// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}]}'}}`
 pub fn check_names(key: &Key, parsed: &Parsed) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for s in &parsed.strategies {
