@@ -281,6 +281,12 @@ fn mv_13_cost_required(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
 }
 
 /// MV-14: with model-level autoscaling, every backend has a `scaleToZeroGracePeriod`.
+///
+/// Options: `--endpoint=/validate-registry-volcano-sh-v1alpha1-model`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_14_grace_period_required(i: usize, b: &ModelBackend, errs: &mut ErrorList) {
     if b.scale_to_zero_grace_period.is_none() {
         errs.push(FieldError::required(
@@ -313,6 +319,12 @@ fn mv_15_min_sum(spec: &ModelSpec, errs: &mut ErrorList) {
 }
 
 /// MV-16: with model-level autoscaling, `costExpansionRatePercent` is present (0 passes, Q-04).
+///
+/// Options: `--endpoint=/validate-registry-volcano-sh-v1alpha1-model`
+///
+/// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
+///
+/// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: Model, metadata: {name: m}, spec: {costExpansionRatePercent: 200, autoscalingPolicy: {metrics: [{metricName: load, targetValue: "1"}]}, backends: [{name: main, type: vLLM, modelURI: "hf://x/y", workers: [{type: server, image: vllm}], minReplicas: 1, maxReplicas: 2, scalingCost: 10, scaleToZeroGracePeriod: 30s}]}}`
 fn mv_16_cost_expansion_rate_required(spec: &ModelSpec, errs: &mut ErrorList) {
     if spec.cost_expansion_rate_percent.is_none() {
         errs.push(FieldError::required(

@@ -422,6 +422,12 @@ fn keys_of(rl: &Option<ResourceList>) -> BTreeSet<String> {
 }
 
 /// QV-T: checks against the tree.
+///
+/// State: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: parent-a, namespace: default, labels: {quota.scheduling.koordinator.sh/is-parent: "true"}}, spec: {max: {cpu: "100"}, min: {cpu: "10"}}}`
+///
+/// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "10", memory: 10Gi}, min: {cpu: "5"}}}`
+///
+/// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: default, labels: {quota.scheduling.koordinator.sh/parent: parent-a}}, spec: {max: {cpu: "10"}, min: {cpu: "5"}}}`
 fn qv_t_topology(
     new: &QuotaInfo,
     old: Option<&QuotaInfo>,

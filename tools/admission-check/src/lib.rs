@@ -7,7 +7,7 @@
 //! Modules: [`input`] reads manifests, [`apiserver`] refuses what the API server refuses
 //! before any webhook, [`locate`] finds a field's line in them, [`catalog`] routes and calls the endpoints, [`report`]
 //! renders results (text, JSON, JUnit, SARIF), [`suite`] runs test suites, [`rules`] lists the rules from their doc
-//! comments, [`templates`]
+//! comments ([`rule_id`]: what an id looks like), [`defaults`] carries the CRDs' defaults, [`templates`]
 //! derives the Pods a workload's controller creates, [`cluster`] reads
 //! state from a live cluster, [`cli`] is the command line.
 

@@ -231,6 +231,7 @@ fn try_example(
     operation: admission_kit::Operation,
     sub_resource: Option<&str>,
     state: &[Value],
+    only: &[String],
 ) -> String {
     use admission_kit::Operation;
     let parsed = match crate::input::parse("example", manifest) {
@@ -259,7 +260,7 @@ fn try_example(
             sub_resource,
             namespace: None,
             user_info: None,
-            only: &[],
+            only,
             retyped: &m.retyped,
         });
         let ids: Vec<&str> = outcome
@@ -458,38 +459,30 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
     if examples.is_empty() {
         return Vec::new();
     }
-    let objects = match example_objects(rule) {
-        Ok(o) => o,
-        Err(e) => {
-            return examples
-                .into_iter()
-                .map(|(r, m)| (r, m, format!("not checked: {e}")))
-                .collect();
-        }
-    };
-    let catalog = match example_state(&objects).and_then(|state| {
-        crate::catalog::Catalog::new(crate::services(), state).map_err(|e| e.to_string())
-    }) {
-        Ok(mut c) => {
-            c.state_complete = true;
-            let options: Vec<(&str, &str)> = rule
-                .doc
-                .options
-                .iter()
-                .flat_map(|o| o.split_whitespace())
-                .map(|o| {
-                    let o = o.trim_start_matches('-');
-                    o.split_once('=').unwrap_or((o, "true"))
-                })
-                .collect();
-            if let Err(e) = c.set_options(rule.doc.service, &options) {
-                return examples
-                    .into_iter()
-                    .map(|(r, m)| (r, m, format!("not checked: {e}")))
-                    .collect();
-            }
-            c
-        }
+    // `--endpoint=PATH` is admission-check's own (only that endpoint is called, as when the
+    // mutating webhook is not there); the other options are the service's.
+    type Named<'a> = Vec<(&'a str, &'a str)>;
+    let (endpoints, options): (Named, Named) = rule
+        .doc
+        .options
+        .iter()
+        .flat_map(|o| o.split_whitespace())
+        .map(|o| {
+            let o = o.trim_start_matches('-');
+            o.split_once('=').unwrap_or((o, "true"))
+        })
+        .partition(|(name, _)| *name == "endpoint");
+    let only: Vec<String> = endpoints.into_iter().map(|(_, p)| p.to_owned()).collect();
+    let prepared = example_objects(rule).and_then(|objects| {
+        let state = example_state(&objects)?;
+        let mut c =
+            crate::catalog::Catalog::new(crate::services(), state).map_err(|e| e.to_string())?;
+        c.state_complete = true;
+        c.set_options(rule.doc.service, &options)?;
+        Ok((objects, c))
+    });
+    let (objects, catalog) = match prepared {
+        Ok(p) => p,
         Err(e) => {
             return examples
                 .into_iter()
@@ -503,7 +496,14 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
             (
                 r,
                 m,
-                try_example(&catalog, m, r.operation(), r.sub_resource(), &objects),
+                try_example(
+                    &catalog,
+                    m,
+                    r.operation(),
+                    r.sub_resource(),
+                    &objects,
+                    &only,
+                ),
             )
         })
         .collect()
