@@ -26,6 +26,16 @@ impl Validator for BindingValidator {
 
     /// PB-6: a Binding by a user outside the allowed list is refused (403) for a Pod in scope
     /// (its namespace listed, no bypass label or annotation, not a dry run).
+    ///
+    /// Options: `--feature-gates=BindingAdmissionWebhook=true --binding-admission-user-name=koord-scheduler --binding-admission-namespaces=* --subresource=binding`
+    ///
+    /// State: `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: team-a}, spec: {containers: [{name: c, image: busybox}]}}`
+    ///
+    /// State: `{apiVersion: v1, kind: Pod, metadata: {name: q, namespace: kube-system}, spec: {containers: [{name: c, image: busybox}]}}`
+    ///
+    /// Refused: `{apiVersion: v1, kind: Binding, metadata: {name: p, namespace: team-a}, target: {kind: Node, name: n1}}`
+    ///
+    /// Admitted: `{apiVersion: v1, kind: Binding, metadata: {name: q, namespace: kube-system}, target: {kind: Node, name: n1}}`
     fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
         let users = list(ctx.option("binding-admission-user-name"));
         if !ctx.gates().enabled("BindingAdmissionWebhook") || users.is_empty() {

@@ -381,7 +381,8 @@ impl Catalog {
     }
 
     /// Runs `service` with these options (name without dashes, value) over its defaults, as
-    /// its Deployment's arguments would: an option the service does not declare is an error.
+    /// its Deployment's arguments would (`feature-gates` too): an option the service does not
+    /// declare is an error.
     pub fn set_options(&mut self, service: &str, options: &[(&str, &str)]) -> Result<(), String> {
         if options.is_empty() {
             return Ok(());
@@ -391,8 +392,13 @@ impl Catalog {
             .iter()
             .find(|a| a.name == service)
             .ok_or_else(|| format!("no service {service}"))?;
+        let gates = options
+            .iter()
+            .find(|(name, _)| *name == "feature-gates")
+            .map(|(_, v)| *v);
+        let prepared = app.prepare(gates).map_err(|e| e.to_string())?;
         let mut values = app.default_options();
-        for (name, value) in options {
+        for (name, value) in options.iter().filter(|(n, _)| *n != "feature-gates") {
             let declared = app
                 .options
                 .iter()
@@ -401,7 +407,12 @@ impl Catalog {
             values.insert(declared.name, (*value).to_owned());
         }
         for s in self.services.iter_mut().filter(|s| s.name == service) {
-            s.ctx = s.ctx.clone().with_options(values.clone());
+            s.ctx = s
+                .ctx
+                .clone()
+                .with_options(values.clone())
+                .with_gates(prepared.gates.clone());
+            s.endpoints.clone_from(&prepared.app.endpoints);
         }
         Ok(())
     }

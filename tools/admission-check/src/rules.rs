@@ -459,10 +459,11 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
     if examples.is_empty() {
         return Vec::new();
     }
-    // `--endpoint=PATH` is admission-check's own (only that endpoint is called, as when the
-    // mutating webhook is not there); the other options are the service's.
+    // `--endpoint=PATH` (only that endpoint is called, as when the mutating webhook is not
+    // there) and `--subresource=NAME` are admission-check's own; the other options are the
+    // service's.
     type Named<'a> = Vec<(&'a str, &'a str)>;
-    let (endpoints, options): (Named, Named) = rule
+    let (own, options): (Named, Named) = rule
         .doc
         .options
         .iter()
@@ -471,8 +472,16 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
             let o = o.trim_start_matches('-');
             o.split_once('=').unwrap_or((o, "true"))
         })
-        .partition(|(name, _)| *name == "endpoint");
-    let only: Vec<String> = endpoints.into_iter().map(|(_, p)| p.to_owned()).collect();
+        .partition(|(name, _)| ["endpoint", "subresource"].contains(name));
+    let only: Vec<String> = own
+        .iter()
+        .filter(|(name, _)| *name == "endpoint")
+        .map(|(_, p)| (*p).to_owned())
+        .collect();
+    let sub_resource = own
+        .iter()
+        .find(|(name, _)| *name == "subresource")
+        .map(|(_, s)| *s);
     let prepared = example_objects(rule).and_then(|objects| {
         let state = example_state(&objects)?;
         let mut c =
@@ -500,7 +509,7 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
                     &catalog,
                     m,
                     r.operation(),
-                    r.sub_resource(),
+                    r.sub_resource().or(sub_resource),
                     &objects,
                     &only,
                 ),
