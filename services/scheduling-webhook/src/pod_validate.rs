@@ -388,6 +388,8 @@ fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), Str
 ///
 /// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {quota.scheduling.koordinator.sh/name: nobody}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
 ///
+/// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: big, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1e40"}, limits: {cpu: "1e40"}}}]}}`
+///
 /// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: r, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
 async fn validate(
     req: &Request<Pod>,
