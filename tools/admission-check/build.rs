@@ -44,6 +44,25 @@ struct Doc {
     state: Vec<String>,
 }
 
+/// The paragraphs that follow a rule's and where they go: examples by what they show, the
+/// options and the cluster they are checked with.
+#[allow(clippy::type_complexity)]
+const LABELS: &[(&str, fn(&mut Doc) -> &mut Vec<String>)] = &[
+    ("Refused:", |d| &mut d.refused),
+    ("Admitted:", |d| &mut d.admitted),
+    ("Mutated:", |d| &mut d.mutated),
+    ("Warned:", |d| &mut d.warned),
+    ("Refused on delete:", |d| &mut d.refused_delete),
+    ("Admitted on delete:", |d| &mut d.admitted_delete),
+    ("Refused on update:", |d| &mut d.refused_update),
+    ("Admitted on update:", |d| &mut d.admitted_update),
+    ("Refused on status update:", |d| &mut d.refused_status),
+    ("Admitted on status update:", |d| &mut d.admitted_status),
+    ("Mutated on status update:", |d| &mut d.mutated_status),
+    ("Options:", |d| &mut d.options),
+    ("State:", |d| &mut d.state),
+];
+
 /// The manifest of a `Refused: `{…}`` / `Admitted: `{…}`` / `State: `{…}`` paragraph.
 fn example<'a>(paragraph: &'a str, label: &str) -> Option<&'a str> {
     paragraph
@@ -167,72 +186,15 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                 p += 1;
             }
             let paragraph = block[first..p].join(" ");
-            if documented && let Some(last) = out.last_mut() {
-                if let Some(e) = example(&paragraph, "Refused:") {
-                    last.refused.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Admitted:") {
-                    last.admitted.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Refused on delete:") {
-                    last.refused_delete.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Admitted on delete:") {
-                    last.admitted_delete.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Refused on status update:") {
-                    last.refused_status.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Admitted on status update:") {
-                    last.admitted_status.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Mutated on status update:") {
-                    last.mutated_status.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Refused on update:") {
-                    last.refused_update.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Admitted on update:") {
-                    last.admitted_update.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Warned:") {
-                    last.warned.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Mutated:") {
-                    last.mutated.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "Options:") {
-                    last.options.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
-                if let Some(e) = example(&paragraph, "State:") {
-                    last.state.push(e.to_owned());
-                    p += 1;
-                    continue;
-                }
+            if documented
+                && let Some(last) = out.last_mut()
+                && let Some((field, e)) = LABELS
+                    .iter()
+                    .find_map(|(label, field)| Some((field, example(&paragraph, label)?)))
+            {
+                field(last).push(e.to_owned());
+                p += 1;
+                continue;
             }
             if let Some((ids, rest)) = block.get(first).and_then(|l| ids_of(l)) {
                 documented = true;

@@ -52,24 +52,27 @@ pub struct RuleDoc {
 }
 
 impl RuleDoc {
+    /// Each kind of example with the manifests written for it, in the order `explain` shows
+    /// them.
+    pub fn labelled(&self) -> [(Expect, &'static [&'static str]); 11] {
+        [
+            (Expect::Refused, self.refused),
+            (Expect::Mutated, self.mutated),
+            (Expect::Warned, self.warned),
+            (Expect::Admitted, self.admitted),
+            (Expect::RefusedOnDelete, self.refused_delete),
+            (Expect::AdmittedOnDelete, self.admitted_delete),
+            (Expect::RefusedOnUpdate, self.refused_update),
+            (Expect::AdmittedOnUpdate, self.admitted_update),
+            (Expect::RefusedOnStatus, self.refused_status),
+            (Expect::MutatedOnStatus, self.mutated_status),
+            (Expect::AdmittedOnStatus, self.admitted_status),
+        ]
+    }
+
     /// How many examples are written beside the rule.
     pub fn examples(&self) -> usize {
-        [
-            self.refused,
-            self.admitted,
-            self.mutated,
-            self.warned,
-            self.refused_delete,
-            self.admitted_delete,
-            self.refused_update,
-            self.admitted_update,
-            self.refused_status,
-            self.admitted_status,
-            self.mutated_status,
-        ]
-        .iter()
-        .map(|e| e.len())
-        .sum()
+        self.labelled().iter().map(|(_, e)| e.len()).sum()
     }
 }
 
@@ -407,54 +410,9 @@ pub fn example_holds(rule: &Rule, expect: Expect, said: &str) -> bool {
 pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
     let examples: Vec<(Expect, &'static str)> = rule
         .doc
-        .refused
-        .iter()
-        .map(|e| (Expect::Refused, *e))
-        .chain(rule.doc.mutated.iter().map(|e| (Expect::Mutated, *e)))
-        .chain(rule.doc.warned.iter().map(|e| (Expect::Warned, *e)))
-        .chain(rule.doc.admitted.iter().map(|e| (Expect::Admitted, *e)))
-        .chain(
-            rule.doc
-                .refused_delete
-                .iter()
-                .map(|e| (Expect::RefusedOnDelete, *e)),
-        )
-        .chain(
-            rule.doc
-                .admitted_delete
-                .iter()
-                .map(|e| (Expect::AdmittedOnDelete, *e)),
-        )
-        .chain(
-            rule.doc
-                .refused_update
-                .iter()
-                .map(|e| (Expect::RefusedOnUpdate, *e)),
-        )
-        .chain(
-            rule.doc
-                .admitted_update
-                .iter()
-                .map(|e| (Expect::AdmittedOnUpdate, *e)),
-        )
-        .chain(
-            rule.doc
-                .refused_status
-                .iter()
-                .map(|e| (Expect::RefusedOnStatus, *e)),
-        )
-        .chain(
-            rule.doc
-                .mutated_status
-                .iter()
-                .map(|e| (Expect::MutatedOnStatus, *e)),
-        )
-        .chain(
-            rule.doc
-                .admitted_status
-                .iter()
-                .map(|e| (Expect::AdmittedOnStatus, *e)),
-        )
+        .labelled()
+        .into_iter()
+        .flat_map(|(expect, manifests)| manifests.iter().map(move |m| (expect, *m)))
         .collect();
     if examples.is_empty() {
         return Vec::new();
