@@ -19,48 +19,28 @@ struct Doc {
     file: String,
     line: usize,
     item: String,
-    /// `Refused: `…`` and `Admitted: `…`` paragraphs after it: manifests in YAML flow style.
-    refused: Vec<String>,
-    admitted: Vec<String>,
-    /// `Mutated: `…`` paragraphs: manifests the (mutating) rule changes.
-    mutated: Vec<String>,
-    /// `Warned: `…`` paragraphs: manifests the rule warns about.
-    warned: Vec<String>,
-    /// `Refused on delete: `…`` / `Admitted on delete: `…``: objects of the state deleted.
-    refused_delete: Vec<String>,
-    admitted_delete: Vec<String>,
-    /// `Refused on update: `…`` / `Admitted on update: `…``: the object of the state of that
-    /// identity replaced by this one.
-    refused_update: Vec<String>,
-    admitted_update: Vec<String>,
-    /// `… on status update:`: the same through the `status` subresource; `Mutated on status
-    /// update:` a mutating rule changes it.
-    refused_status: Vec<String>,
-    admitted_status: Vec<String>,
-    mutated_status: Vec<String>,
+    /// The examples after it, in order: the `Expect` variant their label stands for and the
+    /// manifest (YAML flow style).
+    examples: Vec<(&'static str, String)>,
     /// `Options: `--name=value …`` paragraphs: the service's options the examples run with.
     options: Vec<String>,
     /// `State: `…`` paragraphs: objects in the cluster the examples are checked against.
     state: Vec<String>,
 }
 
-/// The paragraphs that follow a rule's and where they go: examples by what they show, the
-/// options and the cluster they are checked with.
-#[allow(clippy::type_complexity)]
-const LABELS: &[(&str, fn(&mut Doc) -> &mut Vec<String>)] = &[
-    ("Refused:", |d| &mut d.refused),
-    ("Admitted:", |d| &mut d.admitted),
-    ("Mutated:", |d| &mut d.mutated),
-    ("Warned:", |d| &mut d.warned),
-    ("Refused on delete:", |d| &mut d.refused_delete),
-    ("Admitted on delete:", |d| &mut d.admitted_delete),
-    ("Refused on update:", |d| &mut d.refused_update),
-    ("Admitted on update:", |d| &mut d.admitted_update),
-    ("Refused on status update:", |d| &mut d.refused_status),
-    ("Admitted on status update:", |d| &mut d.admitted_status),
-    ("Mutated on status update:", |d| &mut d.mutated_status),
-    ("Options:", |d| &mut d.options),
-    ("State:", |d| &mut d.state),
+/// The example labels and the `rules::Expect` variant each stands for.
+const EXAMPLES: &[(&str, &str)] = &[
+    ("Refused:", "Refused"),
+    ("Admitted:", "Admitted"),
+    ("Mutated:", "Mutated"),
+    ("Warned:", "Warned"),
+    ("Refused on delete:", "RefusedOnDelete"),
+    ("Admitted on delete:", "AdmittedOnDelete"),
+    ("Refused on update:", "RefusedOnUpdate"),
+    ("Admitted on update:", "AdmittedOnUpdate"),
+    ("Refused on status update:", "RefusedOnStatus"),
+    ("Admitted on status update:", "AdmittedOnStatus"),
+    ("Mutated on status update:", "MutatedOnStatus"),
 ];
 
 /// The manifest of a `Refused: `{…}`` / `Admitted: `{…}`` / `State: `{…}`` paragraph.
@@ -186,15 +166,25 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                 p += 1;
             }
             let paragraph = block[first..p].join(" ");
-            if documented
-                && let Some(last) = out.last_mut()
-                && let Some((field, e)) = LABELS
+            if documented && let Some(last) = out.last_mut() {
+                if let Some(e) = example(&paragraph, "Options:") {
+                    last.options.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some(e) = example(&paragraph, "State:") {
+                    last.state.push(e.to_owned());
+                    p += 1;
+                    continue;
+                }
+                if let Some((variant, e)) = EXAMPLES
                     .iter()
-                    .find_map(|(label, field)| Some((field, example(&paragraph, label)?)))
-            {
-                field(last).push(e.to_owned());
-                p += 1;
-                continue;
+                    .find_map(|(label, variant)| Some((*variant, example(&paragraph, label)?)))
+                {
+                    last.examples.push((variant, e.to_owned()));
+                    p += 1;
+                    continue;
+                }
             }
             if let Some((ids, rest)) = block.get(first).and_then(|l| ids_of(l)) {
                 documented = true;
@@ -210,17 +200,7 @@ fn scan(rel: &str, service: &str, file: &Path, out: &mut Vec<Doc>) {
                     file: rel.to_owned(),
                     line: start + first + 1,
                     item: item.clone(),
-                    refused: Vec::new(),
-                    admitted: Vec::new(),
-                    mutated: Vec::new(),
-                    warned: Vec::new(),
-                    refused_delete: Vec::new(),
-                    admitted_delete: Vec::new(),
-                    refused_update: Vec::new(),
-                    admitted_update: Vec::new(),
-                    refused_status: Vec::new(),
-                    admitted_status: Vec::new(),
-                    mutated_status: Vec::new(),
+                    examples: Vec::new(),
                     options: Vec::new(),
                     state: Vec::new(),
                 });
@@ -275,26 +255,21 @@ fn main() {
         "/// Generated by build.rs from the rules' doc comments.\npub static RULE_DOCS: &[RuleDoc] = &[\n",
     );
     for d in &docs {
+        let examples: Vec<String> = d
+            .examples
+            .iter()
+            .map(|(variant, manifest)| format!("(Expect::{variant}, {manifest:?})"))
+            .collect();
         let _ = writeln!(
             out,
-            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, refused: &{:?}, admitted: &{:?}, mutated: &{:?}, warned: &{:?}, refused_delete: &{:?}, admitted_delete: &{:?}, refused_update: &{:?}, admitted_update: &{:?}, refused_status: &{:?}, admitted_status: &{:?}, mutated_status: &{:?}, options: &{:?}, state: &{:?} }},",
+            "    RuleDoc {{ service: {:?}, ids: &{:?}, text: {:?}, file: {:?}, line: {}, item: {:?}, examples: &[{}], options: &{:?}, state: &{:?} }},",
             d.service,
             d.ids,
             d.text,
             d.file.replace('\\', "/"),
             d.line,
             d.item,
-            d.refused,
-            d.admitted,
-            d.mutated,
-            d.warned,
-            d.refused_delete,
-            d.admitted_delete,
-            d.refused_update,
-            d.admitted_update,
-            d.refused_status,
-            d.admitted_status,
-            d.mutated_status,
+            examples.join(", "),
             d.options,
             d.state
         );

@@ -73,8 +73,11 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     }
     // Only quotas added since (admission-check remembers each quota it admits): added to the
     // tree in place when no review holds it any more, instead of listing every quota and
-    // deriving the tree anew per quota (quadratic in the number of quotas).
-    if let Some(derived) = add_new_quotas(ctx, &mut last(), generation) {
+    // deriving the tree anew per quota (quadratic in the number of quotas). A state without
+    // generations (a watch) cannot name them: no second lock per review there.
+    if generation.is_some()
+        && let Some(derived) = add_new_quotas(ctx, &mut last(), generation)
+    {
         return Ok(derived);
     }
     let listed = ctx.list::<ElasticQuota>(None)?;

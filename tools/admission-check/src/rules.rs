@@ -22,58 +22,13 @@ pub struct RuleDoc {
     pub line: u32,
     /// The item it documents (`fn mv_03_min_le_max`).
     pub item: &'static str,
-    /// Manifests (YAML flow style) the rule refuses.
-    pub refused: &'static [&'static str],
-    /// Manifests the rule admits (and, a mutating rule, leaves as they are).
-    pub admitted: &'static [&'static str],
-    /// Manifests the (mutating) rule changes.
-    pub mutated: &'static [&'static str],
-    /// Manifests the rule warns about.
-    pub warned: &'static [&'static str],
-    /// Objects of the state whose deletion the rule refuses.
-    pub refused_delete: &'static [&'static str],
-    /// Objects of the state whose deletion the rule admits.
-    pub admitted_delete: &'static [&'static str],
-    /// Objects replacing the state's object of their identity, which the rule refuses.
-    pub refused_update: &'static [&'static str],
-    /// Objects replacing the state's object of their identity, which the rule admits.
-    pub admitted_update: &'static [&'static str],
-    /// The same through the `status` subresource: refused, admitted, changed.
-    pub refused_status: &'static [&'static str],
-    /// See `refused_status`.
-    pub admitted_status: &'static [&'static str],
-    /// See `refused_status`.
-    pub mutated_status: &'static [&'static str],
+    /// The examples written beside it: what each shows and its manifest (YAML flow style).
+    pub examples: &'static [(Expect, &'static str)],
     /// The service's options the examples run with (`--quota-label-scope=namespace`).
     pub options: &'static [&'static str],
     /// Objects in the cluster the examples are checked against (a runtime a TrainJob names, a
     /// parent quota): the whole cluster of the examples, so what it lacks is absent.
     pub state: &'static [&'static str],
-}
-
-impl RuleDoc {
-    /// Each kind of example with the manifests written for it, in the order `explain` shows
-    /// them.
-    pub fn labelled(&self) -> [(Expect, &'static [&'static str]); 11] {
-        [
-            (Expect::Refused, self.refused),
-            (Expect::Mutated, self.mutated),
-            (Expect::Warned, self.warned),
-            (Expect::Admitted, self.admitted),
-            (Expect::RefusedOnDelete, self.refused_delete),
-            (Expect::AdmittedOnDelete, self.admitted_delete),
-            (Expect::RefusedOnUpdate, self.refused_update),
-            (Expect::AdmittedOnUpdate, self.admitted_update),
-            (Expect::RefusedOnStatus, self.refused_status),
-            (Expect::MutatedOnStatus, self.mutated_status),
-            (Expect::AdmittedOnStatus, self.admitted_status),
-        ]
-    }
-
-    /// How many examples are written beside the rule.
-    pub fn examples(&self) -> usize {
-        self.labelled().iter().map(|(_, e)| e.len()).sum()
-    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/rule_docs.rs"));
@@ -335,6 +290,21 @@ pub enum Expect {
 }
 
 impl Expect {
+    /// Every kind, in the order `explain` shows them.
+    pub const ALL: [Expect; 11] = [
+        Expect::Refused,
+        Expect::Mutated,
+        Expect::Warned,
+        Expect::Admitted,
+        Expect::RefusedOnDelete,
+        Expect::AdmittedOnDelete,
+        Expect::RefusedOnUpdate,
+        Expect::AdmittedOnUpdate,
+        Expect::RefusedOnStatus,
+        Expect::MutatedOnStatus,
+        Expect::AdmittedOnStatus,
+    ];
+
     /// The word `explain` prints.
     pub fn label(self) -> &'static str {
         match self {
@@ -408,12 +378,8 @@ pub fn example_holds(rule: &Rule, expect: Expect, said: &str) -> bool {
 
 /// Every example of `rule`, checked: `(what it shows, manifest, what the check said)`.
 pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
-    let examples: Vec<(Expect, &'static str)> = rule
-        .doc
-        .labelled()
-        .into_iter()
-        .flat_map(|(expect, manifests)| manifests.iter().map(move |m| (expect, *m)))
-        .collect();
+    let mut examples = rule.doc.examples.to_vec();
+    examples.sort_by_key(|(expect, _)| Expect::ALL.iter().position(|e| e == expect));
     if examples.is_empty() {
         return Vec::new();
     }

@@ -102,11 +102,7 @@ fn every_example_beside_a_rule_is_decided_as_it_says() {
     assert!(checked >= 60, "only {checked} examples");
     // Every kind of example paragraph is read and checked somewhere (a label the reader
     // dropped would leave its examples unchecked and the rules without examples).
-    let every_kind = rules::all()[0]
-        .doc
-        .labelled()
-        .map(|(expect, _)| expect.label());
-    for label in every_kind {
+    for label in rules::Expect::ALL.map(rules::Expect::label) {
         assert!(kinds.contains(label), "no `{label}` example is checked");
     }
 }
