@@ -25,6 +25,8 @@ struct Args {
     /// gRPC listen address.
     #[arg(long, env = "QUOTA_STATE_LISTEN", default_value = "0.0.0.0:9090")]
     listen: SocketAddr,
+    #[arg(long, env = "QUOTA_STATE_WORKER_THREADS", default_value_t = 1, help = admission_kit::server::runtime::WORKER_THREADS_HELP)]
+    worker_threads: usize,
     /// How long a reservation waits for its pod to appear in the Pod watch before it expires
     /// (seconds): the longest a forged review's reservation lives. It must cover the rest of the
     /// pod's admission after this answer (the other validating webhooks of the request, which
@@ -172,14 +174,15 @@ async fn shutdown() {
 fn main() -> anyhow::Result<()> {
     // Before any thread exists: it may execute the binary again.
     admission_kit::server::trim::tune_malloc();
-    serve()
+    let args = Args::parse();
+    admission_kit::server::runtime::build(args.worker_threads)
+        .context("starting the runtime")?
+        .block_on(serve(args))
 }
 
-#[tokio::main]
-async fn serve() -> anyhow::Result<()> {
+async fn serve(args: Args) -> anyhow::Result<()> {
     tracing_subscriber::fmt().json().init();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let args = Args::parse();
     let ledger = Arc::new(
         Ledger::new(Duration::from_secs(args.reservation_ttl_secs)).with_limits(
             ReservationLimits {

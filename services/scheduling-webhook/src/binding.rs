@@ -15,6 +15,12 @@ fn list(s: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether PB is on: its gate, and a list of users allowed to bind.
+pub fn admission_on(ctx: &Context) -> bool {
+    ctx.gates().enabled("BindingAdmissionWebhook")
+        && !list(ctx.option("binding-admission-user-name")).is_empty()
+}
+
 impl Validator for BindingValidator {
     /// The Binding object; only the request's fields are read.
     type Object = Value;
@@ -37,10 +43,10 @@ impl Validator for BindingValidator {
     ///
     /// Admitted: `{apiVersion: v1, kind: Binding, metadata: {name: q, namespace: kube-system}, target: {kind: Node, name: n1}}`
     fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
-        let users = list(ctx.option("binding-admission-user-name"));
-        if !ctx.gates().enabled("BindingAdmissionWebhook") || users.is_empty() {
+        if !admission_on(ctx) {
             return Verdict::default();
         }
+        let users = list(ctx.option("binding-admission-user-name"));
         // Each outcome counted as upstream's `binding_admission_decisions_total{decision}`.
         let decide = |decision: &str| {
             koord::binding_decision(decision);

@@ -224,6 +224,14 @@ fn pods(ops: &'static [Operation]) -> Target {
     Target::resource("", "v1", "pods", "Pod").operations(ops)
 }
 
+/// Whether any rule reads the cluster's Pods under these options and gates: PB-6 reads the bound
+/// pod when binding admission is on (its gate and an allowed user list), QV counts the pods of a
+/// quota when quotas are evaluated in-process (no quota-state, which watches Pods itself). In the
+/// deployed configuration neither does, and this service then neither watches nor caches a Pod.
+pub fn rules_read_pods(settings: &admission_kit::Context) -> bool {
+    !quota_client::enabled(settings) || binding::admission_on(settings)
+}
+
 /// The service: upstream paths, failure policies and gates (§1).
 pub fn app() -> App {
     use FailurePolicy::{Fail, Ignore};
@@ -404,8 +412,9 @@ pub fn app() -> App {
     .watch::<ElasticQuota>()
     .watch::<ElasticQuotaProfile>()
     // PB reads the bound pod's labels and annotations, QV (in-process) the pods' quota labels:
-    // metadata only, so every Pod of the cluster costs about a tenth of its full size.
-    .watch_metadata::<Pod>()
+    // metadata only, so every Pod of the cluster costs about a tenth of its full size; and only
+    // when one of them will read it.
+    .watch_metadata_if::<Pod>(rules_read_pods)
     .watch_one::<ConfigMap>(
         "enhanced-validator-config-namespace",
         "enhanced-validator-config-name",

@@ -323,6 +323,21 @@ fn pm_3_multi_quota_tree(
             .map(|q| q.tree_id)
             .filter(|t| !t.is_empty())
     };
+    // The rule acts only through a profile of the pod's tree. When no profile names a tree (most
+    // clusters have none), the tree does not matter: quota-state is not asked (a round trip per
+    // pod, and an outage would refuse pods for an answer that cannot change them).
+    let listed = ctx.list::<ElasticQuotaProfile>(None);
+    if let Ok(all) = &listed
+        && !all.iter().any(|p| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(keys::TREE_ID))
+                .is_some_and(|t| !t.is_empty())
+        })
+    {
+        return Ok(false);
+    }
     let found = if quota_client::enabled(ctx) {
         match quota_client::blocking(quota_client::lookup(ctx, vec![name.clone()], ns)) {
             Ok(s) => tree_id(&s),
@@ -342,8 +357,7 @@ fn pm_3_multi_quota_tree(
     let Some(tree) = found else {
         return Ok(false);
     };
-    let mut profiles: Vec<ElasticQuotaProfile> = ctx
-        .list::<ElasticQuotaProfile>(None)
+    let mut profiles: Vec<ElasticQuotaProfile> = listed
         .map_err(|e| e.to_string())?
         .iter()
         .filter_map(|d| {

@@ -77,6 +77,8 @@ struct ServeArgs {
     /// Make a CA and a serving certificate in memory instead of reading files (local use).
     #[arg(long, env = "WEBHOOK_SELF_SIGNED")]
     self_signed: bool,
+    #[arg(long, env = "WEBHOOK_WORKER_THREADS", default_value_t = 1, help = crate::server::runtime::WORKER_THREADS_HELP)]
+    worker_threads: usize,
     #[command(flatten)]
     certs: CertArgs,
     #[command(flatten)]
@@ -504,10 +506,7 @@ pub fn main(app: App) -> ExitCode {
             }
         }
         Command::Serve(a) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let rt = match crate::server::runtime::build(a.worker_threads) {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("{}: cannot start the runtime: {e}", app.name);
@@ -796,7 +795,10 @@ async fn serve(
                  or pass --state FILE to serve from files): {e}"
             )
         })?;
-        let state = Arc::new(WatchState::start(client, &app.watches, &options));
+        let settings = Context::new(Arc::new(EmptyState))
+            .with_gates(prepared.gates.clone())
+            .with_options(options.clone());
+        let state = Arc::new(WatchState::start(client, &app.watches, &settings));
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))
     };

@@ -269,7 +269,9 @@ impl Webhook {
         );
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
-        let state = Arc::new(WatchState::start(client.clone(), &app.watches, &options));
+        let settings = Context::new(Arc::new(admission_kit::review::lookup::EmptyState))
+            .with_options(options.clone());
+        let state = Arc::new(WatchState::start(client.clone(), &app.watches, &settings));
         let synced = state.clone();
         let opts = ServeOptions {
             listen: "127.0.0.1:0"

@@ -319,11 +319,14 @@ async fn item_4_a_cache_miss_is_read_from_the_api_server() {
         &[WatchSpec {
             resource: ApiResource::erase::<ConfigMap>(&()),
             only: Some(("ns", "name")),
-            unless: None,
+            needed: None,
             metadata_only: false,
             optional: false,
         }],
-        &options,
+        &admission_kit::Context::new(std::sync::Arc::new(
+            admission_kit::review::lookup::EmptyState,
+        ))
+        .with_options(options),
     );
     eventually(Duration::from_secs(30), || async {
         if state.synced() {

@@ -5,6 +5,17 @@
 //! `--nodes` Nodes are created and have their status updated once (node-config-webhook's Node
 //! cache and its status mutation). Printed per service: RSS at rest and after, peak RSS, and the
 //! CPU time spent while the objects went through, per object.
+//!
+//! A pod then lives as it would with a scheduler and a kubelet, which the test control plane
+//! lacks: it is bound to a node (the scheduler's Binding, through `/validate-pod-binding`), and
+//! its status is written twice (the kubelet's "containers being created", then "running and
+//! ready"). So each pod's watches see the events a real start gives them: added, scheduled, two
+//! status updates. Deleting a pod adds three more (marked for deletion, the kubelet's last
+//! status, removed); they are not part of this measurement.
+//!
+//! With `--stages`, `perf record` samples scheduling-webhook and quota-state while the pods go
+//! through, and a table gives each stage's share of their CPU and its microseconds per pod
+//! ([`crate::stages`] classifies the samples).
 
 use std::time::{Duration, Instant};
 
@@ -142,6 +153,135 @@ where
     .await
 }
 
+/// The node pod `i` is bound to.
+fn node_of(i: usize) -> String {
+    format!("gpu-node-{}", i % 200)
+}
+
+/// The scheduler's Binding of pod `i`.
+fn binding(i: usize) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Binding",
+           "metadata": {"name": format!("worker-{i}")},
+           "target": {"apiVersion": "v1", "kind": "Node", "name": node_of(i)}})
+}
+
+/// The kubelet's status of pod `i`: containers being created (`running` false), or running and
+/// ready, as the kubelet writes them.
+fn kubelet_status(i: usize, running: bool) -> serde_json::Value {
+    let at = "2026-11-27T00:00:00Z";
+    let cond = |t: &str, ok: bool| {
+        json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null,
+               "lastTransitionTime": at})
+    };
+    let container = |name: &str, image: &str| {
+        if running {
+            json!({"name": name, "image": image, "ready": true, "started": true, "restartCount": 0,
+                   "imageID": format!("{image}@sha256:{:064x}", i),
+                   "containerID": format!("containerd://{:064x}", i * 2 + name.len()),
+                   "state": {"running": {"startedAt": at}}})
+        } else {
+            json!({"name": name, "image": image, "ready": false, "started": false, "restartCount": 0,
+                   "imageID": "", "state": {"waiting": {"reason": "ContainerCreating"}}})
+        }
+    };
+    let ip = format!("10.1.{}.{}", i / 250 % 250, i % 250);
+    let mut status = json!({
+        "phase": if running { "Running" } else { "Pending" },
+        "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "startTime": at, "qosClass": "Burstable",
+        "conditions": [cond("PodReadyToStartContainers", running), cond("Initialized", true),
+                       cond("Ready", running), cond("ContainersReady", running), cond("PodScheduled", true)],
+        "containerStatuses": [container("main", "registry.example.com/ml/trainer:2.4.1"),
+                              container("sidecar", "registry.example.com/ml/log-shipper:1.3")]
+    });
+    if running {
+        status["podIP"] = json!(ip);
+        status["podIPs"] = json!([{"ip": ip}]);
+    }
+    json!({ "status": status })
+}
+
+/// Binds each pod and writes its status twice, as a scheduler and a kubelet would; returns how
+/// many calls failed.
+async fn start_pods(client: &kube::Client, teams: &[String], pods: usize) -> usize {
+    let api = |i: usize| Api::<Pod>::namespaced(client.clone(), &teams[i % teams.len()]);
+    let mut failed = failures((0..pods).map(|i| {
+        let api = api(i);
+        async move {
+            api.create_subresource::<_, serde_json::Value>(
+                "binding",
+                &format!("worker-{i}"),
+                &PostParams::default(),
+                &binding(i),
+            )
+            .await
+        }
+    }))
+    .await;
+    for running in [false, true] {
+        failed += failures((0..pods).map(|i| {
+            let api = api(i);
+            async move {
+                api.patch_status(
+                    &format!("worker-{i}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(kubelet_status(i, running)),
+                )
+                .await
+            }
+        }))
+        .await;
+    }
+    failed
+}
+
+/// `perf record` of the processes to profile, running until [`Recording::finish`].
+struct Recording {
+    perf: Vec<(String, std::process::Child, std::path::PathBuf)>,
+    dir: std::path::PathBuf,
+}
+
+impl Recording {
+    fn start(procs: &[(String, u32)]) -> Result<Self> {
+        let dir = crate::root().join("target").join("footprint");
+        std::fs::create_dir_all(&dir)?;
+        let mut perf = Vec::new();
+        for (name, pid) in procs
+            .iter()
+            .filter(|(n, _)| n == "scheduling-webhook" || n == "quota-state")
+        {
+            let data = dir.join(format!("{name}.data"));
+            let child = std::process::Command::new("perf")
+                .args(["record", "--call-graph", "dwarf,16384", "-F", "997", "-q"])
+                .arg("-o")
+                .arg(&data)
+                .args(["-p", &pid.to_string()])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .context("running perf record (is perf installed?)")?;
+            perf.push((name.clone(), child, data));
+        }
+        // perf needs a moment to attach before the pods go.
+        std::thread::sleep(Duration::from_secs(1));
+        Ok(Self { perf, dir })
+    }
+
+    /// Stops perf and classifies each process's samples; the recordings stay in
+    /// `target/footprint/` for `perf report -i`.
+    fn finish(self) -> Result<Vec<(String, crate::stages::Counts)>> {
+        let mut out = Vec::new();
+        for (name, mut child, data) in self.perf {
+            // perf writes its file on SIGINT.
+            std::process::Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()?;
+            child.wait()?;
+            out.push((name, crate::stages::classify_file(&data)?));
+        }
+        eprintln!("perf recordings kept in {}", self.dir.display());
+        Ok(out)
+    }
+}
+
 /// Runs the measurement and prints the table.
 pub async fn run(
     bins: &testenv::Binaries,
@@ -149,6 +289,7 @@ pub async fn run(
     services: Vec<String>,
     pods: usize,
     nodes: usize,
+    stages: bool,
 ) -> Result<()> {
     let mut cp = testenv::ControlPlane::start(bins).await?;
     let client = cp.client().await?;
@@ -211,6 +352,11 @@ pub async fn run(
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
+    let recording = if stages {
+        Some(Recording::start(&procs)?)
+    } else {
+        None
+    };
     let started = Instant::now();
     let before = read(&procs)?;
     let mut refused = 0;
@@ -220,7 +366,16 @@ pub async fn run(
         refused += create_all(&api, mine.map(|i| pod(i, team))).await;
     }
     let pods_secs = started.elapsed().as_secs_f64();
+    let after_create = read(&procs)?;
+    let lifecycle_failed = start_pods(&client, &teams, pods).await;
+    let lifecycle_secs = started.elapsed().as_secs_f64() - pods_secs;
+    // The watches' last events.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let after_pods = read(&procs)?;
+    let profiles = match recording {
+        Some(r) => r.finish()?,
+        None => Vec::new(),
+    };
     let nodes_api: Api<Node> = Api::all(client.clone());
     refused += create_all(&nodes_api, (0..nodes).map(node)).await;
     // One kubelet heartbeat each: a status update through /mutate-node-status.
@@ -245,14 +400,14 @@ pub async fn run(
     let settled = read(&procs)?;
 
     println!(
-        "\n{pods} pods in {} quotas created in {pods_secs:.1} s ({:.0}/s), {nodes} nodes created and heartbeated, {refused} refused\n",
+        "\n{pods} pods in {} quotas created in {pods_secs:.1} s ({:.0}/s), bound and their status written twice in {lifecycle_secs:.1} s ({lifecycle_failed} calls failed), {nodes} nodes created and heartbeated, {refused} refused\n",
         teams.len(),
         pods as f64 / pods_secs
     );
     println!(
-        "| service | RSS at rest | RSS after | peak RSS | CPU per pod | CPU per node (create + status) |"
+        "| service | RSS at rest | RSS after | RSS per pod | peak RSS | CPU per pod: create | bind, 2 status updates | whole | CPU per node (create + status) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mib = |k: u64| format!("{:.1} MiB", k as f64 / 1024.0);
     let per = |secs: f64, n: usize| {
         if n == 0 {
@@ -262,13 +417,31 @@ pub async fn run(
         }
     };
     for (i, (name, _)) in procs.iter().enumerate() {
+        let grown = after_pods[i].rss_kib as f64 - before[i].rss_kib as f64;
         println!(
-            "| {name} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {:.2} KiB | {} | {} | {} | {} | {} |",
             mib(rest[i].rss_kib),
             mib(settled[i].rss_kib),
+            grown / pods.max(1) as f64,
             mib(settled[i].peak_kib),
+            per(after_create[i].cpu_secs - before[i].cpu_secs, pods),
+            per(after_pods[i].cpu_secs - after_create[i].cpu_secs, pods),
             per(after_pods[i].cpu_secs - before[i].cpu_secs, pods),
             per(after_nodes[i].cpu_secs - after_pods[i].cpu_secs, nodes),
+        );
+    }
+    for (name, counts) in &profiles {
+        let i = procs.iter().position(|(n, _)| n == name).unwrap_or(0);
+        let cpu = after_pods[i].cpu_secs - before[i].cpu_secs;
+        println!(
+            "\n{name}: where a pod's CPU goes ({} samples)\n",
+            counts.values().sum::<usize>()
+        );
+        crate::stages::print_one(counts, cpu * 1e6 / pods.max(1) as f64, "pod");
+    }
+    if !profiles.is_empty() {
+        println!(
+            "\nperf record --call-graph dwarf at 997 Hz on each process from the first pod created to the last status written; µs per pod = share × the process's CPU per pod in this run (which perf's unwinding raises: compare shares, and take the CPU figures from a run without --stages)."
         );
     }
     drop(system);

@@ -207,6 +207,11 @@ enum Cmd {
         /// Cargo profile of the measured binaries (`image` is what the images ship).
         #[arg(long, default_value = "image")]
         profile: String,
+        /// Also profile scheduling-webhook and quota-state with `perf record` while the pods go
+        /// through, and print where each one's CPU per pod goes (use `--profile release`, whose
+        /// binaries keep their symbols' lines).
+        #[arg(long)]
+        stages: bool,
     },
     /// Every service under steady load at once (half of each one's measured maximum): a row of
     /// p99 and RSS per service every 30 s, a summary at the end; fails if any review failed.
@@ -366,7 +371,8 @@ fn main() -> ExitCode {
             pods,
             nodes,
             profile,
-        } => footprint(pods, nodes, &profile),
+            stages,
+        } => footprint(pods, nodes, &profile, stages),
         Cmd::Soak {
             minutes,
             calibrate_secs,
@@ -877,7 +883,7 @@ fn soak(profile: &str, o: &soak::Options) -> Result<()> {
     soak::run(&root(), &bin_dir, o)
 }
 
-fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
+fn footprint(pods: usize, nodes: usize, profile: &str, stages: bool) -> Result<()> {
     let bins = tools()?;
     let svcs = services()?;
     let names: Vec<&str> = svcs.iter().map(String::as_str).collect();
@@ -886,7 +892,7 @@ fn footprint(pods: usize, nodes: usize, profile: &str) -> Result<()> {
         .enable_all()
         .build()
         .context("runtime")?
-        .block_on(footprint::run(&bins, bin_dir, svcs, pods, nodes))
+        .block_on(footprint::run(&bins, bin_dir, svcs, pods, nodes, stages))
 }
 
 async fn up(args: UpArgs) -> Result<()> {

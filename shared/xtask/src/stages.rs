@@ -17,10 +17,11 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::bench::{self, Options};
 
-/// Stages of user-space frames. Logging and metrics take a sample when any frame names them
-/// (their JSON formatting is logging, not encoding); the others are tested in this order on each
-/// frame from the innermost out.
-const USER: [(&str, &[&str]); 9] = [
+/// Stages that take a sample when any of its frames names them: logging and metrics (their JSON
+/// formatting is logging, not encoding), a watch (its events' decoding and cache update are the
+/// watch's), quota-state's ledger and the gRPC call between the two processes (its TLS and
+/// HTTP/2 included), in this order.
+const ANY: [(&str, &[&str]); 5] = [
     (
         "logging",
         &[
@@ -34,6 +35,29 @@ const USER: [(&str, &[&str]); 9] = [
         "metrics",
         &["prometheus::", "admission_kit::server::metrics"],
     ),
+    (
+        "watches (kube-runtime: events, decode, cache)",
+        &[
+            "kube_runtime::",
+            "kube_client::",
+            "quota_state::feed::",
+            "admission_kit::cluster::state::",
+        ],
+    ),
+    ("quota ledger (quota-state)", &["quota_state::ledger"]),
+    (
+        "quota-state call (gRPC: tonic, prost)",
+        &[
+            "tonic::",
+            "prost::",
+            "tower::buffer",
+            "quota_protocol::proto",
+        ],
+    ),
+];
+
+/// Stages of user-space frames, tested in this order on each frame from the innermost out.
+const USER: [(&str, &[&str]); 7] = [
     (
         "TLS (rustls, ring)",
         &["rustls::", "ring::", "ring_core", "tokio_rustls"],
@@ -80,13 +104,14 @@ const USER: [(&str, &[&str]); 9] = [
             "admission_kit::compat::selector",
             "Validating",
             "Mutating",
+            "quota_state::",
         ],
     ),
     ("server layers (admission-kit)", &["admission_kit::"]),
 ];
 
 /// Stages of kernel samples, by a frame of their call stack.
-const KERNEL: [(&str, &[&str]); 3] = [
+const KERNEL: [(&str, &[&str]); 4] = [
     (
         "kernel: send (and wake the client)",
         &[
@@ -104,6 +129,7 @@ const KERNEL: [(&str, &[&str]); 3] = [
         "kernel: epoll, futex, scheduling",
         &["epoll", "futex", "schedule"],
     ),
+    ("kernel: page faults", &["exc_page_fault", "clear_page"]),
 ];
 
 /// Whether frame `f` holds `needle`. A crate path (`ring::`) must start a path there, so that
@@ -131,22 +157,35 @@ fn stage(frames: &[&str]) -> &'static str {
             .map_or("kernel: other", |(name, _)| name);
     }
     let any = |f: &str, needles: &[&str]| needles.iter().any(|n| names(f, n));
-    if let Some((name, _)) = USER[..2]
+    if let Some((name, _)) = ANY
         .iter()
         .find(|(_, needles)| frames.iter().any(|f| any(f, needles)))
     {
         return name;
     }
     for f in frames {
-        if let Some((name, _)) = USER[2..].iter().find(|(_, needles)| any(f, needles)) {
+        if let Some((name, _)) = USER.iter().find(|(_, needles)| any(f, needles)) {
             return name;
         }
     }
     "runtime, allocator, other"
 }
 
+/// Samples per stage.
+pub type Counts = BTreeMap<&'static str, usize>;
+
+/// Every stage, in the order the tables print them.
+fn all_stages() -> Vec<&'static str> {
+    ANY.iter()
+        .chain(&USER)
+        .map(|(n, _)| *n)
+        .chain(KERNEL.iter().map(|(n, _)| *n))
+        .chain(["kernel: other", "runtime, allocator, other"])
+        .collect()
+}
+
 /// Samples per stage from `perf script` output (a header line per sample, then its frames).
-fn classify(script: &str) -> BTreeMap<&'static str, usize> {
+fn classify(script: &str) -> Counts {
     let mut out = BTreeMap::new();
     let mut frames: Vec<&str> = Vec::new();
     let mut flush = |frames: &mut Vec<&str>| {
@@ -166,6 +205,36 @@ fn classify(script: &str) -> BTreeMap<&'static str, usize> {
     }
     flush(&mut frames);
     out
+}
+
+/// [`classify`] of a `perf record` file.
+pub fn classify_file(data: &Path) -> Result<Counts> {
+    let script = Command::new("perf")
+        .args(["script", "-F", "comm,tid,ip,sym,dso", "-i"])
+        .arg(data)
+        .stderr(Stdio::null())
+        .output()
+        .context("running perf script")?;
+    Ok(classify(&String::from_utf8_lossy(&script.stdout)))
+}
+
+/// Prints one process's table: each stage with samples, its share, and its microseconds per
+/// `unit` when the process spent `micros_per_unit` of CPU per unit.
+pub fn print_one(counts: &Counts, micros_per_unit: f64, unit: &str) {
+    let total = counts.values().sum::<usize>().max(1) as f64;
+    println!("| stage | µs per {unit} | share |");
+    println!("| --- | --- | --- |");
+    for s in all_stages() {
+        if let Some(&n) = counts.get(s) {
+            let share = n as f64 / total;
+            println!(
+                "| {s} | {:.1} | {:.1} % |",
+                share * micros_per_unit,
+                share * 100.0
+            );
+        }
+    }
+    println!("| all | {micros_per_unit:.1} | 100 % |");
 }
 
 /// The first process whose parent is `parent` (the service admission-load spawned; `taskset`
@@ -220,21 +289,13 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options) -> Result<()> {
             bail!("{}: perf record {rec}, admission-load: {text}", row.name);
         }
         let figures = bench::parse(&text).with_context(|| format!("unexpected output: {text}"))?;
-        let script = Command::new("perf")
-            .args(["script", "-F", "comm,tid,ip,sym,dso", "-i"])
-            .arg(&data)
-            .stderr(Stdio::null())
-            .output()
-            .context("running perf script")?;
-        let counts = classify(&String::from_utf8_lossy(&script.stdout));
+        let counts = classify_file(&data)?;
         columns.push((row.name, figures.per_sec, counts));
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let stages: Vec<&str> = USER
-        .iter()
-        .map(|(n, _)| *n)
-        .chain(KERNEL.iter().map(|(n, _)| *n))
-        .chain(["kernel: other", "runtime, allocator, other"])
+    let stages: Vec<&str> = all_stages()
+        .into_iter()
+        .filter(|s| columns.iter().any(|(_, _, c)| c.contains_key(s)))
         .collect();
     print!("| stage |");
     for (name, per_sec, _) in &columns {

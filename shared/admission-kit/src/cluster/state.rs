@@ -431,18 +431,17 @@ enum Live {
 impl WatchState {
     /// Starts one watch per resource on the runtime. Watch errors are retried with backoff
     /// forever (kube-runtime's default backoff); the store keeps serving its last contents.
-    /// `options` resolves [`WatchSpec::only`] to a namespace and name.
+    /// `settings` (the service's options and gates) resolves [`WatchSpec::only`] to a namespace
+    /// and name, and answers [`WatchSpec::needed`].
     pub fn start(
         client: Client,
         specs: &[WatchSpec],
-        options: &std::collections::BTreeMap<&'static str, String>,
+        settings: &crate::review::handler::Context,
     ) -> Self {
         let mut by_type = HashMap::new();
         for spec in specs {
-            if spec
-                .unless
-                .is_some_and(|o| options.get(o).is_some_and(|v| !v.is_empty()))
-            {
+            if spec.needed.is_some_and(|needed| !needed(settings)) {
+                tracing::info!(kind = %spec.resource.kind, "not watched: no rule reads it with these options");
                 continue;
             }
             let ar = &spec.resource;
@@ -451,11 +450,7 @@ impl WatchState {
             let synced = Arc::new(AtomicBool::new(false));
             let (namespace, config) = match spec.only {
                 Some((ns_opt, name_opt)) => {
-                    let ns = options.get(ns_opt).map(String::as_str).unwrap_or_default();
-                    let name = options
-                        .get(name_opt)
-                        .map(String::as_str)
-                        .unwrap_or_default();
+                    let (ns, name) = (settings.option(ns_opt), settings.option(name_opt));
                     (
                         Some(ns),
                         watcher::Config::default().fields(&format!("metadata.name={name}")),

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::compat::gates::{FeatureGates, GateError};
 use crate::review::envelope::Operation;
-use crate::review::handler::{AdmitAll, Handler, Mutating, Mutator, Validating, Validator};
+use crate::review::handler::{
+    AdmitAll, Context, Handler, Mutating, Mutator, Validating, Validator,
+};
 
 /// Whether an endpoint validates or mutates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,8 +211,9 @@ pub struct WatchSpec {
     pub resource: ApiResource,
     /// Watch one object only: the service options naming its namespace and name.
     pub only: Option<(&'static str, &'static str)>,
-    /// Not watched when this service option is set (another service answers those lookups).
-    pub unless: Option<&'static str>,
+    /// Watched only when this says the rules will read the kind under the service's options and
+    /// gates (a lookup of an unwatched kind fails; the rules must not make one then).
+    pub needed: Option<fn(&Context) -> bool>,
     /// Keep only metadata (a metadata-only watch): the rules read nothing else of this kind.
     pub metadata_only: bool,
     /// The kind may not be installed (a CRD of another project): until it is, the cache counts
@@ -454,13 +457,13 @@ impl App {
     fn with_watch<K: Resource<DynamicType = ()>>(
         mut self,
         only: Option<(&'static str, &'static str)>,
-        unless: Option<&'static str>,
+        needed: Option<fn(&Context) -> bool>,
         metadata_only: bool,
     ) -> Self {
         self.watches.push(WatchSpec {
             resource: ApiResource::erase::<K>(&()),
             only,
-            unless,
+            needed,
             metadata_only,
             optional: false,
         });
@@ -491,11 +494,15 @@ impl App {
         self.with_watch::<K>(None, None, true)
     }
 
-    /// As [`App::watch`], but only while the service option `option` is empty: when it is set,
-    /// the lookups of kind `K` are answered elsewhere (scheduling-webhook's quota lookups go to
-    /// quota-state), and a cache of them would only cost memory.
-    pub fn watch_unless<K: Resource<DynamicType = ()>>(self, option: &'static str) -> Self {
-        self.with_watch::<K>(None, Some(option), false)
+    /// As [`App::watch_metadata`], but only when `needed` says a rule will read the kind under
+    /// the service's options and gates (its context, with no cluster state yet): otherwise the
+    /// watch and its cache would cost CPU on every change of every object of the kind, and memory
+    /// for each, for nothing. The rules must not look the kind up then (the lookup fails).
+    pub fn watch_metadata_if<K: Resource<DynamicType = ()>>(
+        self,
+        needed: fn(&Context) -> bool,
+    ) -> Self {
+        self.with_watch::<K>(None, Some(needed), true)
     }
 
     /// Declares that rules read one object of kind `K`, whose namespace and name are the values of
