@@ -282,15 +282,31 @@ impl Recording {
     }
 }
 
+/// What a run creates, how it is watched, and the services' extra arguments.
+pub struct Load {
+    /// Pods created, bound and started.
+    pub pods: usize,
+    /// Nodes created and heartbeated.
+    pub nodes: usize,
+    /// Profile scheduling-webhook and quota-state with perf.
+    pub stages: bool,
+    /// More `serve` arguments by service.
+    pub args_of: std::collections::BTreeMap<String, Vec<String>>,
+}
+
 /// Runs the measurement and prints the table.
 pub async fn run(
     bins: &testenv::Binaries,
     bin_dir: std::path::PathBuf,
     services: Vec<String>,
-    pods: usize,
-    nodes: usize,
-    stages: bool,
+    load: Load,
 ) -> Result<()> {
+    let Load {
+        pods,
+        nodes,
+        stages,
+        args_of,
+    } = load;
     let mut cp = testenv::ControlPlane::start(bins).await?;
     let client = cp.client().await?;
     let opts = testenv::system::Options {
@@ -306,7 +322,7 @@ pub async fn run(
         port_base: None,
         client_ca: Some(cp.admission_client_ca.clone()),
         webhook_args: Vec::new(),
-        args_of: Default::default(),
+        args_of,
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

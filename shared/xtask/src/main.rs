@@ -212,6 +212,11 @@ enum Cmd {
         /// binaries keep their symbols' lines).
         #[arg(long)]
         stages: bool,
+        /// One more argument for one service's `serve`, as SERVICE=ARG (repeatable):
+        /// `--arg scheduling-webhook=--feature-gates=BindingAdmissionWebhook=true` measures
+        /// another configuration than the deployed one.
+        #[arg(long = "arg")]
+        args: Vec<String>,
     },
     /// Every service under steady load at once (half of each one's measured maximum): a row of
     /// p99 and RSS per service every 30 s, a summary at the end; fails if any review failed.
@@ -372,7 +377,8 @@ fn main() -> ExitCode {
             nodes,
             profile,
             stages,
-        } => footprint(pods, nodes, &profile, stages),
+            args,
+        } => footprint(pods, nodes, &profile, stages, &args),
         Cmd::Soak {
             minutes,
             calibrate_secs,
@@ -883,7 +889,23 @@ fn soak(profile: &str, o: &soak::Options) -> Result<()> {
     soak::run(&root(), &bin_dir, o)
 }
 
-fn footprint(pods: usize, nodes: usize, profile: &str, stages: bool) -> Result<()> {
+fn footprint(
+    pods: usize,
+    nodes: usize,
+    profile: &str,
+    stages: bool,
+    args: &[String],
+) -> Result<()> {
+    let mut args_of: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for a in args {
+        let Some((svc, arg)) = a.split_once('=') else {
+            bail!("--arg {a:?}: give SERVICE=ARG");
+        };
+        args_of
+            .entry(svc.to_owned())
+            .or_default()
+            .push(arg.to_owned());
+    }
     let bins = tools()?;
     let svcs = services()?;
     let names: Vec<&str> = svcs.iter().map(String::as_str).collect();
@@ -892,7 +914,17 @@ fn footprint(pods: usize, nodes: usize, profile: &str, stages: bool) -> Result<(
         .enable_all()
         .build()
         .context("runtime")?
-        .block_on(footprint::run(&bins, bin_dir, svcs, pods, nodes, stages))
+        .block_on(footprint::run(
+            &bins,
+            bin_dir,
+            svcs,
+            footprint::Load {
+                pods,
+                nodes,
+                stages,
+                args_of,
+            },
+        ))
 }
 
 async fn up(args: UpArgs) -> Result<()> {
