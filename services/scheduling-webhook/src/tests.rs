@@ -1113,3 +1113,75 @@ fn pm_2_an_annotation_go_cannot_decode_fails_the_request() {
         assert!(v.allowed(), "{annotation}: {:?}", v.refusal);
     }
 }
+
+/// Issue 37: the Pod watch runs only when a rule reads Pods: with quota-state asked and PB off
+/// (the deployed configuration) no rule does.
+#[test]
+fn pods_are_watched_only_when_a_rule_reads_them() {
+    let app = crate::app();
+    let settings = |opts: &[(&'static str, &str)], gates: &str| {
+        let mut o = app.default_options();
+        for (k, v) in opts {
+            o.insert(k, (*v).to_owned());
+        }
+        let gates = app.prepare(Some(gates)).unwrap().gates;
+        Context::new(Arc::new(StaticState::default()))
+            .with_gates(gates)
+            .with_options(o)
+    };
+    let url = ("quota-state-url", "https://quota-state:9090");
+    let user = ("binding-admission-user-name", "koord-scheduler");
+    let pb = "BindingAdmissionWebhook=true";
+    // Quotas in-process: QV counts a quota's pods.
+    assert!(crate::rules_read_pods(&settings(&[], "")));
+    // The deployed configuration.
+    assert!(!crate::rules_read_pods(&settings(&[url], "")));
+    // PB needs both its gate and a user list, as PB-6 does.
+    assert!(crate::rules_read_pods(&settings(&[url, user], pb)));
+    assert!(!crate::rules_read_pods(&settings(&[url, user], "")));
+    assert!(!crate::rules_read_pods(&settings(
+        &[url, ("binding-admission-user-name", " , ")],
+        pb
+    )));
+}
+
+/// Issue 37: PM-3 asks quota-state for a pod's tree only when an ElasticQuotaProfile names a
+/// tree; otherwise the pod is left as it is, even with quota-state unreachable and
+/// `--quota-unavailable=deny`.
+#[test]
+fn pm_3_asks_quota_state_only_when_a_profile_names_a_tree() {
+    let app = crate::app();
+    let mut o = app.default_options();
+    // Nothing listens on port 9; the call also cannot wait outside a runtime.
+    o.insert("quota-state-url", "http://127.0.0.1:9".to_owned());
+    let run = |state: Vec<Value>| {
+        let mut s = StaticState::default();
+        for v in state {
+            s.add_value(v).unwrap();
+        }
+        let ctx = Context::new(Arc::new(s))
+            .with_gates(Arc::new(app.gates.clone()))
+            .with_options(o.clone());
+        let p = pod(
+            json!({"quota.scheduling.koordinator.sh/name": "team-a"}),
+            containers(json!({"cpu": "1"})),
+        );
+        let r = req::<Pod>("pods", Operation::Create, p, None);
+        let mut obj = r.object.clone();
+        let v = crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx);
+        (v, obj)
+    };
+    // The pod's quota exists, so the pod concerns a quota (an outage is not ignored for it).
+    let team = quota("team-a", json!({}), json!({"max": {"cpu": "10"}}));
+    let (v, obj) = run(vec![team.clone()]);
+    assert!(v.errors.is_empty() && v.refusal.is_none(), "{v:?}");
+    assert!(v.warnings.is_empty(), "{v:?}");
+    assert!(obj.spec.unwrap().affinity.is_none());
+    // A profile of some tree: the tree matters, and quota-state cannot say it.
+    let profile = json!({"apiVersion": "quota.koordinator.sh/v1alpha1", "kind": "ElasticQuotaProfile",
+        "metadata": {"name": "p", "namespace": "kube-system", "labels": {"quota.scheduling.koordinator.sh/tree-id": "tree1"}},
+        "spec": {"quotaName": "team-a", "nodeSelector": {"matchLabels": {"pool": "a"}}}});
+    let (v, _) = run(vec![team, profile]);
+    let said = format!("{v:?}");
+    assert!(said.contains("quota-state unavailable"), "{said}");
+}

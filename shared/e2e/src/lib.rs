@@ -270,6 +270,7 @@ impl Webhook {
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
         let settings = Context::new(Arc::new(admission_kit::review::lookup::EmptyState))
+            .with_gates(Arc::new(app.gates.clone()))
             .with_options(options.clone());
         let state = Arc::new(WatchState::start(client.clone(), &app.watches, &settings));
         let synced = state.clone();

@@ -260,8 +260,6 @@ impl Recording {
                 .context("running perf record (is perf installed?)")?;
             perf.push((name.clone(), child, data));
         }
-        // perf needs a moment to attach before the pods go.
-        std::thread::sleep(Duration::from_secs(1));
         Ok(Self { perf, dir })
     }
 
@@ -369,7 +367,10 @@ pub async fn run(
         }
     }
     let recording = if stages {
-        Some(Recording::start(&procs)?)
+        let r = Recording::start(&procs)?;
+        // perf needs a moment to attach before the pods go.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Some(r)
     } else {
         None
     };

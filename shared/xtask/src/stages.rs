@@ -377,4 +377,38 @@ tokio-rt-worker 1
         assert_eq!(c.get("server layers (admission-kit)"), None, "{c:?}");
         assert_eq!(c.values().sum::<usize>(), 8);
     }
+
+    #[test]
+    fn a_watch_and_the_quota_call_take_every_sample_under_them() {
+        let script = "\
+tokio-rt-worker 1 
+\t  1 serde_json::de::Deserializer::parse_str (svc)
+\t  2 kube_client::client::Client::request_events (svc)
+
+tokio-rt-worker 1 
+\t  3 ring_core_0_17_14__aes_gcm_dec_update (svc)
+\t  4 rustls::conn::ConnectionCommon::read_tls (svc)
+\t  5 tonic::transport::channel::Channel::call (svc)
+
+tokio-rt-worker 1 
+\t  6 quota_state::ledger::Ledger::admit (svc)
+\t  7 tonic::server::grpc::Grpc::unary (svc)
+
+tokio-rt-worker 1 
+\t  8 quota_state::admit_one (svc)
+";
+        let c = classify(script);
+        assert_eq!(
+            c.get("watches (kube-runtime: events, decode, cache)"),
+            Some(&1),
+            "{c:?}"
+        );
+        assert_eq!(
+            c.get("quota-state call (gRPC: tonic, prost)"),
+            Some(&1),
+            "{c:?}"
+        );
+        assert_eq!(c.get("quota ledger (quota-state)"), Some(&1), "{c:?}");
+        assert_eq!(c.get("rules"), Some(&1), "{c:?}");
+    }
 }
