@@ -21,6 +21,20 @@ pub fn admission_on(ctx: &Context) -> bool {
         && !list(ctx.option("binding-admission-user-name")).is_empty()
 }
 
+/// The pod label keys that bypass PB-6.
+pub fn bypass_labels(ctx: &Context) -> Vec<String> {
+    owned(list(ctx.option("binding-admission-bypass-labels")))
+}
+
+/// The pod annotation keys that bypass PB-6.
+pub fn bypass_annotations(ctx: &Context) -> Vec<String> {
+    owned(list(ctx.option("binding-admission-bypass-annotations")))
+}
+
+fn owned(v: Vec<&str>) -> Vec<String> {
+    v.into_iter().map(str::to_owned).collect()
+}
+
 impl Validator for BindingValidator {
     /// The Binding object; only the request's fields are read.
     type Object = Value;
@@ -73,20 +87,14 @@ impl Validator for BindingValidator {
         let Some(pod) = ctx.get::<Pod>(Some(ns), &req.name).ok().flatten() else {
             return decide("out_of_scope");
         };
-        let has = |keys: Vec<&str>, map: &Option<std::collections::BTreeMap<String, String>>| {
+        let has = |keys: Vec<String>, map: &Option<std::collections::BTreeMap<String, String>>| {
             keys.iter()
-                .any(|k| map.as_ref().is_some_and(|m| m.contains_key(*k)))
+                .any(|k| map.as_ref().is_some_and(|m| m.contains_key(k)))
         };
-        if has(
-            list(ctx.option("binding-admission-bypass-labels")),
-            &pod.metadata.labels,
-        ) {
+        if has(bypass_labels(ctx), &pod.metadata.labels) {
             return decide("bypass_label");
         }
-        if has(
-            list(ctx.option("binding-admission-bypass-annotations")),
-            &pod.metadata.annotations,
-        ) {
+        if has(bypass_annotations(ctx), &pod.metadata.annotations) {
             return decide("bypass_annotation");
         }
         if req.dry_run || ctx.option("binding-admission-dry-run") == "true" {

@@ -26,7 +26,7 @@ pub mod review;
 pub mod server;
 
 pub use review::app::{
-    App, DecodeErrors, FailurePolicy, ObjectSelector, SelectorOperator, SideEffects, Target,
+    App, DecodeErrors, FailurePolicy, Keep, ObjectSelector, SelectorOperator, SideEffects, Target,
     WebhookKind,
 };
 pub use review::envelope::{Operation, Status};

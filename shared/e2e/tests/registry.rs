@@ -321,6 +321,7 @@ async fn item_4_a_cache_miss_is_read_from_the_api_server() {
             only: Some(("ns", "name")),
             needed: None,
             metadata_only: false,
+            keep: None,
             optional: false,
         }],
         &admission_kit::Context::new(std::sync::Arc::new(

@@ -25,7 +25,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::review::app::WatchSpec;
+use crate::review::app::{Keep, WatchSpec};
 use crate::review::lookup::{ClusterState, Generation, LookupError, TypeKey};
 
 /// Each [`StaticState`] gets its own identity, so generations of two states never compare equal.
@@ -398,9 +398,169 @@ fn metadata_event(
 
 struct Watched {
     resource: ApiResource,
-    store: Store<DynamicObject>,
+    cache: Cache,
     synced: Arc<AtomicBool>,
     metadata_only: bool,
+}
+
+/// Where a watch's objects are kept.
+enum Cache {
+    /// kube-runtime's reflector store.
+    Full(Store<DynamicObject>),
+    /// A metadata-only watch whose rules name what they read ([`WatchSpec::keep`]).
+    Kept(Arc<KeptCache>),
+}
+
+impl Cache {
+    fn get(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        match self {
+            Cache::Full(store) => {
+                let mut key = ObjectRef::new_with(name, ar.clone());
+                if let Some(ns) = namespace {
+                    key = key.within(ns);
+                }
+                store.get(&key)
+            }
+            Cache::Kept(c) => c.get(namespace.unwrap_or_default(), name),
+        }
+    }
+
+    fn list(&self, namespace: Option<&str>) -> Vec<Arc<DynamicObject>> {
+        match (self, namespace) {
+            (Cache::Full(store), None) => store.state(),
+            (Cache::Full(store), Some(ns)) => {
+                store.state_filter(|o| o.metadata.namespace.as_deref() == Some(ns))
+            }
+            (Cache::Kept(c), ns) => c.list(ns),
+        }
+    }
+}
+
+/// Objects by namespace (`""` for cluster-scoped kinds), then name.
+type ByName = HashMap<Box<str>, HashMap<Box<str>, Arc<DynamicObject>>>;
+
+/// The cache of a metadata-only watch that keeps only what its rules read: each object trimmed
+/// to its namespace, name and the kept labels and annotations, held by namespace and name.
+/// Written by hand rather than with kube-runtime's reflector store, whose key for every object
+/// (`ObjectRef`) carries its own copy of the kind's `ApiResource` and of the object's identity,
+/// as large again as the trimmed object: with a Pod's metadata trimmed, the key would be half
+/// of what each cached Pod costs. A relist is gathered aside and replaces the objects when it
+/// is complete, as the reflector does, so lookups meanwhile see the last full state.
+#[derive(Default)]
+struct KeptCache {
+    objects: std::sync::RwLock<ByName>,
+    /// The relist under way.
+    relist: Mutex<Option<ByName>>,
+    types: Option<kube::core::TypeMeta>,
+    keep: Keep,
+}
+
+impl KeptCache {
+    fn new(ar: &ApiResource, keep: Keep) -> Self {
+        Self {
+            types: Some(kube::core::TypeMeta {
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+            }),
+            keep,
+            ..Self::default()
+        }
+    }
+
+    /// `o` as the rules read it.
+    fn trim(&self, o: DynamicObject) -> DynamicObject {
+        let only = |m: Option<BTreeMap<String, String>>, keys: &[String]| {
+            let kept: BTreeMap<String, String> = m
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| keys.contains(k))
+                .collect();
+            (!kept.is_empty()).then_some(kept)
+        };
+        DynamicObject {
+            types: self.types.clone(),
+            metadata: kube::api::ObjectMeta {
+                name: o.metadata.name,
+                namespace: o.metadata.namespace,
+                labels: only(o.metadata.labels, &self.keep.labels),
+                annotations: only(o.metadata.annotations, &self.keep.annotations),
+                ..Default::default()
+            },
+            data: serde_json::Value::Object(serde_json::Map::new()),
+        }
+    }
+
+    fn insert(into: &mut ByName, o: DynamicObject) {
+        let ns = o.metadata.namespace.as_deref().unwrap_or_default();
+        let name: Box<str> = o.metadata.name.as_deref().unwrap_or_default().into();
+        match into.get_mut(ns) {
+            Some(names) => {
+                names.insert(name, Arc::new(o));
+            }
+            None => {
+                let ns: Box<str> = ns.into();
+                into.entry(ns).or_default().insert(name, Arc::new(o));
+            }
+        }
+    }
+
+    fn remove(from: &mut ByName, o: &DynamicObject) {
+        let ns = o.metadata.namespace.as_deref().unwrap_or_default();
+        if let Some(names) = from.get_mut(ns) {
+            names.remove(o.metadata.name.as_deref().unwrap_or_default());
+            if names.is_empty() {
+                from.remove(ns);
+            }
+        }
+    }
+
+    /// Applies one watch event; true when a complete list has just been applied.
+    fn apply(&self, e: watcher::Event<DynamicObject>) -> bool {
+        let write = || self.objects.write().unwrap_or_else(|p| p.into_inner());
+        let relist = || self.relist.lock().unwrap_or_else(|p| p.into_inner());
+        match e {
+            watcher::Event::Init => *relist() = Some(ByName::new()),
+            watcher::Event::InitApply(o) => {
+                let o = self.trim(o);
+                Self::insert(relist().get_or_insert_with(ByName::new), o);
+            }
+            watcher::Event::InitDone => {
+                let listed = relist().take().unwrap_or_default();
+                *write() = listed;
+                return true;
+            }
+            watcher::Event::Apply(o) => {
+                let o = self.trim(o);
+                Self::insert(&mut write(), o);
+            }
+            watcher::Event::Delete(o) => Self::remove(&mut write(), &o),
+        }
+        false
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        let objects = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        objects.get(namespace)?.get(name).cloned()
+    }
+
+    fn list(&self, namespace: Option<&str>) -> Vec<Arc<DynamicObject>> {
+        let objects = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        match namespace {
+            Some(ns) => objects
+                .get(ns)
+                .map(|names| names.values().cloned().collect())
+                .unwrap_or_default(),
+            None => objects
+                .values()
+                .flat_map(|names| names.values().cloned())
+                .collect(),
+        }
+    }
 }
 
 /// How long a live read may take: well inside the webhooks' 10 s timeout, and short enough that
@@ -445,8 +605,6 @@ impl WatchState {
                 continue;
             }
             let ar = &spec.resource;
-            let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
-            let store = writer.as_reader();
             let synced = Arc::new(AtomicBool::new(false));
             let (namespace, config) = match spec.only {
                 Some((ns_opt, name_opt)) => {
@@ -473,13 +631,43 @@ impl WatchState {
             } else {
                 watcher(api_for::<DynamicObject>(&client, namespace, ar), config).boxed()
             };
-            let stream = events
-                .default_backoff()
-                // No rule reads managedFields, and they are often the larger part of an object:
-                // the stores hold every Pod (or Node) of the cluster.
-                .modify(|o| o.managed_fields_mut().clear())
-                .reflect(writer)
-                .applied_objects();
+            let events = events.default_backoff();
+            let kept = spec
+                .keep
+                .filter(|_| spec.metadata_only)
+                .map(|keep| Arc::new(KeptCache::new(ar, keep(settings))));
+            let (cache, stream) = match kept {
+                Some(kept) => {
+                    let (c, flag) = (kept.clone(), synced.clone());
+                    let stream = events
+                        .map_ok(move |e| {
+                            if c.apply(e) {
+                                flag.store(true, Ordering::Release);
+                            }
+                        })
+                        .boxed();
+                    (Cache::Kept(kept), stream)
+                }
+                None => {
+                    let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
+                    let store = writer.as_reader();
+                    let stream = events
+                        // No rule reads managedFields, and they are often the larger part of an
+                        // object: the stores hold every Pod (or Node) of the cluster.
+                        .modify(|o| o.managed_fields_mut().clear())
+                        .reflect(writer)
+                        .applied_objects()
+                        .map_ok(|_| ())
+                        .boxed();
+                    let (s, flag) = (store.clone(), synced.clone());
+                    tokio::spawn(async move {
+                        if s.wait_until_ready().await.is_ok() {
+                            flag.store(true, Ordering::Release);
+                        }
+                    });
+                    (Cache::Full(store), stream)
+                }
+            };
             let (optional, absent_flag) = (spec.optional, synced.clone());
             tokio::spawn(async move {
                 futures::pin_mut!(stream);
@@ -501,17 +689,11 @@ impl WatchState {
                     }
                 }
             });
-            let (s, flag) = (store.clone(), synced.clone());
-            tokio::spawn(async move {
-                if s.wait_until_ready().await.is_ok() {
-                    flag.store(true, Ordering::Release);
-                }
-            });
             by_type.insert(
                 TypeKey::of_resource(ar),
                 Watched {
                     resource: ar.clone(),
-                    store,
+                    cache,
                     synced,
                     metadata_only: spec.metadata_only,
                 },
@@ -619,14 +801,8 @@ impl ClusterState for WatchState {
             .get(ty)
             .ok_or_else(|| LookupError::NotWatched(ty.to_string()))?;
         let synced = w.synced.load(Ordering::Acquire);
-        if synced {
-            let mut key = ObjectRef::new_with(name, w.resource.clone());
-            if let Some(ns) = namespace {
-                key = key.within(ns);
-            }
-            if let Some(o) = w.store.get(&key) {
-                return Ok(Some(o));
-            }
+        if synced && let Some(o) = w.cache.get(&w.resource, namespace, name) {
+            return Ok(Some(o));
         }
         // A miss, or no cache yet: ask the API server (or trust its recent "absent").
         let absent_key = (ty.clone(), namespace.map(str::to_owned), name.to_owned());
@@ -650,13 +826,7 @@ impl ClusterState for WatchState {
         ty: &TypeKey,
         namespace: Option<&str>,
     ) -> Result<Vec<Arc<DynamicObject>>, LookupError> {
-        let w = self.watched(ty)?;
-        Ok(match namespace {
-            None => w.store.state(),
-            Some(ns) => w
-                .store
-                .state_filter(|o| o.metadata.namespace.as_deref() == Some(ns)),
-        })
+        Ok(self.watched(ty)?.cache.list(namespace))
     }
 
     fn read_now(
@@ -690,6 +860,82 @@ mod tests {
             api_version: "example.com/v1".into(),
             kind: "Thing".into(),
         }
+    }
+
+    fn pod(ns: &str, name: &str, labels: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "uid": "u-1", "resourceVersion": "7",
+                         "labels": labels, "annotations": {"skip": "me", "keep-a": "yes"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "x"}],
+                         "managedFields": [{"manager": "m"}]}
+        }))
+        .unwrap()
+    }
+
+    /// A kept cache holds each object's namespace, name and kept keys only, and replaces its
+    /// objects with a relist only once the relist is complete.
+    #[test]
+    fn kept_cache_trims_and_relists_whole() {
+        let ar = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        let c = KeptCache::new(
+            &ar,
+            Keep {
+                labels: vec!["keep-l".into()],
+                annotations: vec!["keep-a".into()],
+            },
+        );
+        assert!(!c.apply(watcher::Event::Init));
+        c.apply(watcher::Event::InitApply(pod(
+            "a",
+            "p1",
+            serde_json::json!({"keep-l": "1", "other": "2"}),
+        )));
+        c.apply(watcher::Event::InitApply(pod(
+            "b",
+            "p2",
+            serde_json::json!({"other": "2"}),
+        )));
+        // Nothing served before the list is complete.
+        assert!(c.get("a", "p1").is_none());
+        assert!(c.apply(watcher::Event::InitDone));
+        let p1 = c.get("a", "p1").unwrap();
+        assert_eq!(
+            serde_json::to_value(&*p1).unwrap(),
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p1", "namespace": "a", "labels": {"keep-l": "1"},
+                             "annotations": {"keep-a": "yes"}}})
+        );
+        let p2 = c.get("b", "p2").unwrap();
+        assert_eq!(p2.metadata.labels, None);
+        assert_eq!(c.list(None).len(), 2);
+        assert_eq!(c.list(Some("b")).len(), 1);
+        assert!(c.list(Some("c")).is_empty());
+        // Watch events apply at once.
+        c.apply(watcher::Event::Apply(pod("c", "p3", serde_json::json!({}))));
+        c.apply(watcher::Event::Delete(pod(
+            "a",
+            "p1",
+            serde_json::json!({}),
+        )));
+        assert!(c.get("a", "p1").is_none());
+        assert_eq!(c.list(None).len(), 2);
+        // A relist: the old objects serve until it is done, then only the listed ones remain.
+        c.apply(watcher::Event::Init);
+        c.apply(watcher::Event::InitApply(pod(
+            "d",
+            "p4",
+            serde_json::json!({}),
+        )));
+        assert!(c.get("c", "p3").is_some());
+        assert!(c.apply(watcher::Event::InitDone));
+        assert!(c.get("c", "p3").is_none());
+        assert_eq!(c.list(None).len(), 1);
+        // The typed read a rule makes.
+        let typed: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(serde_json::to_value(&*c.get("d", "p4").unwrap()).unwrap())
+                .unwrap();
+        assert_eq!(typed.metadata.name.as_deref(), Some("p4"));
     }
 
     /// A growing state answers a live read from its own objects, as the static one does (a

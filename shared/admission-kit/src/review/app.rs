@@ -204,6 +204,15 @@ pub struct Endpoint {
     pub side_effects: SideEffects,
 }
 
+/// The labels and annotations the rules read of a kind's objects (see [`App::keeping`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// Label keys.
+    pub labels: Vec<String>,
+    /// Annotation keys.
+    pub annotations: Vec<String>,
+}
+
 /// A kind the rules read, and which part of it to watch.
 #[derive(Debug, Clone)]
 pub struct WatchSpec {
@@ -216,6 +225,9 @@ pub struct WatchSpec {
     pub needed: Option<fn(&Context) -> bool>,
     /// Keep only metadata (a metadata-only watch): the rules read nothing else of this kind.
     pub metadata_only: bool,
+    /// Of a metadata-only watch, what the rules read of each object under the service's options:
+    /// the cache then holds its namespace, name and these labels and annotations, nothing else.
+    pub keep: Option<fn(&Context) -> Keep>,
     /// The kind may not be installed (a CRD of another project): until it is, the cache counts
     /// as synced and empty, so the service is ready and its other rules answer.
     pub optional: bool,
@@ -465,6 +477,7 @@ impl App {
             only,
             needed,
             metadata_only,
+            keep: None,
             optional: false,
         });
         self
@@ -503,6 +516,17 @@ impl App {
         needed: fn(&Context) -> bool,
     ) -> Self {
         self.with_watch::<K>(None, Some(needed), true)
+    }
+
+    /// Of the metadata-only watch declared last, the rules read only each object's namespace,
+    /// name and the labels and annotations `keep` names under the service's options: the cache
+    /// holds nothing else of it, about a fifth of a Pod's metadata (a cluster's Pods are its most
+    /// numerous objects). A rule reading anything else of a cached object finds it empty.
+    pub fn keeping(mut self, keep: fn(&Context) -> Keep) -> Self {
+        if let Some(w) = self.watches.last_mut() {
+            w.keep = Some(keep);
+        }
+        self
     }
 
     /// Declares that rules read one object of kind `K`, whose namespace and name are the values of
