@@ -256,14 +256,20 @@ async fn feed_pods(
     let api: Api<WatchedPod> = Api::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
+    // The pods of the (re)list in progress, to drop those it no longer has; empty in between, so
+    // the steady stream of events neither hashes nor holds a key per pod.
     let mut seen = HashSet::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(Event::Init) => seen.clear(),
-            Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
+            Ok(Event::InitApply(p)) => {
                 let (ns, name) = p.key();
                 ledger.observe_pod_usage(&ns, &name, &p.quota, p.requests);
                 seen.insert((ns, name));
+            }
+            Ok(Event::Apply(p)) => {
+                let (ns, name) = p.key();
+                ledger.observe_pod_usage(&ns, &name, &p.quota, p.requests);
             }
             Ok(Event::Delete(p)) => {
                 let (ns, name) = p.key();
@@ -275,6 +281,7 @@ async fn feed_pods(
                         ledger.delete_pod(&ns, &name);
                     }
                 }
+                seen = HashSet::new();
                 // Serving waits for the namespaces too (until they are known every pod would
                 // reserve); the pod events meanwhile wait in the stream.
                 while !namespaces.load(Ordering::Acquire) {

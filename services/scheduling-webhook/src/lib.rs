@@ -287,6 +287,8 @@ pub fn app() -> App {
         binding::BindingValidator,
     )
     .gate("PodValidatingWebhook")
+    // With PB off it admits every Binding: not registered then, so a scheduled Pod costs no call.
+    .registered_if(binding::admission_on)
     .mutate(
         "/mutate-reservation",
         Target::of::<types::Reservation>().operations(&[Create]),

@@ -1145,6 +1145,36 @@ fn pods_are_watched_only_when_a_rule_reads_them() {
     )));
 }
 
+/// Issue 37: `/validate-pod-binding` is registered only when PB can refuse (its gate and a user
+/// list): otherwise every scheduled Pod would cost the API server a call that admits. Served
+/// either way.
+#[test]
+fn pod_bindings_are_sent_only_when_pb_is_on() {
+    use admission_kit::review::app::EndpointInfo;
+    let app = crate::app();
+    let registered = |user: &str, gates: &str| {
+        let mut o = app.default_options();
+        o.insert("binding-admission-user-name", user.to_owned());
+        let settings = Context::new(Arc::new(StaticState::default()))
+            .with_gates(app.prepare(Some(gates)).unwrap().gates)
+            .with_options(o);
+        EndpointInfo::registered(&app, &settings)
+            .iter()
+            .any(|e| e.path == "/validate-pod-binding")
+    };
+    let pb = "BindingAdmissionWebhook=true";
+    assert!(registered("koord-scheduler", pb));
+    assert!(!registered("koord-scheduler", ""));
+    assert!(!registered("", pb));
+    assert!(
+        EndpointInfo::of(&app)
+            .iter()
+            .any(|e| e.path == "/validate-pod-binding"),
+        "listed by `endpoints` for manifests that turn PB on"
+    );
+    assert!(app.endpoint("/validate-pod-binding").is_some());
+}
+
 /// Issue 37: PM-3 asks quota-state for a pod's tree only when an ElasticQuotaProfile names a
 /// tree; otherwise the pod is left as it is, even with quota-state unreachable and
 /// `--quota-unavailable=deny`.

@@ -370,6 +370,7 @@ impl RegistrationArgs {
         m: &crate::cluster::managed::Managed,
         service: &str,
         options: &crate::review::app::OptionValues,
+        gates: &Arc<crate::compat::gates::FeatureGates>,
         modes: &Modes,
     ) -> Result<crate::cluster::registration::Registrar, String> {
         use crate::cluster::registration::{
@@ -411,7 +412,11 @@ impl RegistrationArgs {
                         object_labels: Default::default(),
                     },
                     endpoints: {
-                        let mut all = crate::review::app::EndpointInfo::of(app);
+                        // What the rules can act on under these options and gates.
+                        let settings = Context::new(Arc::new(EmptyState))
+                            .with_gates(gates.clone())
+                            .with_options(options.clone());
+                        let mut all = crate::review::app::EndpointInfo::registered(app, &settings);
                         for extra in &app.extra_endpoints {
                             all.extend(extra(options)?);
                         }
@@ -720,13 +725,14 @@ async fn start_managed(
     certs: &Arc<CertStore>,
     metrics: &Metrics,
     options: &crate::review::app::OptionValues,
+    gates: &Arc<crate::compat::gates::FeatureGates>,
     modes: &Modes,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a.certs.service(app.name);
     let registrar = a
         .registration
-        .registrar(app, &managed, &service, options, modes)?;
+        .registrar(app, &managed, &service, options, gates, modes)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
     crate::cluster::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
@@ -759,7 +765,16 @@ async fn serve(
         metrics.registry().register(c)?;
     }
     if a.certs.is_managed() {
-        start_managed(&app, &a, &certs, &metrics, &options, &modes).await?;
+        start_managed(
+            &app,
+            &a,
+            &certs,
+            &metrics,
+            &options,
+            &prepared.gates,
+            &modes,
+        )
+        .await?;
     } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);

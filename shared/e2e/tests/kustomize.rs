@@ -326,6 +326,24 @@ async fn enforcement_components_render_and_pass_server_dry_run() {
     }
 }
 
+/// `kustomize/examples/binding-admission` (the base overlay with the binding-admission
+/// component): PB's gate and users on the Deployment, `/validate-pod-binding` registered as
+/// served, and the API server's dry run accepts it; the base overlay leaves that webhook out
+/// (checked by `registered_as_served` in `overlays_render_and_pass_server_dry_run`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_admission_component_registers_the_binding_webhook() {
+    let env = Env::new("e2e-kustomize-binding").await;
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let overlay = root.join("kustomize/examples/binding-admission");
+    let (text, _) = render_and_dry_run(&env, &bins.kustomize, &overlay).await;
+    assert!(
+        text.contains("path: /validate-pod-binding"),
+        "the component registers the binding webhook"
+    );
+    registered_as_served("scheduling-webhook", &text);
+}
+
 fn app_of(service: &str) -> Option<admission_kit::App> {
     Some(match service {
         "registry-webhook" => registry_webhook::app(),
@@ -388,9 +406,41 @@ fn reachable_only_as_intended(service: &str, rendered: &str) {
     assert_eq!(seen, 1, "{service}: one NetworkPolicy");
 }
 
+/// The options and gates `service`'s Deployment in `rendered` passes as `--name=value` args.
+fn settings_of(app: &admission_kit::App, service: &str, rendered: &str) -> admission_kit::Context {
+    let mut options = app.default_options();
+    let mut gates = None;
+    for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
+        let v = serde_json::Value::deserialize(doc).unwrap();
+        if v["kind"] != "Deployment" || v["metadata"]["name"] != service {
+            continue;
+        }
+        let args = v["spec"]["template"]["spec"]["containers"][0]["args"].as_array();
+        for arg in args.into_iter().flatten().filter_map(|a| a.as_str()) {
+            let Some((name, value)) = arg.strip_prefix("--").and_then(|a| a.split_once('=')) else {
+                continue;
+            };
+            if name == "feature-gates" {
+                gates = Some(value.to_owned());
+            } else if let Some(o) = app.options.iter().find(|o| o.name == name) {
+                options.insert(o.name, value.to_owned());
+            }
+        }
+    }
+    let gates = app.prepare(gates.as_deref()).unwrap().gates;
+    admission_kit::Context::new(std::sync::Arc::new(
+        admission_kit::review::lookup::EmptyState,
+    ))
+    .with_gates(gates)
+    .with_options(options)
+}
+
+/// Every webhook of `service`'s configurations in `rendered` is an endpoint it serves, registered
+/// as the endpoint table says, and every endpoint its Deployment's flags turn on is registered
+/// once (`/validate-pod-binding` only with PB on).
 fn registered_as_served(service: &str, rendered: &str) {
     let Some(app) = app_of(service) else { return };
-    let served = EndpointInfo::of(&app);
+    let served = EndpointInfo::registered(&app, &settings_of(&app, service, rendered));
     let mut registered = 0;
     for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
         let v = serde_json::Value::deserialize(doc).unwrap();

@@ -7,9 +7,9 @@
 //! CPU time spent while the objects went through, per object.
 //!
 //! A pod then lives as it would with a scheduler and a kubelet, which the test control plane
-//! lacks: it is bound to a node (the scheduler's Binding, through `/validate-pod-binding`), and
-//! its status is written twice (the kubelet's "containers being created", then "running and
-//! ready"). So each pod's watches see the events a real start gives them: added, scheduled, two
+//! lacks: it is bound to a node (the scheduler's Binding, through `/validate-pod-binding` when PB
+//! is on), and its status is written twice (the kubelet's "containers being created", then
+//! "running and ready"). So each pod's watches see the events a real start gives them: added, scheduled, two
 //! status updates. Deleting a pod adds three more (marked for deletion, the kubelet's last
 //! status, removed); they are not part of this measurement.
 //!

@@ -202,6 +202,9 @@ pub struct Endpoint {
     pub object_selector: Option<ObjectSelector>,
     /// What it changes besides its answer.
     pub side_effects: SideEffects,
+    /// Registered only when this says its rules can refuse or change something under the
+    /// service's options and gates ([`App::registered_if`]); served whatever it says.
+    pub registered_when: Option<fn(&Context) -> bool>,
 }
 
 /// The labels and annotations the rules read of a kind's objects (see [`App::keeping`]).
@@ -428,6 +431,7 @@ impl App {
             gate: None,
             object_selector: None,
             side_effects: SideEffects::None,
+            registered_when: None,
         });
         self
     }
@@ -462,6 +466,7 @@ impl App {
             gate: None,
             object_selector: None,
             side_effects: SideEffects::None,
+            registered_when: None,
         });
         self
     }
@@ -544,6 +549,18 @@ impl App {
     pub fn side_effects(mut self, s: SideEffects) -> Self {
         if let Some(e) = self.endpoints.last_mut() {
             e.side_effects = s;
+        }
+        self
+    }
+
+    /// Registers the endpoint added last only when `when` says its rules can act under the
+    /// service's options and gates: otherwise it admits every review unchanged, and a webhook
+    /// the API server need not call costs every write it matches a round trip (a Pod binding
+    /// endpoint whose rule is off: one call per scheduled Pod). Self-registration follows it;
+    /// manifests register such an endpoint in the component that turns its rule on.
+    pub fn registered_if(mut self, when: fn(&Context) -> bool) -> Self {
+        if let Some(e) = self.endpoints.last_mut() {
+            e.registered_when = Some(when);
         }
         self
     }
@@ -641,13 +658,24 @@ fn no_side_effects() -> String {
 }
 
 impl EndpointInfo {
-    /// Every endpoint of an app that we register (not those of [`Target::unregistered`]).
+    /// Every endpoint of an app that can be registered (not those of [`Target::unregistered`]),
+    /// whatever the options: what the `endpoints` command prints.
     ///
     /// [`Target::unregistered`]: crate::Target::unregistered
     pub fn of(app: &App) -> Vec<Self> {
+        Self::matching(app, |_| true)
+    }
+
+    /// The endpoints registered under the options and gates of `settings`: those of
+    /// [`EndpointInfo::of`] but an endpoint whose [`App::registered_if`] condition is false.
+    pub fn registered(app: &App, settings: &Context) -> Vec<Self> {
+        Self::matching(app, |e| e.registered_when.is_none_or(|when| when(settings)))
+    }
+
+    fn matching(app: &App, keep: impl Fn(&Endpoint) -> bool) -> Vec<Self> {
         app.endpoints
             .iter()
-            .filter(|e| !e.target.is_unregistered())
+            .filter(|e| !e.target.is_unregistered() && keep(e))
             .map(|e| Self {
                 path: e.path.to_owned(),
                 kind: match e.kind {
@@ -714,6 +742,39 @@ mod tests {
             e.enforce(mode);
             assert_eq!(e.failure_policy, want, "{mode}");
         }
+    }
+
+    #[test]
+    fn an_endpoint_registered_if_is_left_out_when_its_condition_is_false() {
+        use crate::review::handler::{Context, Request, Verdict};
+        use crate::review::lookup::EmptyState;
+        struct Nothing;
+        impl Validator for Nothing {
+            type Object = serde_json::Value;
+            fn validate(&self, _: &Request<serde_json::Value>, _: &Context) -> Verdict {
+                Verdict::default()
+            }
+        }
+        let thing = |path| (path, Target::resource("g", "v1", "things", "Thing"));
+        let app = App::new("t", "t")
+            .option("on", "", "")
+            .validate_each(
+                [thing("/always"), thing("/sometimes")],
+                FailurePolicy::Fail,
+                || Nothing,
+            )
+            .registered_if(|ctx| ctx.option("on") == "yes");
+        let paths = |on: &str| {
+            let settings = Context::new(Arc::new(EmptyState))
+                .with_options([("on", on.to_owned())].into_iter().collect());
+            EndpointInfo::registered(&app, &settings)
+                .into_iter()
+                .map(|e| e.path)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(paths("yes"), ["/always", "/sometimes"]);
+        assert_eq!(paths("no"), ["/always"]);
+        assert_eq!(EndpointInfo::of(&app).len(), 2, "every endpoint is listed");
     }
 
     #[test]
