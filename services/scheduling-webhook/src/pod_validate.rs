@@ -525,6 +525,11 @@ impl Validator for PodValidator {
         true
     }
 
+    /// Issue 37: no rule reads a Pod's managed fields, the larger part of its decode.
+    fn reads_managed_fields(&self) -> bool {
+        false
+    }
+
     /// Item 3: a quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
         admission_kit::compat::resources::check_pod(pod)

@@ -28,6 +28,7 @@ use crate::review::envelope::{
 use crate::review::field::{ErrorList, FieldError};
 use crate::review::lookup::{ClusterState, EmptyState, LookupError, TypeKey};
 use crate::review::skeleton::{self, tokens};
+use crate::review::unmanaged::Unmanaged;
 
 /// What rules may read besides the request: cluster state and feature gates.
 #[derive(Clone)]
@@ -266,6 +267,13 @@ pub trait Validator: Send + Sync + 'static {
         false
     }
 
+    /// Whether the rules read `metadata.managedFields`. When not, the objects are decoded
+    /// without them (a tenth of a Pod review's CPU; the kit's `review::unmanaged` module), with
+    /// the same answers: what their full decode would refuse is still refused.
+    fn reads_managed_fields(&self) -> bool {
+        true
+    }
+
     /// Turns the errors into the denial's status. Override to match an upstream's wording.
     fn denial(&self, req: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         invalid_status(&req.kind.kind, &req.name, errors)
@@ -300,6 +308,12 @@ pub trait Mutator: Send + Sync + 'static {
     /// Whether `null` reads as the zero value (see [`Validator::reads_null_as_zero`]).
     fn reads_null_as_zero(&self) -> bool {
         false
+    }
+
+    /// Whether the rules read `metadata.managedFields` (see
+    /// [`Validator::reads_managed_fields`]); never patched when they do not.
+    fn reads_managed_fields(&self) -> bool {
+        true
     }
 
     /// Edits `object` in place. Errors deny (and no patch is sent).
@@ -529,6 +543,8 @@ struct Reading {
     old_object: bool,
     /// A `null` reads as the zero value when the strict decode fails (`reads_null_as_zero`).
     null_as_zero: bool,
+    /// Objects keep their `metadata.managedFields` (`reads_managed_fields`).
+    managed_fields: bool,
 }
 
 impl Reading {
@@ -536,6 +552,7 @@ impl Reading {
         Self {
             old_object: v.reads_old_object(),
             null_as_zero: v.reads_null_as_zero(),
+            managed_fields: v.reads_managed_fields(),
         }
     }
 
@@ -543,6 +560,7 @@ impl Reading {
         Self {
             old_object: m.reads_old_object(),
             null_as_zero: m.reads_null_as_zero(),
+            managed_fields: m.reads_managed_fields(),
         }
     }
 }
@@ -560,6 +578,22 @@ fn decode_raw<T: DeserializeOwned>(
             .flatten()
             .ok_or_else(|| ReviewError::Object(what, strict.to_string()))
     })
+}
+
+/// Decodes one object as [`decode_raw`] does, without its managed fields when the rules do not
+/// read them and that decode succeeds (it refuses all the full decode refuses, and more: the full
+/// decode then judges).
+fn decode_object<T: DeserializeOwned>(
+    what: &'static str,
+    raw: &RawValue,
+    reading: Reading,
+) -> Result<T, ReviewError> {
+    if !reading.managed_fields
+        && let Ok(Unmanaged(object)) = serde_json::from_str(raw.get())
+    {
+        return Ok(object);
+    }
+    decode_raw(what, raw, reading.null_as_zero)
 }
 
 /// Runs a handler's post-decode check on the object and the old object.
@@ -631,12 +665,12 @@ fn decode<T: DeserializeOwned>(
     reading: Reading,
 ) -> Result<WithRaw<T>, ReviewError> {
     let Decoded { api_version, req } = chosen(review)?;
-    let object = decode_raw("object", &req.object, reading.null_as_zero)?;
+    let object = decode_object("object", &req.object, reading)?;
     let old_object = req
         .old_object
         .as_deref()
         .filter(|_| reading.old_object)
-        .map(|o| decode_raw("oldObject", o, reading.null_as_zero))
+        .map(|o| decode_object("oldObject", o, reading))
         .transpose()?;
     let Request {
         uid,
@@ -676,9 +710,45 @@ fn decode<T: DeserializeOwned>(
 /// this pass is the stricter (on DELETE it types `object` too; it nests two levels deeper
 /// against the recursion limit; it needs the whole body valid UTF-8, where the raw capture
 /// checks only the objects).
-fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8]) -> Option<Decoded<T>> {
+///
+/// Without managed fields when `reading` says so; `None` when that decode fails, and the
+/// caller's [`decode`] then judges the objects one by one.
+fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8], reading: Reading) -> Option<Decoded<T>> {
     let text = std::str::from_utf8(body).ok()?;
-    chosen(serde_json::from_str::<ReviewIn<T>>(text).ok()?).ok()
+    if reading.managed_fields {
+        return chosen(serde_json::from_str::<ReviewIn<T>>(text).ok()?).ok();
+    }
+    let Decoded { api_version, req } =
+        chosen(serde_json::from_str::<ReviewIn<Unmanaged<T>>>(text).ok()?).ok()?;
+    let Request {
+        uid,
+        kind,
+        resource,
+        sub_resource,
+        name,
+        namespace,
+        operation,
+        user_info,
+        dry_run,
+        object: Unmanaged(object),
+        old_object,
+    } = req;
+    Some(Decoded {
+        api_version,
+        req: Request {
+            uid,
+            kind,
+            resource,
+            sub_resource,
+            name,
+            namespace,
+            operation,
+            user_info,
+            dry_run,
+            object,
+            old_object: old_object.map(|Unmanaged(o)| o),
+        },
+    })
 }
 
 /// Decodes a mutator's review with its old object typed in the pass over `body` (capturing it
@@ -691,11 +761,35 @@ fn decode_in_one_pass<T: DeserializeOwned>(body: &[u8]) -> Option<Decoded<T>> {
 /// object's result is used.
 fn decode_old_in_one_pass<T: DeserializeOwned>(
     body: &[u8],
-    null_as_zero: bool,
+    reading: Reading,
 ) -> Option<Result<WithRaw<T>, ReviewError>> {
     // `from_str` after one UTF-8 check of the body reads strings faster than `from_slice`.
     let text = std::str::from_utf8(body).ok()?;
-    let review: ReviewIn<Box<RawValue>, T> = serde_json::from_str(text).ok()?;
+    let review: ReviewIn<Box<RawValue>, T> = if reading.managed_fields {
+        serde_json::from_str(text).ok()?
+    } else {
+        let review: ReviewIn<Box<RawValue>, Unmanaged<T>> = serde_json::from_str(text).ok()?;
+        ReviewIn {
+            api_version: review.api_version,
+            kind: review.kind,
+            request: review.request.map(|r| RawRequest {
+                old_object: r.old_object.map(|Unmanaged(o)| o),
+                uid: r.uid,
+                kind: r.kind,
+                resource: r.resource,
+                sub_resource: r.sub_resource,
+                request_kind: r.request_kind,
+                request_resource: r.request_resource,
+                name: r.name,
+                namespace: r.namespace,
+                operation: r.operation,
+                user_info: r.user_info,
+                object: r.object,
+                dry_run: r.dry_run,
+                options: r.options,
+            }),
+        }
+    };
     let api_version = review.api_version.unwrap_or_default();
     let mut r = review.request?;
     if r.operation == Operation::Delete {
@@ -705,7 +799,7 @@ fn decode_old_in_one_pass<T: DeserializeOwned>(
         return Some(Err(ReviewError::NoObject("object", r.operation.as_str())));
     };
     let req = request_of(r, |_, _, old_object| {
-        Ok((decode_raw("object", &raw, null_as_zero)?, old_object))
+        Ok((decode_object("object", &raw, reading)?, old_object))
     });
     Some(req.map(|req| (Decoded { api_version, req }, raw)))
 }
@@ -793,7 +887,7 @@ impl<V: Validator> Validating<V> {
     /// [`Validating::decoded`] from the body, in one pass when it can.
     fn decoded_body(&self, body: &[u8]) -> Result<Decoded<V::Object>, ReviewError> {
         let reading = Reading::of_validator(&self.0);
-        let mut d = match decode_in_one_pass(body) {
+        let mut d = match decode_in_one_pass(body, reading) {
             Some(d) => d,
             None => decode::<V::Object>(envelope(body)?, reading)?.0,
         };
@@ -913,7 +1007,7 @@ impl<M: Mutator> Handler for Mutating<M> {
 
     fn review_bytes(&self, body: &[u8], ctx: &Context) -> Result<Answer, ReviewError> {
         let reading = Reading::of_mutator(&self.0);
-        let mut decoded = match decode_old_in_one_pass::<M::Object>(body, reading.null_as_zero) {
+        let mut decoded = match decode_old_in_one_pass::<M::Object>(body, reading) {
             Some(decoded) => decoded?,
             None => decode::<M::Object>(envelope(body)?, reading)?,
         };
@@ -1312,7 +1406,7 @@ mod tests {
         for (body, one_pass) in &bodies {
             let text = String::from_utf8_lossy(body);
             assert_eq!(
-                decode_in_one_pass::<Obj>(body).is_some(),
+                decode_in_one_pass::<Obj>(body, Reading::of_validator(&NonNegative)).is_some(),
                 *one_pass && chosen(serde_json::from_slice::<ReviewIn>(body).unwrap()).is_ok(),
                 "{text}"
             );
@@ -1364,7 +1458,7 @@ mod tests {
         for (body, _) in one_pass_bodies() {
             let text = String::from_utf8_lossy(&body);
             taken += usize::from(matches!(
-                decode_old_in_one_pass::<Obj>(&body, false),
+                decode_old_in_one_pass::<Obj>(&body, Reading::of_mutator(&Raise)),
                 Some(Ok((d, _))) if d.req.old_object.is_some()
             ));
             let raw = envelope(&body).and_then(|r| m.review(r, &ctx));
@@ -1388,6 +1482,134 @@ mod tests {
             r#"{"uid":"u","operation":"UPDATE","object":{"spec":{"replicas":1,"image":"i"}},"oldObject":{"spec":{"replicas":4}}}"#,
         );
         assert!(patched(&update));
+    }
+
+    /// Refuses a Pod labelled `bad` and labels the others, its objects decoded with their
+    /// managed fields or (`MANAGED` false) without.
+    struct PodRule<const MANAGED: bool>;
+
+    impl<const MANAGED: bool> Validator for PodRule<MANAGED> {
+        type Object = k8s_openapi::api::core::v1::Pod;
+
+        fn reads_managed_fields(&self) -> bool {
+            MANAGED
+        }
+
+        fn reads_null_as_zero(&self) -> bool {
+            true
+        }
+
+        fn validate(&self, req: &Request<Self::Object>, _: &Context) -> Verdict {
+            let bad = req
+                .object
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key("bad"));
+            if bad {
+                Verdict::errored("T-1", 403, "bad")
+            } else {
+                Verdict::default()
+            }
+        }
+    }
+
+    impl<const MANAGED: bool> Mutator for PodRule<MANAGED> {
+        type Object = k8s_openapi::api::core::v1::Pod;
+
+        fn reads_managed_fields(&self) -> bool {
+            MANAGED
+        }
+
+        fn reads_null_as_zero(&self) -> bool {
+            true
+        }
+
+        fn mutate(
+            &self,
+            req: &Request<Self::Object>,
+            obj: &mut Self::Object,
+            ctx: &Context,
+        ) -> Verdict {
+            obj.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert("seen".into(), "yes".into());
+            Validator::validate(self, req, ctx)
+        }
+    }
+
+    /// Issue 37: a handler that does not read managed fields answers every review, good or
+    /// malformed managed fields, as one that reads them does, through every decode path, word
+    /// for word (errors included); its patches never touch them.
+    #[test]
+    fn objects_decoded_without_managed_fields_answer_as_with_them() {
+        let ctx = Context::default();
+        let entry = r#"{"manager":"kubelet","operation":"Update","apiVersion":"v1","time":"2026-11-27T09:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:status":{"f:phase":{}}}}"#;
+        let managed = [
+            entry.to_owned(),
+            format!("[{entry},{entry}]"),
+            "[]".into(),
+            "null".into(),
+            r#""x""#.into(),
+            "[1]".into(),
+            "[null]".into(),
+            r#"[{"manager":7}]"#.into(),
+            r#"[{"time":"yesterday"}]"#.into(),
+            r#"[{"extra":1}]"#.into(),
+            r#"[{"manager":"a","manager":"b"}]"#.into(),
+        ];
+        let pod = |labels: &str, managed: &str, spec: &str| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p","labels":{labels},"managedFields":{managed}}},"spec":{spec}}}"#
+            )
+        };
+        let spec = r#"{"containers":[{"name":"c","image":"i"}]}"#;
+        let mut bodies = Vec::new();
+        for m in &managed {
+            // A `managedFields` that is not an array goes in a list as is.
+            let m = if m.starts_with('{') {
+                format!("[{m}]")
+            } else {
+                m.clone()
+            };
+            for labels in [r#"{"a":"b"}"#, r#"{"bad":""}"#, "null"] {
+                for spec in [
+                    spec,
+                    r#"{"containers":[{"name":"c","image":"i","ports":null}]}"#,
+                ] {
+                    let object = pod(labels, &m, spec);
+                    bodies.push(review_of(&format!(
+                        r#"{{"uid":"u","kind":{{"kind":"Pod"}},"name":"p","operation":"CREATE","object":{object}}}"#
+                    )));
+                    bodies.push(review_of(&format!(
+                        r#"{{"uid":"u","kind":{{"kind":"Pod"}},"name":"p","operation":"UPDATE","object":{object},"oldObject":{object}}}"#
+                    )));
+                }
+            }
+        }
+        let mut differed_from_full = 0;
+        for body in &bodies {
+            let text = String::from_utf8_lossy(body);
+            let full = outcome(review_body(&Validating(PodRule::<true>), body, &ctx));
+            let without = outcome(review_body(&Validating(PodRule::<false>), body, &ctx));
+            assert_eq!(without, full, "{text}");
+            let awaited = wait_for(review_body_async(&Validating(PodRule::<false>), body, &ctx));
+            assert_eq!(outcome(awaited.unwrap()), full, "{text}");
+            let full = outcome(review_body(&Mutating(PodRule::<true>), body, &ctx));
+            let without = outcome(review_body(&Mutating(PodRule::<false>), body, &ctx));
+            assert_eq!(without, full, "{text}");
+            assert!(!without.contains("managedFields"), "{text}: {without}");
+            differed_from_full += usize::from(
+                decode_in_one_pass::<k8s_openapi::api::core::v1::Pod>(
+                    body,
+                    Reading::of_validator(&PodRule::<false>),
+                )
+                .is_none(),
+            );
+        }
+        // Some bodies were judged by the full decode (the malformed and the unsure ones).
+        assert!(differed_from_full > 0 && differed_from_full < bodies.len());
     }
 
     /// [`Raise`] and [`NonNegative`] reading `null` as Go does.

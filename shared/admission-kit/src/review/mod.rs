@@ -1,7 +1,8 @@
 //! Layer 2, one review: the AdmissionReview envelope ([`envelope`]), typed handlers and their
 //! context ([`handler`]), field paths and errors ([`field`]), enforcement modes ([`mode`], [`enforcement`]), the JSON Patch by diff ([`diff`])
-//! fitted onto the raw object ([`skeleton`]), typed object helpers ([`object`]), the endpoint
-//! table ([`app`]) and the cluster lookup interface rules read through ([`lookup`]).
+//! fitted onto the raw object ([`skeleton`]), objects decoded without their managed fields
+//! ([`unmanaged`]), typed object helpers ([`object`]), the endpoint table ([`app`]) and the
+//! cluster lookup interface rules read through ([`lookup`]).
 //!
 //! May use: [`crate::compat`].
 
@@ -16,3 +17,4 @@ pub mod mode;
 pub mod object;
 
 mod skeleton;
+mod unmanaged;
