@@ -715,18 +715,21 @@ impl EndpointInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::handler::{Context, Request, Verdict};
+
+    /// Admits everything.
+    struct Nothing;
+
+    impl Validator for Nothing {
+        type Object = serde_json::Value;
+        fn validate(&self, _: &Request<serde_json::Value>, _: &Context) -> Verdict {
+            Verdict::default()
+        }
+    }
 
     #[test]
     fn endpoints_on_trial_register_with_ignore() {
-        use crate::review::handler::{Context, Request, Verdict};
         use crate::review::mode::Enforcement;
-        struct Nothing;
-        impl Validator for Nothing {
-            type Object = serde_json::Value;
-            fn validate(&self, _: &Request<serde_json::Value>, _: &Context) -> Verdict {
-                Verdict::default()
-            }
-        }
         let app = App::new("t", "t").validate(
             "/v",
             Target::resource("g", "v1", "things", "Thing"),
@@ -746,15 +749,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_registered_if_is_left_out_when_its_condition_is_false() {
-        use crate::review::handler::{Context, Request, Verdict};
         use crate::review::lookup::EmptyState;
-        struct Nothing;
-        impl Validator for Nothing {
-            type Object = serde_json::Value;
-            fn validate(&self, _: &Request<serde_json::Value>, _: &Context) -> Verdict {
-                Verdict::default()
-            }
-        }
         let thing = |path| (path, Target::resource("g", "v1", "things", "Thing"));
         let app = App::new("t", "t")
             .option("on", "", "")
