@@ -256,32 +256,30 @@ async fn feed_pods(
     let api: Api<WatchedPod> = Api::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
-    // The pods of the (re)list in progress, to drop those it no longer has; empty in between, so
-    // the steady stream of events neither hashes nor holds a key per pod.
-    let mut seen = HashSet::new();
+    // The pods of the (re)list in progress, to drop those it no longer has (None: watching, so
+    // the steady stream of events neither hashes nor holds a key per pod).
+    let mut seen: Option<HashSet<(String, String)>> = None;
     while let Some(ev) = stream.next().await {
         match ev {
-            Ok(Event::Init) => seen.clear(),
-            Ok(Event::InitApply(p)) => {
+            Ok(Event::Init) => seen = Some(HashSet::new()),
+            Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
                 let (ns, name) = p.key();
                 ledger.observe_pod_usage(&ns, &name, &p.quota, p.requests);
-                seen.insert((ns, name));
-            }
-            Ok(Event::Apply(p)) => {
-                let (ns, name) = p.key();
-                ledger.observe_pod_usage(&ns, &name, &p.quota, p.requests);
+                if let Some(seen) = seen.as_mut() {
+                    seen.insert((ns, name));
+                }
             }
             Ok(Event::Delete(p)) => {
                 let (ns, name) = p.key();
                 ledger.delete_pod(&ns, &name);
             }
             Ok(Event::InitDone) => {
+                let listed_now = seen.take().unwrap_or_default();
                 for (ns, name) in ledger.known().1 {
-                    if !seen.contains(&(ns.clone(), name.clone())) {
+                    if !listed_now.contains(&(ns.clone(), name.clone())) {
                         ledger.delete_pod(&ns, &name);
                     }
                 }
-                seen = HashSet::new();
                 // Serving waits for the namespaces too (until they are known every pod would
                 // reserve); the pod events meanwhile wait in the stream.
                 while !namespaces.load(Ordering::Acquire) {

@@ -369,8 +369,7 @@ impl RegistrationArgs {
         app: &App,
         m: &crate::cluster::managed::Managed,
         service: &str,
-        options: &crate::review::app::OptionValues,
-        gates: &Arc<crate::compat::gates::FeatureGates>,
+        settings: &Context,
         modes: &Modes,
     ) -> Result<crate::cluster::registration::Registrar, String> {
         use crate::cluster::registration::{
@@ -413,12 +412,9 @@ impl RegistrationArgs {
                     },
                     endpoints: {
                         // What the rules can act on under these options and gates.
-                        let settings = Context::new(Arc::new(EmptyState))
-                            .with_gates(gates.clone())
-                            .with_options(options.clone());
-                        let mut all = crate::review::app::EndpointInfo::registered(app, &settings);
+                        let mut all = crate::review::app::EndpointInfo::registered(app, settings);
                         for extra in &app.extra_endpoints {
-                            all.extend(extra(options)?);
+                            all.extend(extra(settings.options())?);
                         }
                         for e in &mut all {
                             e.enforce(modes.of(&e.path));
@@ -724,15 +720,14 @@ async fn start_managed(
     a: &ServeArgs,
     certs: &Arc<CertStore>,
     metrics: &Metrics,
-    options: &crate::review::app::OptionValues,
-    gates: &Arc<crate::compat::gates::FeatureGates>,
+    settings: &Context,
     modes: &Modes,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let managed = a.certs.managed(app.name, Vec::new())?;
     let service = a.certs.service(app.name);
     let registrar = a
         .registration
-        .registrar(app, &managed, &service, options, gates, modes)?;
+        .registrar(app, &managed, &service, settings, modes)?;
     tracing::info!(registration = ?a.registration.registration, "webhook configurations");
     crate::cluster::managed::start(managed, registrar, certs.clone(), metrics.registry()).await?;
     Ok(())
@@ -757,6 +752,11 @@ async fn serve(
         );
     }
     let app = prepared.app;
+    // The options and gates in force, for what is decided once at start: which endpoints are
+    // registered and which kinds watched.
+    let settings = Context::new(Arc::new(EmptyState))
+        .with_gates(prepared.gates.clone())
+        .with_options(options.clone());
     let paths: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
     let modes = Modes::parse(a.enforcement.iter().map(String::as_str), &paths)?;
     let metrics = Metrics::new()?;
@@ -765,16 +765,7 @@ async fn serve(
         metrics.registry().register(c)?;
     }
     if a.certs.is_managed() {
-        start_managed(
-            &app,
-            &a,
-            &certs,
-            &metrics,
-            &options,
-            &prepared.gates,
-            &modes,
-        )
-        .await?;
+        start_managed(&app, &a, &certs, &metrics, &settings, &modes).await?;
     } else if a.self_signed {
         let ss = SelfSigned::generate(&a.self_signed_names)?;
         certs.set(ss.certified_key()?);
@@ -810,9 +801,6 @@ async fn serve(
                  or pass --state FILE to serve from files): {e}"
             )
         })?;
-        let settings = Context::new(Arc::new(EmptyState))
-            .with_gates(prepared.gates.clone())
-            .with_options(options.clone());
         let state = Arc::new(WatchState::start(client, &app.watches, &settings));
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))

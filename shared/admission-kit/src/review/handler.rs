@@ -63,6 +63,11 @@ impl Context {
         self
     }
 
+    /// The service options, every declared one with its value.
+    pub fn options(&self) -> &crate::review::app::OptionValues {
+        &self.options
+    }
+
     /// A service option's value (`""` when the service declares no such option).
     pub fn option(&self, name: &str) -> &str {
         self.options
