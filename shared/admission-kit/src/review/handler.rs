@@ -64,7 +64,7 @@ impl Context {
     }
 
     /// The service options, every declared one with its value.
-    pub fn options(&self) -> &crate::review::app::OptionValues {
+    pub fn options(&self) -> &std::collections::BTreeMap<&'static str, String> {
         &self.options
     }
 
