@@ -1,5 +1,6 @@
 //! Feeds the ledger from the API server: watches of ElasticQuotas, Pods and Namespaces (names
-//! only; kube-runtime watchers, retried with backoff after errors). After each (re)list, objects the list no longer
+//! only; kube-runtime watchers, and for Pods, the busiest, [`protobuf`]'s; retried with backoff
+//! after errors). After each (re)list, objects the list no longer
 //! holds are dropped, so a watch gap never leaves stale usage behind.
 
 use std::collections::HashSet;
@@ -20,6 +21,8 @@ use crate::ledger::{Amounts, Ledger, QuotaSpec};
 use crate::tree::annotation;
 use crate::tree::keys::CHILD_REQUEST;
 use crate::types::ElasticQuota;
+
+pub mod protobuf;
 
 /// What a pod is charged: its request (Kubernetes' pod-request formula), exactly; nothing once it
 /// has finished. `Err` names the amount that cannot be counted.
@@ -253,8 +256,7 @@ async fn feed_pods(
     ready: Arc<AtomicBool>,
     namespaces: Arc<AtomicBool>,
 ) {
-    let api: Api<WatchedPod> = Api::all(client);
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let stream = protobuf::pods(client).default_backoff();
     futures::pin_mut!(stream);
     // The pods of the (re)list in progress, to drop those it no longer has (None: watching, so
     // the steady stream of events neither hashes nor holds a key per pod).
@@ -382,8 +384,7 @@ async fn member_pass(
     namespaces: &AtomicBool,
     mut listed: impl FnMut(),
 ) -> String {
-    let api: Api<WatchedPod> = Api::all(client.clone());
-    let stream = watcher(api, watcher::Config::default());
+    let stream = protobuf::pods(client.clone());
     futures::pin_mut!(stream);
     // The pods of the list under way (None: watching).
     let mut seen: Option<HashSet<(String, String)>> = None;

@@ -1504,8 +1504,6 @@ impl Ledger {
             );
         let scoped = scope(cluster, namespace);
         let mut s = self.lock();
-        let key = (scoped.to_string(), name.to_owned());
-        s.uncharge_key(&key, Instant::now(), self.ttl);
         let (requests, uncountable) = match requests {
             Ok(r) => (s.names.requests(r), false),
             Err(e) => {
@@ -1513,12 +1511,24 @@ impl Ledger {
                 (Requests::default(), true)
             }
         };
-        let group = Arc::new(GroupId {
+        let group = GroupId {
             cluster: s.names.get(cluster),
             namespace: s.names.get(namespace),
             label: s.names.get(label),
+        };
+        // Most of a pod's events (scheduled, status written) repeat what it is charged: with no
+        // reservation waiting for it, taking its charge off and adding it back changes nothing.
+        let unchanged = s.pods.get(&*pod_key(&scoped, name)).is_some_and(|e| {
+            *e.group == group && e.requests == requests && e.uncountable == uncountable
         });
-        // One allocation per group, not per pod: pods share their group's key.
+        if unchanged && s.reservations_of(&scoped, name).is_empty() {
+            return;
+        }
+        let key = (scoped.to_string(), name.to_owned());
+        s.uncharge_key(&key, Instant::now(), self.ttl);
+        let group = Arc::new(group);
+        // One allocation per group, not per pod: pods share their group's key. Looked up after
+        // the uncharge: a group it emptied is gone, and one made now is new to the rebuilder.
         let group = match s.groups.get_key_value(&group) {
             Some((k, _)) => k.clone(),
             None => group,
