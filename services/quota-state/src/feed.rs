@@ -1,176 +1,28 @@
 //! Feeds the ledger from the API server: watches of ElasticQuotas, Pods and Namespaces (names
 //! only; kube-runtime watchers, and for Pods, the busiest, [`protobuf`]'s; retried with backoff
-//! after errors). After each (re)list, objects the list no longer
-//! holds are dropped, so a watch gap never leaves stale usage behind.
+//! after errors). After each (re)list, objects the list no longer holds are dropped, so a watch
+//! gap never leaves stale usage behind.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use admission_kit::compat::resources::try_pod_request;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
-use crate::ledger::{Amounts, Ledger, QuotaSpec};
+use crate::ledger::{Ledger, QuotaSpec};
 use crate::tree::annotation;
 use crate::tree::keys::CHILD_REQUEST;
 use crate::types::ElasticQuota;
 
+mod pod;
 pub mod protobuf;
 
-/// What a pod is charged: its request (Kubernetes' pod-request formula), exactly; nothing once it
-/// has finished. `Err` names the amount that cannot be counted.
-pub fn pod_requests(p: &Pod) -> Result<Amounts, String> {
-    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-    if matches!(phase, Some("Failed" | "Succeeded")) {
-        return Ok(Amounts::new());
-    }
-    p.spec
-        .as_ref()
-        .map(try_pod_request)
-        .transpose()
-        .map(Option::unwrap_or_default)
-        .map_err(|e| e.to_string())
-}
-
-/// A Pod as the ledger reads it, decoded from the watch with nothing else: its identity, its quota
-/// label and what it is charged. A full `Pod` is 5 to 10 KiB of JSON (managed fields, status,
-/// environment, volumes) that every event of every pod of the cluster would otherwise build into
-/// objects only to drop them; here serde skips them as it reads.
-#[derive(Clone, Debug, serde::Deserialize)]
-#[serde(from = "wire::Pod")]
-pub struct WatchedPod {
-    /// Namespace, name and resource version (the watch resumes from it).
-    metadata: ObjectMeta,
-    /// The quota label's value (`""` when absent).
-    quota: String,
-    /// [`pod_requests`] of the pod.
-    requests: Result<Amounts, String>,
-}
-
-/// The parts of a Pod's JSON that [`WatchedPod`] reads.
-mod wire {
-    use super::*;
-
-    #[derive(serde::Deserialize)]
-    pub struct Pod {
-        #[serde(default)]
-        pub metadata: Meta,
-        pub spec: Option<Spec>,
-        pub status: Option<Status>,
-    }
-
-    #[derive(serde::Deserialize, Default)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Meta {
-        pub name: Option<String>,
-        pub namespace: Option<String>,
-        pub resource_version: Option<String>,
-        pub labels: Option<std::collections::BTreeMap<String, String>>,
-    }
-
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Spec {
-        #[serde(default)]
-        pub containers: Vec<Resources>,
-        pub init_containers: Option<Vec<Resources>>,
-        pub resources: Option<ResourceRequirements>,
-        pub overhead: Option<std::collections::BTreeMap<String, Quantity>>,
-    }
-
-    /// A container's fields that count: its resources, and whether it is a sidecar.
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Resources {
-        pub resources: Option<ResourceRequirements>,
-        pub restart_policy: Option<String>,
-    }
-
-    #[derive(serde::Deserialize)]
-    pub struct Status {
-        pub phase: Option<String>,
-    }
-}
-
-impl From<wire::Pod> for WatchedPod {
-    fn from(p: wire::Pod) -> Self {
-        let container = |c: wire::Resources| Container {
-            resources: c.resources,
-            restart_policy: c.restart_policy,
-            ..Container::default()
-        };
-        // The same pod as `pod_requests` reads it: the fields of the request formula.
-        let pod = Pod {
-            spec: p.spec.map(|s| PodSpec {
-                containers: s.containers.into_iter().map(container).collect(),
-                init_containers: s
-                    .init_containers
-                    .map(|v| v.into_iter().map(container).collect()),
-                resources: s.resources,
-                overhead: s.overhead,
-                ..PodSpec::default()
-            }),
-            status: p.status.map(|s| k8s_openapi::api::core::v1::PodStatus {
-                phase: s.phase,
-                ..Default::default()
-            }),
-            ..Pod::default()
-        };
-        let mut labels = p.metadata.labels.unwrap_or_default();
-        let quota = labels.remove(crate::tree::keys::NAME).unwrap_or_default();
-        Self {
-            metadata: ObjectMeta {
-                name: p.metadata.name,
-                namespace: p.metadata.namespace,
-                resource_version: p.metadata.resource_version,
-                ..ObjectMeta::default()
-            },
-            quota,
-            requests: pod_requests(&pod),
-        }
-    }
-}
-
-impl kube::Resource for WatchedPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-        "Pod".into()
-    }
-    fn group(_: &()) -> std::borrow::Cow<'_, str> {
-        "".into()
-    }
-    fn version(_: &()) -> std::borrow::Cow<'_, str> {
-        "v1".into()
-    }
-    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-        "pods".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl WatchedPod {
-    /// Its namespace and name.
-    fn key(&self) -> (String, String) {
-        (
-            self.metadata.namespace.clone().unwrap_or_default(),
-            self.metadata.name.clone().unwrap_or_default(),
-        )
-    }
-}
+pub use pod::{WatchedPod, pod_requests};
 
 async fn feed_quotas(client: kube::Client, ledger: Arc<Ledger>, ready: Arc<AtomicBool>) {
     let api: Api<ElasticQuota> = Api::all(client);
@@ -413,11 +265,10 @@ async fn member_pass(
                     seen.insert((ns, name));
                 }
             }
-            Ok(Event::Delete(p)) => ledger.delete_pod_in(
-                cluster,
-                p.metadata.namespace.as_deref().unwrap_or_default(),
-                p.metadata.name.as_deref().unwrap_or_default(),
-            ),
+            Ok(Event::Delete(p)) => {
+                let (ns, name) = p.key();
+                ledger.delete_pod_in(cluster, &ns, &name);
+            }
             Ok(Event::InitDone) => {
                 let listed_now = seen.take().unwrap_or_default();
                 for (ns, name) in ledger.pods_in(cluster) {
@@ -433,95 +284,5 @@ async fn member_pass(
             }
             Err(e) => return e.to_string(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// A pod's quota label and charge.
-    type Charge = (String, Result<Amounts, String>);
-
-    /// What the watch's decode gives, and what the full `Pod` gives through the functions the
-    /// ledger used to read.
-    fn both(v: &serde_json::Value) -> (Charge, Charge) {
-        let slim: WatchedPod = serde_json::from_value(v.clone()).unwrap();
-        let full: Pod = serde_json::from_value(v.clone()).unwrap();
-        (
-            (slim.quota.clone(), slim.requests.clone()),
-            (
-                crate::tree::pod_quota_label(&full).to_owned(),
-                pod_requests(&full),
-            ),
-        )
-    }
-
-    #[test]
-    fn watched_pod_charges_what_the_full_pod_charges() {
-        let pods = [
-            json!({"metadata": {"name": "a", "namespace": "n", "resourceVersion": "7",
-                   "labels": {"quota.scheduling.koordinator.sh/name": "q", "app": "x"},
-                   "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
-                   "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "E", "value": "v"}],
-                            "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": "1"}}}],
-                            "initContainers": [
-                                {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}},
-                                {"name": "i", "resources": {"requests": {"cpu": "2", "memory": "10Mi"}}}],
-                            "overhead": {"cpu": "10m"}},
-                   "status": {"phase": "Running", "podIP": "10.0.0.1"}}),
-            json!({"metadata": {"name": "b", "namespace": "n"},
-                   "spec": {"containers": [{"name": "c"}], "resources": {"requests": {"cpu": "3", "example.com/gpu": "1"}}}}),
-            json!({"metadata": {"name": "done", "namespace": "n", "labels": {"quota.scheduling.koordinator.sh/name": "q"}},
-                   "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-                   "status": {"phase": "Succeeded"}}),
-            json!({"metadata": {"name": "huge", "namespace": "n"},
-                   "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1e40"}}}]}}),
-            json!({"metadata": {"name": "bare", "namespace": "n"}}),
-        ];
-        for p in &pods {
-            let (slim, full) = both(p);
-            assert_eq!(slim, full, "{p}");
-        }
-        // Every Pod of the review fixtures too.
-        let root =
-            admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR")).join("reviews");
-        let mut seen = 0;
-        for dir in std::fs::read_dir(&root).unwrap().flatten() {
-            for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(
-                    &std::fs::read_to_string(f.path()).unwrap_or_default(),
-                ) else {
-                    continue;
-                };
-                let req = &v["review"]["request"];
-                for o in [&req["object"], &req["oldObject"]] {
-                    if o["kind"] == "Pod" && serde_json::from_value::<Pod>(o.clone()).is_ok() {
-                        let (slim, full) = both(o);
-                        assert_eq!(slim, full, "{}", f.path().display());
-                        seen += 1;
-                    }
-                }
-            }
-        }
-        assert!(seen > 50, "{seen} pods in the fixtures");
-    }
-
-    #[test]
-    fn watched_pod_keeps_what_the_watch_resumes_from() {
-        let p: WatchedPod = serde_json::from_value(json!({"metadata": {"name": "a", "namespace": "n", "resourceVersion": "42", "uid": "u"}})).unwrap();
-        assert_eq!(
-            kube::ResourceExt::resource_version(&p).as_deref(),
-            Some("42")
-        );
-        assert_eq!(p.key(), ("n".to_owned(), "a".to_owned()));
-        // A watch bookmark carries only a resource version.
-        let b: WatchedPod =
-            serde_json::from_value(json!({"metadata": {"resourceVersion": "43"}})).unwrap();
-        assert_eq!(
-            kube::ResourceExt::resource_version(&b).as_deref(),
-            Some("43")
-        );
     }
 }

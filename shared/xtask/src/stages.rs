@@ -36,7 +36,7 @@ const ANY: [(&str, &[&str]); 5] = [
         &["prometheus::", "admission_kit::server::metrics"],
     ),
     (
-        "watches (kube-runtime: events, decode, cache)",
+        "watches (kube, quota-state feed: events, decode, cache)",
         &[
             "kube_runtime::",
             "kube_client::",
@@ -399,7 +399,7 @@ tokio-rt-worker 1
 ";
         let c = classify(script);
         assert_eq!(
-            c.get("watches (kube-runtime: events, decode, cache)"),
+            c.get("watches (kube, quota-state feed: events, decode, cache)"),
             Some(&1),
             "{c:?}"
         );

@@ -18,12 +18,13 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use futures::Stream;
 use http_body_util::BodyExt;
+use kube::Resource;
 use kube::core::params::{ListParams, WatchParams};
 use kube::core::response::Status;
 use kube::runtime::watcher::{self, Event};
 use prost::Message;
 
-use super::WatchedPod;
+use super::pod::{WatchedPod, wire as json};
 
 /// What the API server sends, by message; each names only the fields the ledger reads (tags
 /// from `k8s.io/api/core/v1/generated.proto` and apimachinery's) and prost skips the rest.
@@ -192,26 +193,26 @@ fn requirements(r: wire::Requirements) -> k8s_openapi::api::core::v1::ResourceRe
 impl From<wire::Pod> for WatchedPod {
     fn from(p: wire::Pod) -> Self {
         let meta = p.metadata.unwrap_or_default();
-        let container = |c: wire::Container| super::wire::Resources {
+        let container = |c: wire::Container| json::Resources {
             resources: c.resources.map(requirements),
             restart_policy: c.restart_policy,
         };
         // The JSON reading of the same pod, so both encodings charge through one function.
-        super::wire::Pod {
-            metadata: super::wire::Meta {
+        json::Pod {
+            metadata: json::Meta {
                 name: meta.name,
                 namespace: meta.namespace,
                 resource_version: meta.resource_version,
                 labels: some_if_any(meta.labels),
             },
-            spec: p.spec.map(|s| super::wire::Spec {
+            spec: p.spec.map(|s| json::Spec {
                 containers: s.containers.into_iter().map(container).collect(),
                 init_containers: (!s.init_containers.is_empty())
                     .then(|| s.init_containers.into_iter().map(container).collect()),
                 resources: s.resources.map(requirements),
                 overhead: quantities(s.overhead),
             }),
-            status: p.status.map(|s| super::wire::Status { phase: s.phase }),
+            status: p.status.map(|s| json::Status { phase: s.phase }),
         }
         .into()
     }
@@ -376,10 +377,15 @@ pub(super) fn decode_event(frame: Bytes) -> Result<WatchEvent, kube::Error> {
         "ADDED" => WatchEvent::Added(pod()?),
         "MODIFIED" => WatchEvent::Modified(pod()?),
         "DELETED" => WatchEvent::Deleted(pod()?),
-        "BOOKMARK" => WatchEvent::Bookmark(pod()?.metadata.resource_version.unwrap_or_default()),
+        "BOOKMARK" => WatchEvent::Bookmark(version(&pod()?).unwrap_or_default()),
         "ERROR" => WatchEvent::Error(status_of(raw, 500)),
         other => return Err(invalid(format!("watch event of type {other:?}"))),
     })
+}
+
+/// The pod's resource version, if it has one.
+fn version(p: &WatchedPod) -> Option<String> {
+    p.meta().resource_version.clone().filter(|v| !v.is_empty())
 }
 
 /// Where the watch is (kube-runtime's watcher states).
@@ -498,28 +504,14 @@ async fn step(client: &kube::Client, state: State) -> Step {
                 frames,
             };
             match frame.and_then(decode_event) {
-                Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => {
-                    match p
-                        .metadata
-                        .resource_version
-                        .clone()
-                        .filter(|v| !v.is_empty())
-                    {
-                        Some(v) => (Some(Ok(Event::Apply(p))), watching(v, frames)),
-                        None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
-                    }
-                }
-                Ok(WatchEvent::Deleted(p)) => {
-                    match p
-                        .metadata
-                        .resource_version
-                        .clone()
-                        .filter(|v| !v.is_empty())
-                    {
-                        Some(v) => (Some(Ok(Event::Delete(p))), watching(v, frames)),
-                        None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
-                    }
-                }
+                Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => match version(&p) {
+                    Some(v) => (Some(Ok(Event::Apply(p))), watching(v, frames)),
+                    None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
+                },
+                Ok(WatchEvent::Deleted(p)) => match version(&p) {
+                    Some(v) => (Some(Ok(Event::Delete(p))), watching(v, frames)),
+                    None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
+                },
                 Ok(WatchEvent::Bookmark(v)) => (None, watching(v, frames)),
                 Ok(WatchEvent::Error(status)) => {
                     // 410 Gone: the version is compacted away, only a new list catches up.
