@@ -26,7 +26,7 @@ pub fn pod_requests(p: &Pod) -> Result<Amounts, String> {
 /// A Pod as the ledger reads it, decoded from the watch with nothing else: its identity, its quota
 /// label and what it is charged. A full `Pod` is 5 to 10 KiB of JSON (managed fields, status,
 /// environment, volumes) that every event of every pod of the cluster would otherwise build into
-/// objects only to drop them; here serde skips them as it reads.
+/// objects only to drop them; here serde (JSON) or prost (protobuf) skips them as it reads.
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(from = "wire::Pod")]
 pub struct WatchedPod {

@@ -12,12 +12,14 @@
 //! that); a `410 Gone` relists. It yields kube-runtime's [`Event`] and [`watcher::Error`], so the
 //! feed and its backoff read it as they read the watcher.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::Stream;
 use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Resource;
 use kube::core::params::{ListParams, WatchParams};
 use kube::core::response::Status;
@@ -157,33 +159,20 @@ const MAX_FRAME: usize = 16 << 20;
 const IDLE: Duration = Duration::from_secs(290 + 5);
 
 /// A JSON `null` map and a missing protobuf map are both empty: the JSON decode sees `None`.
-fn some_if_any<K, V>(
-    m: std::collections::BTreeMap<K, V>,
-) -> Option<std::collections::BTreeMap<K, V>> {
+fn some_if_any<K, V>(m: BTreeMap<K, V>) -> Option<BTreeMap<K, V>> {
     (!m.is_empty()).then_some(m)
 }
 
-fn quantities(
-    m: std::collections::BTreeMap<String, wire::Quantity>,
-) -> Option<
-    std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-> {
+fn quantities(m: BTreeMap<String, wire::Quantity>) -> Option<BTreeMap<String, Quantity>> {
     some_if_any(
         m.into_iter()
-            .map(|(k, q)| {
-                (
-                    k,
-                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(
-                        q.string.unwrap_or_default(),
-                    ),
-                )
-            })
+            .map(|(k, q)| (k, Quantity(q.string.unwrap_or_default())))
             .collect(),
     )
 }
 
-fn requirements(r: wire::Requirements) -> k8s_openapi::api::core::v1::ResourceRequirements {
-    k8s_openapi::api::core::v1::ResourceRequirements {
+fn requirements(r: wire::Requirements) -> ResourceRequirements {
+    ResourceRequirements {
         limits: quantities(r.limits),
         requests: quantities(r.requests),
         claims: None,
