@@ -9,9 +9,10 @@
 //! A pod then lives as it would with a scheduler and a kubelet, which the test control plane
 //! lacks: it is bound to a node (the scheduler's Binding, through `/validate-pod-binding` when PB
 //! is on), and its status is written twice (the kubelet's "containers being created", then
-//! "running and ready"). So each pod's watches see the events a real start gives them: added, scheduled, two
-//! status updates. Deleting a pod adds three more (marked for deletion, the kubelet's last
-//! status, removed); they are not part of this measurement.
+//! "running and ready"). So each pod's watches see the events a real start gives them: added,
+//! scheduled, two status updates. Then every pod is deleted as a kubelet finishes a deletion:
+//! marked for deletion, the kubelet's last status, removed (three more events; the `delete`
+//! column, per pod, not part of `whole`).
 //!
 //! With `--stages`, `perf record` samples scheduling-webhook and quota-state while the pods go
 //! through, and a table gives each stage's share of their CPU and its microseconds per pod
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 /// One reading of a process.
@@ -234,6 +235,50 @@ async fn start_pods(client: &kube::Client, teams: &[String], pods: usize) -> usi
     failed
 }
 
+/// Deletes each pod as the API server and a kubelet do: the delete marks it (its grace period
+/// starts), the kubelet writes its last status (containers stopped, phase Failed, as kubelets
+/// since 1.27 give a deleted pod a terminal phase) and deletes it for good; three events for the
+/// watches. Returns how many calls failed.
+async fn delete_pods(client: &kube::Client, teams: &[String], pods: usize) -> usize {
+    let api = |i: usize| Api::<Pod>::namespaced(client.clone(), &teams[i % teams.len()]);
+    let name = |i: usize| format!("worker-{i}");
+    let mut failed = failures((0..pods).map(|i| {
+        let api = api(i);
+        async move {
+            api.delete(&name(i), &DeleteParams::default())
+                .await
+                .map(|_| ())
+        }
+    }))
+    .await;
+    failed += failures((0..pods).map(|i| {
+        let api = api(i);
+        let stopped = |c: &str| {
+            json!({"name": c, "ready": false, "started": false, "restartCount": 0,
+                   "state": {"terminated": {"exitCode": 143, "reason": "Error",
+                             "startedAt": "2026-11-27T00:00:00Z", "finishedAt": "2026-11-27T00:01:00Z"}}})
+        };
+        let last = json!({"status": {"phase": "Failed",
+            "containerStatuses": [stopped("main"), stopped("sidecar")]}});
+        async move {
+            api.patch_status(&name(i), &PatchParams::default(), &Patch::Merge(last))
+                .await
+                .map(|_| ())
+        }
+    }))
+    .await;
+    failed += failures((0..pods).map(|i| {
+        let api = api(i);
+        async move {
+            api.delete(&name(i), &DeleteParams::default().grace_period(0))
+                .await
+                .map(|_| ())
+        }
+    }))
+    .await;
+    failed
+}
+
 /// `perf record` of the processes to profile, running until [`Recording::finish`].
 struct Recording {
     perf: Vec<(String, std::process::Child, std::path::PathBuf)>,
@@ -393,6 +438,11 @@ pub async fn run(
         Some(r) => r.finish()?,
         None => Vec::new(),
     };
+    let deleting = Instant::now();
+    let delete_failed = delete_pods(&client, &teams, pods).await;
+    let delete_secs = deleting.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after_delete = read(&procs)?;
     let nodes_api: Api<Node> = Api::all(client.clone());
     refused += create_all(&nodes_api, (0..nodes).map(node)).await;
     // One kubelet heartbeat each: a status update through /mutate-node-status.
@@ -417,14 +467,14 @@ pub async fn run(
     let settled = read(&procs)?;
 
     println!(
-        "\n{pods} pods in {} quotas created in {pods_secs:.1} s ({:.0}/s), bound and their status written twice in {lifecycle_secs:.1} s ({lifecycle_failed} calls failed), {nodes} nodes created and heartbeated, {refused} refused\n",
+        "\n{pods} pods in {} quotas created in {pods_secs:.1} s ({:.0}/s), bound and their status written twice in {lifecycle_secs:.1} s ({lifecycle_failed} calls failed), deleted in {delete_secs:.1} s ({delete_failed} calls failed), {nodes} nodes created and heartbeated, {refused} refused\n",
         teams.len(),
         pods as f64 / pods_secs
     );
     println!(
-        "| service | RSS at rest | RSS after | RSS per pod | peak RSS | CPU per pod: create | bind, 2 status updates | whole | CPU per node (create + status) |"
+        "| service | RSS at rest | RSS after | RSS per pod | peak RSS | CPU per pod: create | bind, 2 status updates | whole | delete (3 events) | CPU per node (create + status) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mib = |k: u64| format!("{:.1} MiB", k as f64 / 1024.0);
     let per = |secs: f64, n: usize| {
         if n == 0 {
@@ -436,7 +486,7 @@ pub async fn run(
     for (i, (name, _)) in procs.iter().enumerate() {
         let grown = after_pods[i].rss_kib as f64 - before[i].rss_kib as f64;
         println!(
-            "| {name} | {} | {} | {:.2} KiB | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {:.2} KiB | {} | {} | {} | {} | {} | {} |",
             mib(rest[i].rss_kib),
             mib(settled[i].rss_kib),
             grown / pods.max(1) as f64,
@@ -444,7 +494,8 @@ pub async fn run(
             per(after_create[i].cpu_secs - before[i].cpu_secs, pods),
             per(after_pods[i].cpu_secs - after_create[i].cpu_secs, pods),
             per(after_pods[i].cpu_secs - before[i].cpu_secs, pods),
-            per(after_nodes[i].cpu_secs - after_pods[i].cpu_secs, nodes),
+            per(after_delete[i].cpu_secs - after_pods[i].cpu_secs, pods),
+            per(after_nodes[i].cpu_secs - after_delete[i].cpu_secs, nodes),
         );
     }
     for (name, counts) in &profiles {
