@@ -438,11 +438,6 @@ pub async fn run(
         Some(r) => r.finish()?,
         None => Vec::new(),
     };
-    let deleting = Instant::now();
-    let delete_failed = delete_pods(&client, &teams, pods).await;
-    let delete_secs = deleting.elapsed().as_secs_f64();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after_delete = read(&procs)?;
     let nodes_api: Api<Node> = Api::all(client.clone());
     refused += create_all(&nodes_api, (0..nodes).map(node)).await;
     // One kubelet heartbeat each: a status update through /mutate-node-status.
@@ -465,6 +460,12 @@ pub async fn run(
     // Let caches and the usage write-back settle.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let settled = read(&procs)?;
+    // Last, so that the figures above are of a cluster holding the pods.
+    let deleting = Instant::now();
+    let delete_failed = delete_pods(&client, &teams, pods).await;
+    let delete_secs = deleting.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after_delete = read(&procs)?;
 
     println!(
         "\n{pods} pods in {} quotas created in {pods_secs:.1} s ({:.0}/s), bound and their status written twice in {lifecycle_secs:.1} s ({lifecycle_failed} calls failed), deleted in {delete_secs:.1} s ({delete_failed} calls failed), {nodes} nodes created and heartbeated, {refused} refused\n",
@@ -494,8 +495,8 @@ pub async fn run(
             per(after_create[i].cpu_secs - before[i].cpu_secs, pods),
             per(after_pods[i].cpu_secs - after_create[i].cpu_secs, pods),
             per(after_pods[i].cpu_secs - before[i].cpu_secs, pods),
-            per(after_delete[i].cpu_secs - after_pods[i].cpu_secs, pods),
-            per(after_nodes[i].cpu_secs - after_delete[i].cpu_secs, nodes),
+            per(after_delete[i].cpu_secs - settled[i].cpu_secs, pods),
+            per(after_nodes[i].cpu_secs - after_pods[i].cpu_secs, nodes),
         );
     }
     for (name, counts) in &profiles {
