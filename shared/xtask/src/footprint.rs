@@ -4,7 +4,8 @@
 //! ten ElasticQuotas go through scheduling-webhook and quota-state into their Pod caches, and
 //! `--nodes` Nodes are created and have their status updated once (node-config-webhook's Node
 //! cache and its status mutation). Printed per service: RSS at rest and after, peak RSS, and the
-//! CPU time spent while the objects went through, per object.
+//! CPU time spent while the objects went through, per object; under the table, `lone-message`'s
+//! floor on this machine now (the CPU of a bare tokio server per message that arrives alone).
 //!
 //! A pod then lives as it would with a scheduler and a kubelet, which the test control plane
 //! lacks: it is bound to a node (the scheduler's Binding, through `/validate-pod-binding` when PB
@@ -279,6 +280,20 @@ async fn delete_pods(client: &kube::Client, teams: &[String], pods: usize) -> us
     failed
 }
 
+/// `lone-message`'s line: the CPU a bare one-worker tokio server spends per message that
+/// arrives alone, the floor under each Pod event and review in the table (or why it is missing).
+fn lone_message(bin_dir: &std::path::Path) -> String {
+    let bin = bin_dir.join("lone-message");
+    match std::process::Command::new(&bin).output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        Ok(o) => format!(
+            "lone-message failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => format!("lone-message not run ({}): {e}", bin.display()),
+    }
+}
+
 /// `perf record` of the processes to profile, running until [`Recording::finish`].
 struct Recording {
     perf: Vec<(String, std::process::Child, std::path::PathBuf)>,
@@ -350,6 +365,8 @@ pub async fn run(
         stages,
         args_of,
     } = load;
+    // Before the control plane starts, on a quiet machine.
+    let floor = lone_message(&bin_dir);
     let mut cp = testenv::ControlPlane::start(bins).await?;
     let client = cp.client().await?;
     let opts = testenv::system::Options {
@@ -499,6 +516,7 @@ pub async fn run(
             per(after_nodes[i].cpu_secs - after_pods[i].cpu_secs, nodes),
         );
     }
+    println!("\nThis machine now: {floor}");
     for (name, counts) in &profiles {
         let i = procs.iter().position(|(n, _)| n == name).unwrap_or(0);
         let cpu = after_pods[i].cpu_secs - before[i].cpu_secs;
