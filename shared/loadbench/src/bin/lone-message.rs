@@ -6,9 +6,9 @@
 //! events. Its CPU per message is the floor under each such event in `cargo xtask footprint`,
 //! which runs it first: the machine's speed moves from day to day, and so does this floor.
 //!
-//! The server is this binary again (`--serve`), so that its CPU is read as the footprint reads a
-//! service's (`/proc/<pid>/stat`). Prints the median of `--runs`: µs of server CPU and context
-//! switches per message.
+//! The server is this binary again (`--serve`), a process of its own as each service is, and
+//! measures itself (`getrusage`) from the connection to its end. Prints the median of `--runs`:
+//! µs of server CPU and context switches per message.
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
@@ -79,9 +79,40 @@ async fn serve() -> Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("{}", listener.local_addr()?.port());
     let (mut socket, _) = listener.accept().await?;
+    // From the accepted connection on: what it spent starting is not counted.
+    let before = usage()?;
     let mut buf = vec![0u8; 64 * 1024];
-    while socket.read(&mut buf).await? > 0 {}
+    let mut bytes = 0usize;
+    loop {
+        let n = socket.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        bytes += n;
+    }
+    let after = usage()?;
+    println!(
+        "{} {} {}",
+        bytes / MESSAGE,
+        after.0 - before.0,
+        after.1 - before.1
+    );
     Ok(())
+}
+
+/// This process's CPU (µs, user and system) and context switches so far, its ended threads
+/// included (which `/proc/<pid>/task` would miss).
+fn usage() -> Result<(f64, f64)> {
+    // SAFETY: getrusage writes the zeroed struct it is given and reads nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        bail!("getrusage: {}", std::io::Error::last_os_error());
+    }
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    Ok((
+        us(u.ru_utime) + us(u.ru_stime),
+        (u.ru_nvcsw + u.ru_nivcsw) as f64,
+    ))
 }
 
 /// One run: the server's CPU (µs) and context switches per message.
@@ -91,69 +122,40 @@ fn run(args: &Args) -> Result<(f64, f64)> {
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the server")?;
-    let pid = server.id();
+    let mut out = BufReader::new(server.stdout.take().context("server stdout")?);
     let mut port = String::new();
-    BufReader::new(server.stdout.take().context("server stdout")?).read_line(&mut port)?;
+    out.read_line(&mut port)?;
     let port: u16 = port.trim().parse().context("the server's port")?;
     let (messages, gap) = (args.messages, Duration::from_micros(args.gap_us));
-    let client = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    let before = client.block_on(async {
-        let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        socket.set_nodelay(true)?;
-        // The server is accepting; what it spent starting is not counted.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let before = reading(pid)?;
-        let message = vec![7u8; MESSAGE];
-        for _ in 0..messages {
-            socket.write_all(&message).await?;
-            tokio::time::sleep(gap).await;
-        }
-        let after = reading(pid)?;
-        socket.shutdown().await?;
-        anyhow::Ok((before, after))
-    })?;
+        .build()?
+        .block_on(async {
+            let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            socket.set_nodelay(true)?;
+            let message = vec![7u8; MESSAGE];
+            for _ in 0..messages {
+                socket.write_all(&message).await?;
+                tokio::time::sleep(gap).await;
+            }
+            socket.shutdown().await?;
+            anyhow::Ok(())
+        })?;
+    let mut figures = String::new();
+    out.read_to_string(&mut figures)?;
     let status = server.wait()?;
     if !status.success() {
         bail!("the server exited with {status}");
     }
-    let ((cpu0, sw0), (cpu1, sw1)) = before;
-    let n = messages.max(1) as f64;
-    Ok(((cpu1 - cpu0) * 1e6 / n, (sw1 - sw0) / n))
-}
-
-/// CPU seconds (user and system, in clock ticks of 10 ms) and context switches of every thread
-/// of `pid` so far.
-fn reading(pid: u32) -> Result<(f64, f64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+    let f: Vec<f64> = figures
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [received, cpu_us, switches] = f[..] else {
+        bail!("the server's figures: {figures:?}");
     };
-    let cpu = (tick(11) + tick(12)) / clock_ticks();
-    let mut switches = 0.0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let mut status = String::new();
-        std::fs::File::open(task?.path().join("status"))?.read_to_string(&mut status)?;
-        switches += status
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("voluntary_ctxt_switches:")
-                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-            })
-            .filter_map(|v| v.trim().parse::<f64>().ok())
-            .sum::<f64>();
+    if received < messages as f64 {
+        bail!("the server received {received} of {messages} messages");
     }
-    Ok((cpu, switches))
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf reads a configuration value and has no other effect.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
+    Ok((cpu_us / received, switches / received))
 }
