@@ -27,7 +27,7 @@ const MESSAGE: usize = 1200;
     about = "CPU of a bare one-worker tokio server per message that arrives alone (loopback)."
 )]
 struct Args {
-    /// Messages per run.
+    /// Messages per run (at least one).
     #[arg(long, default_value_t = 3000)]
     messages: usize,
     /// Microseconds the client waits after each message.
@@ -122,11 +122,37 @@ fn run(args: &Args) -> Result<(f64, f64)> {
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the server")?;
+    let figures = send(args, &mut server);
+    if figures.is_err() {
+        // A server whose client failed would wait for it forever.
+        let _ = server.kill();
+    }
+    let status = server.wait()?;
+    let figures = figures?;
+    if !status.success() {
+        bail!("the server exited with {status}");
+    }
+    let f: Vec<f64> = figures
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [received, cpu_us, switches] = f[..] else {
+        bail!("the server's figures: {figures:?}");
+    };
+    let messages = args.messages.max(1) as f64;
+    if received < messages {
+        bail!("the server received {received} of {messages} messages");
+    }
+    Ok((cpu_us / received, switches / received))
+}
+
+/// Sends the messages to `server` and returns what it printed after the last.
+fn send(args: &Args, server: &mut std::process::Child) -> Result<String> {
     let mut out = BufReader::new(server.stdout.take().context("server stdout")?);
     let mut port = String::new();
     out.read_line(&mut port)?;
     let port: u16 = port.trim().parse().context("the server's port")?;
-    let (messages, gap) = (args.messages, Duration::from_micros(args.gap_us));
+    let (messages, gap) = (args.messages.max(1), Duration::from_micros(args.gap_us));
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
@@ -143,19 +169,5 @@ fn run(args: &Args) -> Result<(f64, f64)> {
         })?;
     let mut figures = String::new();
     out.read_to_string(&mut figures)?;
-    let status = server.wait()?;
-    if !status.success() {
-        bail!("the server exited with {status}");
-    }
-    let f: Vec<f64> = figures
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    let [received, cpu_us, switches] = f[..] else {
-        bail!("the server's figures: {figures:?}");
-    };
-    if received < messages as f64 {
-        bail!("the server received {received} of {messages} messages");
-    }
-    Ok((cpu_us / received, switches / received))
+    Ok(figures)
 }
