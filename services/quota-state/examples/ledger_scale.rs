@@ -98,6 +98,8 @@ fn admit_until(ledger: &Ledger, leaves: usize, members: &[String], stop: &Atomic
             check_admission: true,
             caller: "scale",
             review: "",
+            peer: "",
+            pod_uid: "",
         };
         std::hint::black_box(ledger.check_pod(&check, started));
         out.push(started.elapsed().as_secs_f64() * 1e6);
@@ -226,6 +228,8 @@ fn main() -> anyhow::Result<()> {
                 check_admission: true,
                 caller: "scale",
                 review: "",
+                peer: "",
+                pod_uid: "",
             },
             Instant::now(),
         );

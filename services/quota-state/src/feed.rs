@@ -116,9 +116,10 @@ async fn feed_pods(
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(Event::Init) => seen = Some(HashSet::new()),
-            Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
+            Ok(Event::InitApply(mut p)) | Ok(Event::Apply(mut p)) => {
                 let (ns, name) = p.key();
-                ledger.observe_pod_usage(&ns, &name, &p.quota, p.requests);
+                let requests = std::mem::replace(&mut p.requests, Ok(Default::default()));
+                ledger.observe_pod_event("", &ns, &name, p.uid(), &p.quota, requests);
                 if let Some(seen) = seen.as_mut() {
                     seen.insert((ns, name));
                 }
@@ -258,9 +259,10 @@ async fn member_pass(
         };
         match ev {
             Ok(Event::Init) => seen = Some(HashSet::new()),
-            Ok(Event::InitApply(p)) | Ok(Event::Apply(p)) => {
+            Ok(Event::InitApply(mut p)) | Ok(Event::Apply(mut p)) => {
                 let (ns, name) = p.key();
-                ledger.observe_pod_usage_in(cluster, &ns, &name, &p.quota, p.requests);
+                let requests = std::mem::replace(&mut p.requests, Ok(Default::default()));
+                ledger.observe_pod_event(cluster, &ns, &name, p.uid(), &p.quota, requests);
                 if let Some(seen) = seen.as_mut() {
                     seen.insert((ns, name));
                 }

@@ -29,6 +29,9 @@ pub fn run(data: &[u8]) {
             total: 16,
             quota_share_permille: ReservationLimits::SERVICE_SHARE_PERMILLE,
             namespace_share_permille: ReservationLimits::SERVICE_SHARE_PERMILLE,
+            untrusted_per_peer: 4,
+            untrusted_total: 8,
+            ..ReservationLimits::default()
         }),
     );
     let Ok(metrics) = crate::metrics::Metrics::new() else {

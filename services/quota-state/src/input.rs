@@ -91,7 +91,13 @@ pub fn admit_pod(r: &AdmitPodRequest) -> Result<(), String> {
     for k in r.requests.keys() {
         check(is_resource_name(k), "resource name", k)?;
     }
-    check_uid(&r.review_uid)?;
+    check_uid("review uid", &r.review_uid)?;
+    check_uid("pod uid", &r.pod_uid)?;
+    check(
+        r.peer.is_empty() || r.peer.parse::<std::net::IpAddr>().is_ok(),
+        "peer address",
+        &r.peer,
+    )?;
     if r.check_admission && !r.dry_run && r.name.is_empty() {
         return Err("a reservation needs the pod's name".into());
     }
@@ -140,15 +146,15 @@ pub fn admit_pods(pods: &[AdmitPodRequest]) -> Result<(), String> {
 pub fn release(r: &ReleaseRequest) -> Result<(), String> {
     check(is_label(&r.namespace), "namespace", &r.namespace)?;
     check(is_subdomain(&r.name), "pod name", &r.name)?;
-    check_uid(&r.review_uid)
+    check_uid("review uid", &r.review_uid)
 }
 
 /// A review uid: what the API server sends is a UUID (36 characters); anything up to 128
 /// printable ASCII characters is taken, so that the key a reservation keeps stays small.
-fn check_uid(uid: &str) -> Result<(), String> {
+fn check_uid(what: &str, uid: &str) -> Result<(), String> {
     check(
         uid.len() <= 128 && uid.bytes().all(|b| b.is_ascii_graphic()),
-        "review uid",
+        what,
         uid,
     )
 }

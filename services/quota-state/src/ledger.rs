@@ -46,6 +46,7 @@ use crate::tree::{self, PodIndex, QuotaLookup, QuotaRef, TreeGates};
 use crate::types::ElasticQuota;
 pub use crate::workload::{WorkloadCheck, WorkloadOutcome};
 
+mod peers;
 mod view;
 use view::{Builder, LOG_BOUND, Plan, QuotaChange, View, add_along, chain_in, count_along};
 
@@ -225,6 +226,14 @@ struct Reservation {
     seq: u64,
     /// The caller that made it: only it may release it.
     owner: Arc<str>,
+    /// Where its review came from (the webhook's TCP peer, scoped like a namespace in a fleet;
+    /// "" when the caller names none), see [`peers`].
+    peer: Arc<str>,
+    /// The pod's uid its review carried ("" when none): the pod that can back it.
+    pod_uid: Arc<str>,
+    /// Its peer was not trusted when it was made: it counts against the untrusted bounds and
+    /// gives way to a trusted peer's reservation.
+    untrusted: bool,
 }
 
 /// Bounds on outstanding reservations (pods admitted whose Pod the watch has not shown yet), so
@@ -243,19 +252,33 @@ pub struct ReservationLimits {
     /// that quota's limit (1000: no bound): a namespace cannot take the share its siblings
     /// under a shared quota need.
     pub namespace_share_permille: u32,
+    /// Outstanding reservations of one peer that no pod has vouched for yet ([`peers`]).
+    pub untrusted_per_peer: usize,
+    /// Outstanding reservations of all such peers together.
+    pub untrusted_total: usize,
+    /// What such peers' outstanding reservations together may hold of each limited resource of
+    /// a quota and each ancestor, in thousandths of its limit (one pod larger than that only
+    /// while they hold nothing there).
+    pub untrusted_share_permille: u32,
 }
 
 impl Default for ReservationLimits {
     /// 5,000 per namespace (a large job's pods created in one burst, each reserved for the
     /// moments until its pod is seen) and 50,000 in all (about 15 MB: 295 bytes each in
     /// `examples/ledger_scale`); no bound by amount (the service sets its flags' shares, see
-    /// [`ReservationLimits::SERVICE_SHARE_PERMILLE`]).
+    /// [`ReservationLimits::SERVICE_SHARE_PERMILLE`]). From peers that no pod has vouched for:
+    /// 32 each, 512 in all, a tenth of a quota (a burst of the API server's own before its
+    /// first pod is seen waits milliseconds; a forger holds that much at most, and only while
+    /// no trusted review needs it).
     fn default() -> Self {
         Self {
             per_namespace: 5_000,
             total: 50_000,
             quota_share_permille: 1000,
             namespace_share_permille: 1000,
+            untrusted_per_peer: 32,
+            untrusted_total: 512,
+            untrusted_share_permille: 100,
         }
     }
 }
@@ -386,6 +409,8 @@ struct State {
     stalled: std::collections::HashSet<Arc<str>>,
     /// Reservations of stalled clusters past their deadline, waiting for the relist.
     held: Vec<Arc<ResKey>>,
+    /// Trusted peers and the untrusted reservations ([`peers`]).
+    peers: peers::Peers,
 }
 
 impl State {
@@ -438,6 +463,10 @@ impl State {
         let chain = self.chain(&r.quota);
         self.split_add(&r.cluster, &chain, requests_iter(&r.amounts), 1);
         add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), 1);
+        if r.untrusted {
+            self.peers.add(r.seq, key.clone(), &r.peer);
+            add_along(&mut self.peers.held, &chain, requests_iter(&r.amounts), 1);
+        }
         let (sum, n) = match self.reserved.get_mut(&*r.quota) {
             Some(e) => e,
             None => self.reserved.entry(r.quota.to_string()).or_default(),
@@ -466,7 +495,10 @@ impl State {
         let chain = self.chain(&r.quota);
         self.split_add(&r.cluster, &chain, requests_iter(&r.amounts), -1);
         add_along(&mut self.unbacked, &chain, requests_iter(&r.amounts), -1);
-
+        if r.untrusted {
+            self.peers.remove(r.seq, &r.peer);
+            add_along(&mut self.peers.held, &chain, requests_iter(&r.amounts), -1);
+        }
         if let Some((sum, n)) = self.reserved.get_mut(&*r.quota) {
             add(sum, requests_iter(&r.amounts), -1);
             *n -= 1;
@@ -577,20 +609,81 @@ impl State {
     }
 
     /// The pod's watch event arrived (or its deletion): its reservations end, and for the
-    /// metrics, how long the first of them waited.
-    fn uncharge_key(&mut self, key: &PodKey, now: Instant, ttl: Duration) {
+    /// metrics, how long the first of them waited. `uid` is the pod's (`""` on a deletion): the
+    /// peer whose reservation carried it, if no other peer's did, is trusted from now on.
+    fn uncharge_key(&mut self, key: &PodKey, uid: &str, now: Instant, ttl: Duration) {
         let mut waited = None;
+        // The peers whose reservations carried the pod's uid: one earns trust, two none.
+        let mut vouched: Option<Option<Arc<str>>> = None;
         for k in self.reservations_of(&key.0, &key.1) {
             if let Some(r) = self.take_reservation(&k) {
                 let made = r.due.checked_sub(ttl).unwrap_or(r.due);
                 let w = now.saturating_duration_since(made).as_secs_f64();
                 waited = Some(waited.map_or(w, |x: f64| x.max(w)));
+                if !uid.is_empty() && *r.pod_uid == *uid && !r.peer.is_empty() {
+                    vouched = match vouched {
+                        None => Some(Some(r.peer.clone())),
+                        Some(Some(p)) if p == r.peer => Some(Some(p)),
+                        Some(_) => Some(None),
+                    };
+                }
             }
         }
         if let Some(w) = waited {
             self.backed.observe(w);
         }
+        if let Some(Some(peer)) = vouched {
+            self.trust(&peer, now);
+        }
         self.remove_pod(&key.0, &key.1);
+    }
+
+    /// `peer` is trusted from `now`: its outstanding reservations stop counting as a
+    /// stranger's (they are the API server's pods in flight).
+    fn trust(&mut self, peer: &Arc<str>, now: Instant) {
+        if !self.peers.trust(peer, now) {
+            return;
+        }
+        tracing::info!(peer = %peer, "a pod backed this peer's reservation: its reviews are trusted from now on");
+        let own: Vec<Arc<ResKey>> = self
+            .peers
+            .untrusted
+            .values()
+            .filter(|k| self.reservations.get(*k).is_some_and(|r| r.peer == *peer))
+            .cloned()
+            .collect();
+        for k in own {
+            if let Some(mut r) = self.take_reservation(&k) {
+                r.untrusted = false;
+                self.put_reservation(k, r);
+            }
+        }
+    }
+
+    /// Drops the untrusted reservations that stand in the way of a trusted peer's pod in
+    /// `namespace` charged along `chain`: those of the namespace (its count bound) and those
+    /// charged to a quota that shares a quota with `chain` (usage and shares). How many.
+    fn preempt_untrusted(&mut self, namespace: &str, chain: &[String]) -> usize {
+        let view = self.view.clone();
+        let doomed: Vec<Arc<ResKey>> = self
+            .peers
+            .untrusted
+            .values()
+            .filter(|k| {
+                k.0 == namespace
+                    || self.reservations.get(*k).is_some_and(|r| {
+                        chain_in(view.as_deref(), &r.quota)
+                            .iter()
+                            .any(|q| chain.contains(q))
+                    })
+            })
+            .cloned()
+            .collect();
+        for k in &doomed {
+            self.take_reservation(k);
+        }
+        self.peers.preempted += doomed.len() as u64;
+        doomed.len()
     }
 
     fn expire(&mut self, now: Instant) {
@@ -709,6 +802,22 @@ impl State {
                 self.split_add(&cluster, &to, requests_iter(&amounts), 1);
             }
         }
+        if !self.peers.untrusted.is_empty() && !plan.changed.is_empty() {
+            // What untrusted reservations hold moves with them too.
+            let moved: Vec<(Arc<str>, Requests)> = self
+                .peers
+                .untrusted
+                .values()
+                .filter_map(|k| self.reservations.get(k))
+                .filter(|r| plan.changed.iter().any(|q| **q == *r.quota))
+                .map(|r| (r.quota.clone(), r.amounts.clone()))
+                .collect();
+            for (q, amounts) in moved {
+                let (from, to) = (chain_in(base, &q), new.chain(&q));
+                add_along(&mut self.peers.held, &from, requests_iter(&amounts), -1);
+                add_along(&mut self.peers.held, &to, requests_iter(&amounts), 1);
+            }
+        }
         for q in &plan.changed {
             if let Some((sum, _)) = self.reserved.get(q) {
                 let (from, to) = (chain_in(base, q), new.chain(q));
@@ -783,6 +892,14 @@ pub struct Stats {
     pub usage: Vec<QuotaUsage>,
     /// How long reservations waited for their pods.
     pub backed: Backed,
+    /// Peers that a pod has vouched for ([`peers`]).
+    pub trusted_peers: usize,
+    /// Outstanding reservations of peers no pod has vouched for.
+    pub untrusted_reservations: usize,
+    /// Such reservations dropped for a trusted peer's pod, since start.
+    pub preempted: u64,
+    /// Reviews refused at the bounds on such peers, since start.
+    pub untrusted_refused: u64,
 }
 
 /// One quota's use of one resource.
@@ -868,6 +985,11 @@ pub struct PodCheck<'a> {
     /// The admission review's uid ("" from callers that do not send it): a reservation belongs
     /// to the review that made it, which alone may replace or release it.
     pub review: &'a str,
+    /// Where the review came from ("" when the caller names none: trusted); see the
+    /// `peers` module.
+    pub peer: &'a str,
+    /// The pod's `metadata.uid` the review carried ("" when none).
+    pub pod_uid: &'a str,
 }
 
 /// The outcome of [`Ledger::check_pod`].
@@ -978,6 +1100,10 @@ struct Admit<'a> {
     caller: &'a str,
     /// The admission review's uid: a reservation belongs to the review that made it.
     review: &'a str,
+    /// Where the review came from ("" when the caller names none; see [`peers`]).
+    peer: &'a str,
+    /// The pod's uid the review carried ("" when none).
+    pod_uid: &'a str,
     now: Instant,
 }
 
@@ -1001,33 +1127,8 @@ fn unbacked_over_share(
     limits: ReservationLimits,
     namespace: &str,
 ) -> Option<String> {
-    let over = |held: Option<&Amounts>, limit: &Amounts, permille: u32| -> Option<String> {
-        if permille >= 1000 {
-            return None;
-        }
-        let held = held?;
-        requested.iter().find_map(|(k, r)| {
-            let l = limit.get(k)?;
-            let h = held.get(k).map_or(0, |h| h.nano);
-            let cap = l.nano / 1000 * i128::from(permille);
-            (h > 0 && h.checked_add(r.nano).is_none_or(|t| t > cap)).then(|| {
-                let amount = |nano| {
-                    Amount {
-                        nano,
-                        format: r.format,
-                    }
-                    .canonical()
-                };
-                format!(
-                    "{k}={} is held already by pods admitted but not yet created, and {k}={} \
-                     more would pass {}‰ of its limit {k}={}; retry in a few seconds",
-                    amount(h),
-                    r.canonical(),
-                    permille,
-                    l.canonical()
-                )
-            })
-        })
+    let over = |held: Option<&Amounts>, limit: &Amounts, permille: u32| {
+        over_share(requested, held, limit, permille)
     };
     for q in view.chain(quota).iter() {
         let Some(qs) = view.spec(q) else { continue };
@@ -1045,6 +1146,75 @@ fn unbacked_over_share(
             "namespace {namespace} on quota {}/{}: {t}",
             qs.info.namespace, qs.info.name
         )
+    })
+}
+
+/// Whether the outstanding reservations of untrusted peers ([`peers`]) leave no room for one
+/// more of `peer`'s: its count, all of theirs, or their share of `quota` or an ancestor. The
+/// refusal's text.
+fn untrusted_over(
+    s: &State,
+    view: &View,
+    quota: &str,
+    requested: &Amounts,
+    limits: ReservationLimits,
+    peer: &str,
+) -> Option<String> {
+    let (mine, all) = s.peers.counts(peer);
+    if mine >= limits.untrusted_per_peer || all >= limits.untrusted_total {
+        return Some(format!(
+            "{mine} pods admitted from {peer} and {all} from all addresses that no created pod \
+             has vouched for are not yet created (limits {} and {}); retry in a few seconds",
+            limits.untrusted_per_peer, limits.untrusted_total
+        ));
+    }
+    for q in view.chain(quota).iter() {
+        let Some(qs) = view.spec(q) else { continue };
+        let held = s.peers.held.get(q);
+        if let Some(t) = over_share(requested, held, &qs.limit, limits.untrusted_share_permille) {
+            return Some(format!(
+                "quota {}/{}: from addresses that no created pod has vouched for ({peer}), {t}",
+                qs.info.namespace, qs.info.name
+            ));
+        }
+    }
+    None
+}
+
+/// Whether `requested` on top of `held` passes `permille` thousandths of `limit` in some
+/// resource, `held` being more than nothing (a pod larger than the share alone passes, so that
+/// every pod that fits its quota can be created): the refusal's text.
+fn over_share(
+    requested: &Amounts,
+    held: Option<&Amounts>,
+    limit: &Amounts,
+    permille: u32,
+) -> Option<String> {
+    if permille >= 1000 {
+        return None;
+    }
+    let held = held?;
+    requested.iter().find_map(|(k, r)| {
+        let l = limit.get(k)?;
+        let h = held.get(k).map_or(0, |h| h.nano);
+        let cap = l.nano / 1000 * i128::from(permille);
+        (h > 0 && h.checked_add(r.nano).is_none_or(|t| t > cap)).then(|| {
+            let amount = |nano| {
+                Amount {
+                    nano,
+                    format: r.format,
+                }
+                .canonical()
+            };
+            format!(
+                "{k}={} is held already by pods admitted but not yet created, and {k}={} \
+                 more would pass {}‰ of its limit {k}={}; retry in a few seconds",
+                amount(h),
+                r.canonical(),
+                permille,
+                l.canonical()
+            )
+        })
     })
 }
 
@@ -1103,12 +1273,37 @@ fn split_text(
     format!(" ({})", parts.join(sep))
 }
 
-/// PV-4 under the lock: see [`Ledger::admit`].
+/// PV-4 under the lock: see [`Ledger::admit`]. A trusted peer's pod refused while untrusted
+/// reservations stand in its way is asked again without them ([`peers`]).
 fn admit_locked(
     s: &mut State,
     ttl: Duration,
     limits: ReservationLimits,
     a: &Admit<'_>,
+) -> Admission {
+    let peer = scope(a.cluster, a.peer);
+    let peer = if a.peer.is_empty() { "" } else { &*peer };
+    let first = admit_once(s, ttl, limits, a, peer);
+    if let Admission::Denied(_) = &first
+        && s.peers.trusted(peer)
+        && !s.peers.untrusted.is_empty()
+    {
+        let chain = s.chain(a.quota);
+        let scoped = scope(a.cluster, a.namespace);
+        if s.preempt_untrusted(&scoped, &chain) > 0 {
+            return admit_once(s, ttl, limits, a, peer);
+        }
+    }
+    first
+}
+
+/// One try of [`admit_locked`], for a review from `peer` (scoped).
+fn admit_once(
+    s: &mut State,
+    ttl: Duration,
+    limits: ReservationLimits,
+    a: &Admit<'_>,
+    peer: &str,
 ) -> Admission {
     let (name, quota) = (a.name, a.quota);
     // Pods, reservations and namespace bounds are the member's own; `namespace` reads
@@ -1233,6 +1428,12 @@ fn admit_locked(
         restore(s, previous);
         return Admission::Denied(format!("pod {namespace}/{name}: {text}"));
     }
+    let untrusted = !s.peers.trusted(peer);
+    if untrusted && let Some(text) = untrusted_over(s, &view, quota, &requested, limits, peer) {
+        restore(s, previous);
+        s.peers.refused += 1;
+        return Admission::Denied(format!("pod {namespace}/{name}: {text}"));
+    }
     if previous.is_none() {
         let in_ns = s.reserved_in.get(namespace).map_or(0, |ns| ns.count);
         if in_ns >= limits.per_namespace || s.reservations.len() >= limits.total {
@@ -1256,6 +1457,9 @@ fn admit_locked(
         due: previous.as_ref().map_or(a.now + ttl, |p| p.due),
         seq: s.next_seq,
         owner: s.names.get(a.caller),
+        peer: s.names.get(peer),
+        pod_uid: Arc::from(a.pod_uid),
+        untrusted,
     };
     s.put_reservation(key, r);
     Admission::Allowed
@@ -1495,6 +1699,20 @@ impl Ledger {
         label: &str,
         requests: Result<Amounts, String>,
     ) {
+        self.observe_pod_event(cluster, namespace, name, "", label, requests);
+    }
+
+    /// As [`Ledger::observe_pod_usage_in`], for the pod of uid `uid` (the watch's): a reservation
+    /// whose review carried that uid vouches for the peer that sent it (see [`peers`]).
+    pub fn observe_pod_event(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        label: &str,
+        requests: Result<Amounts, String>,
+    ) {
         let requests =
             requests.and_then(
                 |r| match r.iter().find_map(|(k, v)| countable(k, v).err()) {
@@ -1525,7 +1743,7 @@ impl Ledger {
             return;
         }
         let key = (scoped.to_string(), name.to_owned());
-        s.uncharge_key(&key, Instant::now(), self.ttl);
+        s.uncharge_key(&key, uid, Instant::now(), self.ttl);
         let group = Arc::new(group);
         // One allocation per group, not per pod: pods share their group's key. Looked up after
         // the uncharge: a group it emptied is gone, and one made now is new to the rebuilder.
@@ -1550,7 +1768,7 @@ impl Ledger {
     pub fn delete_pod_in(&self, cluster: &str, namespace: &str, name: &str) {
         let mut s = self.lock();
         let key = (scope(cluster, namespace).into_owned(), name.to_owned());
-        s.uncharge_key(&key, Instant::now(), self.ttl);
+        s.uncharge_key(&key, "", Instant::now(), self.ttl);
     }
 
     /// The namespaces that exist, from a full list (the Namespace watch's): from then on a pod
@@ -1649,6 +1867,8 @@ impl Ledger {
                 dry_run,
                 caller: "",
                 review: "",
+                peer: "",
+                pod_uid: "",
                 now,
             },
         )
@@ -1698,6 +1918,8 @@ impl Ledger {
             dry_run: c.dry_run,
             caller: c.caller,
             review: c.review,
+            peer: c.peer,
+            pod_uid: c.pod_uid,
             now,
         };
         match admit_locked(&mut s, self.ttl, self.limits, &a) {
@@ -1821,7 +2043,7 @@ impl Ledger {
             })
             .collect();
         for key in pods {
-            s.uncharge_key(&key, now, self.ttl);
+            s.uncharge_key(&key, "", now, self.ttl);
         }
         let reservations: Vec<Arc<ResKey>> = s
             .reservations
@@ -1989,6 +2211,18 @@ impl Ledger {
         due
     }
 
+    /// Whether reviews from `peer` of member cluster `cluster` are still judged as a
+    /// stranger's while some of its reservations are outstanding: its first pods may be
+    /// created and not yet seen, and the watch may vouch for it at any moment ([`peers`]).
+    pub fn awaiting_vouch(&self, cluster: &str, peer: &str) -> bool {
+        if peer.is_empty() {
+            return false;
+        }
+        let scoped = scope(cluster, peer);
+        let s = self.lock();
+        !s.peers.trusted(&scoped) && s.peers.counts(&scoped).0 > 0
+    }
+
     /// Outstanding reservations (metrics, tests).
     pub fn reservations(&self) -> usize {
         self.lock().reservations.len()
@@ -2013,6 +2247,10 @@ impl Ledger {
                     rebuild_locked_max: s.rebuild_locked_max,
                     usage: Vec::new(),
                     backed: s.backed.clone(),
+                    trusted_peers: s.peers.trusted_count(),
+                    untrusted_reservations: s.peers.untrusted.len(),
+                    preempted: s.peers.preempted,
+                    untrusted_refused: s.peers.refused,
                 },
             )
         };
@@ -2340,6 +2578,8 @@ mod tests {
             check_admission: true,
             caller: "webhook",
             review: "",
+            peer: "",
+            pod_uid: "",
         };
         assert_eq!(
             l.check_pod(&check, Instant::now()),
@@ -2481,6 +2721,8 @@ mod tests {
             check_admission: true,
             caller: "webhook",
             review,
+            peer: "",
+            pod_uid: "",
         }
     }
 
@@ -2771,6 +3013,166 @@ mod tests {
         );
     }
 
+    /// `asked` from webhook peer `peer`, for the pod of uid `uid`.
+    fn asked_from<'a>(
+        peer: &'a str,
+        uid: &'a str,
+        name: &'a str,
+        requests: &'a Amounts,
+        review: &'a str,
+    ) -> PodCheck<'a> {
+        PodCheck {
+            peer,
+            pod_uid: uid,
+            ..asked("ns", name, "q", requests, review)
+        }
+    }
+
+    #[test]
+    fn an_untrusted_peer_holds_a_tenth_and_gives_way_to_a_trusted_one() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 20));
+        let now = Instant::now();
+        let (ten, one) = (cpu(10), cpu(1));
+        // Alone, one forged pod of the whole quota passes (nothing else is outstanding) ...
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.9", "", "ghost-0", &ten, "f0"),
+            now
+        )));
+        // ... and the next one finds the untrusted share taken.
+        let text = denial(l.check_pod(&asked_from("10.0.0.9", "", "ghost-1", &one, "f1"), now));
+        assert_eq!(
+            text,
+            "pod ns/ghost-1: quota ns/q: from addresses that no created pod has vouched for \
+             (10.0.0.9), cpu=10 is held already by pods admitted but not yet created, and cpu=1 \
+             more would pass 100‰ of its limit cpu=20; retry in a few seconds"
+        );
+        // A pod from a trusted caller (none named) is not refused for it: the forged
+        // reservation gives way.
+        let eleven = cpu(11);
+        assert!(allowed(
+            l.check_pod(&asked("ns", "real", "q", &eleven, "r1"), now)
+        ));
+        let st = l.stats();
+        assert_eq!((st.preempted, st.untrusted_reservations), (1, 0));
+        assert_eq!(st.untrusted_refused, 1);
+    }
+
+    #[test]
+    fn the_pod_a_review_named_vouches_for_its_peer() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 10));
+        let now = Instant::now();
+        let one = cpu(1);
+        // The API server's first review, from an address nobody vouched for yet, then its pod.
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.1", "uid-a", "a", &one, "r1"),
+            now
+        )));
+        assert_eq!(l.stats().untrusted_reservations, 1);
+        // A pod event with another uid (a pod of the same name created otherwise) vouches for
+        // nobody.
+        l.observe_pod_event("", "ns", "a", "uid-other", "q", Ok(one.clone()));
+        assert_eq!(l.stats().trusted_peers, 0);
+        l.delete_pod("ns", "a");
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.1", "uid-b", "b", &one, "r2"),
+            now
+        )));
+        l.observe_pod_event("", "ns", "b", "uid-b", "q", Ok(one.clone()));
+        let st = l.stats();
+        assert_eq!((st.trusted_peers, st.untrusted_reservations), (1, 0));
+        // From now on its pods take what a forger holds.
+        let nine = cpu(9);
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.9", "", "ghost", &nine, "f1"),
+            now
+        )));
+        let eight = cpu(8);
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.1", "uid-c", "c", &eight, "r3"),
+            now
+        )));
+        assert_eq!(l.stats().preempted, 1);
+        // A pending trusted pod is never dropped for anyone.
+        let two = cpu(2);
+        let text = denial(l.check_pod(&asked_from("10.0.0.1", "uid-d", "d", &two, "r4"), now));
+        assert!(text.starts_with("exceeded quota: ns/q"), "{text}");
+    }
+
+    #[test]
+    fn two_peers_claiming_one_pod_earn_no_trust() {
+        let l = Ledger::new(Duration::from_secs(30));
+        l.upsert_quota(quota("q", None, 100));
+        let now = Instant::now();
+        let one = cpu(1);
+        // A forger that read the uid from a watch and raced quota-state's own.
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.1", "uid-a", "a", &one, "r1"),
+            now
+        )));
+        assert!(allowed(l.check_pod(
+            &asked_from("10.0.0.9", "uid-a", "a", &one, "f1"),
+            now
+        )));
+        l.observe_pod_event("", "ns", "a", "uid-a", "q", Ok(one.clone()));
+        assert_eq!(l.stats().trusted_peers, 0);
+        // The same address twice (the API server's retry) is one peer.
+        for r in ["r2", "r3"] {
+            assert!(allowed(
+                l.check_pod(&asked_from("10.0.0.1", "uid-b", "b", &one, r), now)
+            ));
+        }
+        l.observe_pod_event("", "ns", "b", "uid-b", "q", Ok(one.clone()));
+        assert_eq!(l.stats().trusted_peers, 1);
+    }
+
+    #[test]
+    fn untrusted_peers_hold_few_reservations() {
+        let limits = ReservationLimits {
+            untrusted_per_peer: 2,
+            untrusted_total: 3,
+            ..ReservationLimits::default()
+        };
+        let l = Ledger::new(Duration::from_secs(30)).with_limits(limits);
+        l.upsert_quota(quota("q", None, 1000));
+        let now = Instant::now();
+        let small = Amounts::from([(
+            "cpu".to_owned(),
+            Amount {
+                nano: NANO_PER_UNIT / 100,
+                format: admission_kit::compat::go::QuantityFormat::DecimalSI,
+            },
+        )]);
+        let ask =
+            |peer, name, review| l.check_pod(&asked_from(peer, "", name, &small, review), now);
+        assert!(allowed(ask("10.0.0.8", "a", "1")));
+        assert!(allowed(ask("10.0.0.8", "b", "2")));
+        let text = denial(ask("10.0.0.8", "c", "3"));
+        assert!(
+            text.contains("2 pods admitted from 10.0.0.8 and 2 from all addresses"),
+            "{text}"
+        );
+        assert!(allowed(ask("10.0.0.9", "d", "4")));
+        assert!(denial(ask("10.0.0.7", "e", "5")).contains("(limits 2 and 3)"));
+        // A trusted caller's pod in the same namespace is not held back by their count.
+        let limits = ReservationLimits {
+            per_namespace: 3,
+            ..limits
+        };
+        let l2 = Ledger::new(Duration::from_secs(30)).with_limits(limits);
+        l2.upsert_quota(quota("q", None, 1000));
+        for (peer, name) in [("10.0.0.8", "a"), ("10.0.0.8", "b"), ("10.0.0.9", "c")] {
+            assert!(allowed(
+                l2.check_pod(&asked_from(peer, "", name, &small, name), now)
+            ));
+        }
+        assert!(allowed(
+            l2.check_pod(&asked("ns", "real", "q", &small, "r"), now)
+        ));
+        assert_eq!(l2.stats().preempted, 3);
+    }
+
     #[test]
     fn one_pod_above_the_share_passes_while_nothing_else_is_outstanding() {
         let limits = ReservationLimits {
@@ -3037,6 +3439,8 @@ mod tests {
                                     check_admission: true,
                                     caller: "t",
                                     review: "",
+                                    peer: "",
+                                    pod_uid: "",
                                 },
                                 Instant::now(),
                             );

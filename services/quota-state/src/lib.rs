@@ -27,7 +27,7 @@ pub use quota_protocol::{coalesce, proto, tree, types, wire, workload};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use admission_kit::Operation;
 use auth::{Caller, Policy};
@@ -175,6 +175,24 @@ impl Service {
         self.refuse(method, &Status::invalid_argument(message))
     }
 
+    /// A review from `peer` was refused while that peer's first pods may be created and not
+    /// yet seen (the API server's first reviews after quota-state starts, judged as a
+    /// stranger's: see the ledger's `peers`): waits up to [`VOUCH_WAIT`] for the Pod watch to
+    /// vouch for it. Whether it did, so the refused reviews are asked again. A forger's review
+    /// waits the whole time and gains nothing.
+    async fn vouched_after_a_wait(&self, cluster: &str, peer: &str) -> bool {
+        let deadline = tokio::time::Instant::now() + VOUCH_WAIT;
+        let mut waited = false;
+        while self.ledger.awaiting_vouch(cluster, peer) {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            waited = true;
+            tokio::time::sleep(VOUCH_POLL).await;
+        }
+        waited
+    }
+
     /// QN, PV-3.2 and PV-4 for one pod (AdmitPod, and each pod of AdmitPods); `Err` is the
     /// INVALID_ARGUMENT text.
     fn admit_one(&self, r: &AdmitPodRequest, caller: &Caller) -> Result<AdmitPodResponse, String> {
@@ -197,6 +215,8 @@ impl Service {
             check_admission: r.check_admission,
             caller: &caller.identity,
             review: &r.review_uid,
+            peer: &r.peer,
+            pod_uid: &r.pod_uid,
         };
         let started = Instant::now();
         let outcome = self.ledger.check_pod(&check, started);
@@ -307,6 +327,13 @@ fn quota_of(bytes: &[u8], what: &str) -> Result<Option<ElasticQuota>, Status> {
         .map_err(|e| Status::invalid_argument(format!("{what} is not an ElasticQuota: {e}")))
 }
 
+/// How long a refused review from a peer awaiting its first vouching pod waits for the Pod
+/// watch ([`Service::vouched_after_a_wait`]): the watch shows a created pod within
+/// milliseconds, the API server retries a webhook call only after seconds.
+const VOUCH_WAIT: Duration = Duration::from_millis(200);
+/// How often it looks meanwhile.
+const VOUCH_POLL: Duration = Duration::from_millis(5);
+
 #[tonic::async_trait]
 impl QuotaState for Service {
     async fn admit_pod(
@@ -317,9 +344,14 @@ impl QuotaState for Service {
         let caller = self.begin(M, &req)?;
         let r = req.into_inner();
         let caller = self.own_cluster(M, &caller, &r.cluster)?;
-        let answer = self
+        let mut answer = self
             .admit_one(&r, &caller)
             .map_err(|e| self.invalid(M, e))?;
+        if !answer.allowed && self.vouched_after_a_wait(&caller.cluster, &r.peer).await {
+            answer = self
+                .admit_one(&r, &caller)
+                .map_err(|e| self.invalid(M, e))?;
+        }
         self.ok(M, answer)
     }
 
@@ -335,24 +367,36 @@ impl QuotaState for Service {
             .iter()
             .map(|p| self.own_cluster(M, &caller, &p.cluster))
             .collect::<Result<Vec<_>, _>>()?;
-        let answers = pods
+        let one = |p: &AdmitPodRequest, caller: &Caller| match self.admit_one(p, caller) {
+            Ok(r) => AdmitPodAnswer {
+                response: Some(r),
+                invalid: String::new(),
+            },
+            Err(invalid) => {
+                // Counted as the refused AdmitPod it would have been alone.
+                self.invalid("AdmitPod", invalid.clone());
+                AdmitPodAnswer {
+                    response: None,
+                    invalid,
+                }
+            }
+        };
+        let mut answers: Vec<AdmitPodAnswer> =
+            pods.iter().zip(&callers).map(|(p, c)| one(p, c)).collect();
+        let refused = |a: &AdmitPodAnswer| a.response.as_ref().is_some_and(|r| !r.allowed);
+        if let Some((p, c)) = pods
             .iter()
             .zip(&callers)
-            .map(|(p, caller)| match self.admit_one(p, caller) {
-                Ok(r) => AdmitPodAnswer {
-                    response: Some(r),
-                    invalid: String::new(),
-                },
-                Err(invalid) => {
-                    // Counted as the refused AdmitPod it would have been alone.
-                    self.invalid("AdmitPod", invalid.clone());
-                    AdmitPodAnswer {
-                        response: None,
-                        invalid,
-                    }
+            .zip(&answers)
+            .find_map(|(pc, a)| refused(a).then_some(pc))
+            && self.vouched_after_a_wait(&c.cluster, &p.peer).await
+        {
+            for ((p, c), a) in pods.iter().zip(&callers).zip(answers.iter_mut()) {
+                if refused(a) {
+                    *a = one(p, c);
                 }
-            })
-            .collect();
+            }
+        }
         self.ok(M, AdmitPodsResponse { answers })
     }
 

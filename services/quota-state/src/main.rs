@@ -108,6 +108,18 @@ struct Args {
     /// quota shared by several namespaces, one namespace cannot take what the others need.
     #[arg(long, env = "QUOTA_STATE_MAX_UNBACKED_PERCENT_PER_NAMESPACE", default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     max_unbacked_percent_per_namespace: u32,
+    /// Outstanding reservations allowed to one address that no created pod has vouched for
+    /// yet (where the API server presents no client certificate, anyone may post reviews; see
+    /// docs/threat-model.md). A trusted address's pod drops those in its way.
+    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED_PER_PEER", default_value_t = ReservationLimits::default().untrusted_per_peer)]
+    max_untrusted_per_peer: usize,
+    /// The same for all such addresses together.
+    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED", default_value_t = ReservationLimits::default().untrusted_total)]
+    max_untrusted: usize,
+    /// What the outstanding reservations of such addresses together may hold of a quota (and
+    /// of each ancestor), in percent of its limit per resource.
+    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED_PERCENT", default_value_t = ReservationLimits::default().untrusted_share_permille / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_untrusted_percent: u32,
     /// Seconds between usage write-back rounds: the serving replica writes each quota's usage
     /// (admitted pods and reservations) to its `child-request` annotation, at most once a round
     /// and only when it changed. 0 turns the write-back off.
@@ -190,6 +202,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 total: args.max_reservations,
                 quota_share_permille: args.max_unbacked_percent * 10,
                 namespace_share_permille: args.max_unbacked_percent_per_namespace * 10,
+                untrusted_per_peer: args.max_untrusted_per_peer,
+                untrusted_total: args.max_untrusted,
+                untrusted_share_permille: args.max_untrusted_percent * 10,
             },
         ),
     );

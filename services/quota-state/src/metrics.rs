@@ -35,6 +35,13 @@ pub struct Metrics {
     pods: IntGauge,
     /// Reservations expired, tree rebuilds and their seconds, since start.
     expired: IntCounter,
+    /// Peers a created pod vouched for, outstanding reservations of the others, those dropped
+    /// for a trusted peer's pod and the reviews refused at their bounds (see the ledger's
+    /// `peers`).
+    trusted_peers: IntGauge,
+    untrusted: IntGauge,
+    preempted: IntCounter,
+    untrusted_refused: IntCounter,
     rebuilds: IntCounter,
     rebuild_seconds: Counter,
     /// The part of the rebuild seconds spent holding the ledger's lock: what admissions waited.
@@ -117,6 +124,22 @@ impl Metrics {
             "quota_state_reservations_expired_total",
             "Reservations whose pod never appeared in the watch within the TTL.",
         )?;
+        let trusted_peers = IntGauge::new(
+            "quota_state_trusted_peers",
+            "Addresses whose reviews are trusted: a created pod backed one of their reservations.",
+        )?;
+        let untrusted = IntGauge::new(
+            "quota_state_untrusted_reservations",
+            "Outstanding reservations from addresses that no created pod has vouched for.",
+        )?;
+        let preempted = IntCounter::new(
+            "quota_state_untrusted_reservations_preempted_total",
+            "Reservations of untrusted addresses dropped for a trusted address's pod.",
+        )?;
+        let untrusted_refused = IntCounter::new(
+            "quota_state_untrusted_refusals_total",
+            "Reviews from untrusted addresses refused at their bounds (count or share).",
+        )?;
         let rebuilds = IntCounter::new(
             "quota_state_tree_rebuilds_total",
             "Rebuilds of the quota tree and its usage (after quota changes).",
@@ -194,6 +217,10 @@ impl Metrics {
             Box::new(quotas.clone()),
             Box::new(pods.clone()),
             Box::new(expired.clone()),
+            Box::new(trusted_peers.clone()),
+            Box::new(untrusted.clone()),
+            Box::new(preempted.clone()),
+            Box::new(untrusted_refused.clone()),
             Box::new(rebuilds.clone()),
             Box::new(rebuild_seconds.clone()),
             Box::new(rebuild_locked_seconds.clone()),
@@ -216,6 +243,10 @@ impl Metrics {
             quotas,
             pods,
             expired,
+            trusted_peers,
+            untrusted,
+            preempted,
+            untrusted_refused,
             rebuilds,
             rebuild_seconds,
             rebuild_locked_seconds,
@@ -256,6 +287,14 @@ impl Metrics {
         gauge(&self.reservations, s.reservations);
         self.expired
             .inc_by(s.expired.saturating_sub(self.expired.get()));
+        gauge(&self.trusted_peers, s.trusted_peers);
+        gauge(&self.untrusted, s.untrusted_reservations);
+        self.preempted
+            .inc_by(s.preempted.saturating_sub(self.preempted.get()));
+        self.untrusted_refused.inc_by(
+            s.untrusted_refused
+                .saturating_sub(self.untrusted_refused.get()),
+        );
         let mut below = 0;
         let bounds = crate::ledger::BACKED_BUCKETS.iter().map(|b| b.to_string());
         for (le, n) in bounds.zip(s.backed.buckets).chain([("+Inf".to_owned(), 0)]) {
@@ -327,6 +366,10 @@ mod tests {
             rebuild_locked_seconds: 0.25,
             rebuild_locked_max: 0.01,
             backed: Default::default(),
+            trusted_peers: 1,
+            untrusted_reservations: 2,
+            preempted: 3,
+            untrusted_refused: 4,
             usage: vec![QuotaUsage {
                 quota: "team-a".into(),
                 resource: "cpu".into(),

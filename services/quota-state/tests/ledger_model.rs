@@ -34,6 +34,10 @@ const LIMITS: ReservationLimits = ReservationLimits {
     // The shares by amount are checked by the ledger's unit tests; the model counts only.
     quota_share_permille: 1000,
     namespace_share_permille: 1000,
+    // Every caller of the model names no peer (trusted): the ledger's unit tests check peers.
+    untrusted_per_peer: 32,
+    untrusted_total: 512,
+    untrusted_share_permille: 100,
 };
 
 type Key = (String, String);
@@ -387,6 +391,8 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                         check_admission: true,
                         caller: "webhook",
                         review: "",
+                        peer: "",
+                        pod_uid: "",
                     },
                     now,
                 );

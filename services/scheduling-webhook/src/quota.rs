@@ -569,14 +569,19 @@ impl Validator for QuotaValidator {
     }
 
     fn validate(&self, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
-        admission_kit::server::metrics::koord::timed_with(
+        let v = admission_kit::server::metrics::koord::timed_with(
             "validate",
             "elasticquota",
             req.operation.as_str(),
             "QuotaMetaChecker",
             || quota_checks(req, ctx),
             Verdict::allowed,
-        )
+        );
+        if req.operation == Operation::Delete && !req.dry_run && v.allowed() {
+            // The quota goes: so does its QM-5 gauge.
+            admission_kit::server::metrics::koord::forget_shared_weight(&req.name);
+        }
+        v
     }
 
     fn allowed_status(&self) -> Option<Status> {
@@ -669,8 +674,9 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     let max = q.spec.max.clone();
     let current = annotation(q, SHARED_WEIGHT).to_owned();
     let new_text = if current.is_empty() {
-        // QM-5: upstream's gauge of the defaulted weights (the max values), in units.
-        for (resource, amount) in max.iter().flatten() {
+        // QM-5: upstream's gauge of the defaulted weights (the max values), in units; never
+        // for a dry run, whose quota will not exist (the gauge's series are bounded in number).
+        for (resource, amount) in max.iter().flatten().filter(|_| !req.dry_run) {
             let units =
                 admission_kit::compat::resources::Amount::of(amount).milli() as f64 / 1000.0;
             admission_kit::server::metrics::koord::shared_weight(&name, resource, units);

@@ -42,7 +42,33 @@ const DEPENDENCY: &str = "quota-state";
 /// rule decided it).
 pub const UNAVAILABLE_RULE: &str = "quota-state-unavailable";
 
+/// Whether `cause` is quota-state's own refusal of the question (a review it finds malformed,
+/// a caller it does not accept): it answered, so it is up. Only failures to get an answer
+/// (unreachable, timed out, overloaded) are an outage; a forged review cannot make the
+/// dependency look down.
+fn answered(cause: &str) -> bool {
+    [
+        tonic::Code::InvalidArgument,
+        tonic::Code::PermissionDenied,
+        tonic::Code::FailedPrecondition,
+        tonic::Code::OutOfRange,
+        tonic::Code::NotFound,
+        tonic::Code::AlreadyExists,
+        tonic::Code::Unimplemented,
+    ]
+    .iter()
+    .any(|c| {
+        cause
+            .strip_prefix(&c.to_string())
+            .is_some_and(|rest| rest.starts_with(':'))
+    })
+}
+
 fn outage(cause: &str) {
+    if answered(cause) {
+        reachable();
+        return;
+    }
     if !OUTAGE.swap(true, std::sync::atomic::Ordering::AcqRel) {
         tracing::warn!(
             dependency = DEPENDENCY,
@@ -62,7 +88,15 @@ fn reachable() {
 /// A review that needed no quota-state answer (no quota concerns the pod) during an outage.
 pub fn admitted_without(cause: &str) {
     outage(cause);
-    admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "admitted");
+    counted_unavailable(cause, "admitted");
+}
+
+/// Counts a review answered with `outcome` for want of quota-state's answer, and marks it down,
+/// unless `cause` is quota-state's own refusal ([`answered`]).
+pub fn counted_unavailable(cause: &str, outcome: &str) {
+    if !answered(cause) {
+        admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, outcome);
+    }
 }
 
 /// What to do when quota-state cannot answer: refuse naming the cause (fail closed, the default),
@@ -70,12 +104,12 @@ pub fn admitted_without(cause: &str) {
 pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, String> {
     outage(cause);
     if ctx.option("quota-unavailable") == "allow" {
-        admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "allowed");
+        counted_unavailable(cause, "allowed");
         Ok(format!(
             "{what} not checked: quota-state unavailable ({cause})"
         ))
     } else {
-        admission_kit::server::metrics::dependency_unavailable(DEPENDENCY, "denied");
+        counted_unavailable(cause, "denied");
         Err(format!(
             "quota-state unavailable, cannot check {what}: {cause}"
         ))
@@ -568,6 +602,13 @@ pub async fn check_pod(
         check_admission,
         review_uid: req.uid.clone(),
         cluster: ctx.option("quota-state-cluster").to_owned(),
+        // A connection that proved the API server's certificate needs no judging by address.
+        peer: ctx
+            .peer()
+            .filter(|p| !p.authenticated)
+            .map(|p| p.ip.to_string())
+            .unwrap_or_default(),
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
     };
     let dry_run = msg.dry_run;
     // Only a fleet member needs it (see `fleet_member`).
@@ -721,4 +762,28 @@ pub async fn validate_quota(
         .copied()
         .unwrap_or("QV");
     Ok(Err((rule, r.message)))
+}
+
+#[cfg(test)]
+mod answered_tests {
+    use super::*;
+
+    #[test]
+    fn quota_states_own_refusal_is_not_an_outage() {
+        let refused = status_text(&tonic::Status::invalid_argument(
+            "pod name \"A\" is not valid",
+        ));
+        assert!(answered(&refused), "{refused}");
+        for down in [
+            status_text(&tonic::Status::unavailable("connection refused")),
+            status_text(&tonic::Status::deadline_exceeded("late")),
+            format!(
+                "{}: no answer within 2000 ms",
+                tonic::Code::DeadlineExceeded
+            ),
+            "quota-state's batcher has stopped".to_owned(),
+        ] {
+            assert!(!answered(&down), "{down}");
+        }
+    }
 }

@@ -18,9 +18,38 @@ impl Direct {
     /// any, and which CA it trusts), naming the server `localhost`. `Err` when the handshake or
     /// the HTTP/2 preface fails (a server that refuses the client certificate closes then).
     pub async fn connect(addr: &str, tls: Arc<rustls::ClientConfig>) -> Result<Self, String> {
-        let tcp = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| format!("connect {addr}: {e}"))?;
+        Self::connect_from(addr, tls, None).await
+    }
+
+    /// As [`Direct::connect`], from source address `from` (another loopback address, say
+    /// `127.0.0.2`: a Pod other than the API server) when given.
+    pub async fn connect_from(
+        addr: &str,
+        tls: Arc<rustls::ClientConfig>,
+        from: Option<std::net::IpAddr>,
+    ) -> Result<Self, String> {
+        let tcp = match from {
+            None => tokio::net::TcpStream::connect(addr)
+                .await
+                .map_err(|e| format!("connect {addr}: {e}"))?,
+            Some(ip) => {
+                let to: std::net::SocketAddr =
+                    addr.parse().map_err(|e| format!("address {addr}: {e}"))?;
+                let socket = if ip.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()
+                } else {
+                    tokio::net::TcpSocket::new_v6()
+                }
+                .map_err(|e| e.to_string())?;
+                socket
+                    .bind(std::net::SocketAddr::new(ip, 0))
+                    .map_err(|e| format!("bind {ip}: {e}"))?;
+                socket
+                    .connect(to)
+                    .await
+                    .map_err(|e| format!("connect {addr} from {ip}: {e}"))?
+            }
+        };
         // Small requests one after another: Nagle's algorithm would hold each for the server's
         // delayed acknowledgement.
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;

@@ -7,12 +7,13 @@
 //!   (registry-webhook's account tried `quota-state-certificates` and the `quota-state` Lease);
 //!   each still updates its own;
 //! - a service account may change the caBundle of its own webhook configurations and nothing
-//!   else of them (rules, address);
+//!   else of them (rules, address, failure policy, labels, ownerReferences, finalizers);
 //! - lifecycle-webhook's account updates its drain record and creates nothing; no other account
 //!   or tenant writes the record (nobody else moves a drain's deadline);
 //! - quota-state may change an ElasticQuota's usage annotations (`child-request`, and a fleet
 //!   hub's `child-request-by-member`) and nothing else;
-//! - only administrators may set a namespace's `admission-webhooks.io/exclude` label;
+//! - only administrators may set a namespace's opt-out labels (`admission-webhooks.io/exclude`,
+//!   `control-plane`), through the namespace or its status;
 //! - the cert-manager variant of scheduling-webhook still lets it read the client certificate
 //!   quota-state's side issues to it, and mounts every file its flags name.
 
@@ -27,6 +28,13 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const NS: &str = "admission-webhooks";
+
+/// An owner reference to an object that does not exist: garbage collection would delete what
+/// carries it.
+static OWNER: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "gone",
+           "uid": "6b1e0f6e-0000-4000-8000-000000000001"})
+});
 
 /// Creates (or replaces) `obj` for real (the overlay names every namespaced object's namespace).
 async fn apply(client: &kube::Client, obj: &DynamicObject) {
@@ -284,6 +292,18 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
             "failure policy Ignore",
             with(&|w| w["failurePolicy"] = json!("Ignore")),
         ),
+        (
+            "an ownerReference (garbage collection would delete it with its owner)",
+            merge(json!({"metadata": {"ownerReferences": [OWNER.clone()]}})),
+        ),
+        (
+            "a finalizer",
+            merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+        ),
+        (
+            "a label",
+            merge(json!({"metadata": {"labels": {"team": "a"}}})),
+        ),
     ] {
         let (code, msg) = refused(patched(changed).await, what);
         assert_eq!(code, 403, "{what}: {msg}");
@@ -338,6 +358,14 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
             "a label",
             json!({"metadata": {"labels": {"quota.scheduling.koordinator.sh/is-parent": "true"}}}),
         ),
+        (
+            "an ownerReference",
+            json!({"metadata": {"ownerReferences": [OWNER.clone()]}}),
+        ),
+        (
+            "a finalizer",
+            json!({"metadata": {"finalizers": ["example.com/hold"]}}),
+        ),
     ] {
         let (code, msg) = refused(
             quotas
@@ -356,7 +384,8 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     let admin_role: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": format!("{}-ns-admin", env.ns)},
-        "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "patch", "update"]}]
+        "rules": [{"apiGroups": [""], "resources": ["namespaces", "namespaces/status"],
+                   "verbs": ["get", "patch", "update"]}]
     }))
     .unwrap();
     apply(&env.client, &admin_role).await;
@@ -382,6 +411,32 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     );
     assert_eq!(code, 403, "{msg}");
     assert!(msg.contains("admission-webhooks.io/exclude"), "{msg}");
+    // Nor Koordinator's opt-out of the Pod webhooks, nor either through the status.
+    let (code, msg) = refused(
+        tenant
+            .patch(
+                &env.ns,
+                &PatchParams::default(),
+                &merge(json!({"metadata": {"labels": {"control-plane": "x"}}})),
+            )
+            .await,
+        "set the control-plane label",
+    );
+    assert_eq!(code, 403, "{msg}");
+    assert!(msg.contains("control-plane labels"), "{msg}");
+    for l in ["admission-webhooks.io/exclude", "control-plane"] {
+        let (code, msg) = refused(
+            tenant
+                .patch_status(
+                    &env.ns,
+                    &PatchParams::default(),
+                    &merge(json!({"metadata": {"labels": {l: "x"}}})),
+                )
+                .await,
+            "set an opt-out label through namespaces/status",
+        );
+        assert_eq!(code, 403, "{l}: {msg}");
+    }
     let (code, _) = refused(
         tenant
             .patch(&quota_ns, &PatchParams::default(), &label(json!(null)))

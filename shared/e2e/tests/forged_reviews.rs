@@ -1,13 +1,15 @@
-//! What a client that is not the API server can do by talking to the webhook ports directly
-//! (issue "only the API server moves quota"), with quota-state and scheduling-webhook started as
-//! `cargo xtask up` starts them, through a real kube-apiserver:
+//! What a client that is not the API server can do by talking to the webhook ports directly,
+//! with quota-state and scheduling-webhook started as `cargo xtask up` starts them, through a
+//! real kube-apiserver:
 //!
 //! - without client authentication (a cluster that cannot present the API server's
-//!   certificate): forged reviews at full speed hold at most half of a quota (the 1-CPU pods past
-//!   it are refused), only until they expire once the forger stops; a forged review naming a
-//!   pending pod gets a reservation of its own and cannot replace that pod's; a review for a
-//!   namespace that does not exist reserves nothing; no outstanding reservation is written back
-//!   to the quota's `child-request` annotation;
+//!   certificate), from another address than the API server's: once the API server's first pod
+//!   has vouched for its address, a forged review of a whole quota sent every 0.5 s makes no
+//!   real pod fail (its reservation gives way); at full speed forged reviews hold at most a
+//!   tenth of a quota and 32 reservations; a forged review naming a pending pod gets a
+//!   reservation of its own and cannot replace that pod's; a review for a namespace that does
+//!   not exist reserves nothing; no outstanding reservation is written back to the quota's
+//!   `child-request` annotation;
 //! - with `--client-ca-file` and `--allowed-client-names`: a client without a certificate, and
 //!   one with the admin's certificate from the same CA (as a tenant's kubectl certificate would
 //!   be), are refused; the API server's admission certificate is accepted;
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use admission_kit::server::mtls;
 use e2e::direct::{Direct, answer, pod_review};
-use e2e::quota::{pod, start};
+use e2e::quota::{create_retrying, pod, start};
 use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
@@ -66,27 +68,33 @@ fn no_certificate(ca: &Path) -> std::sync::Arc<rustls::ClientConfig> {
     mtls::client_without_certificate(ca).unwrap().get()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn forged_reviews_without_client_authentication_are_bounded() {
-    let env = Env::new("e2e-forged").await;
-    let (system, opts, quota) = start(&env, None, 10).await;
-    let ca = webhook_ca(&env, &opts).await;
-    let mut direct = Direct::connect(&addr(&system), no_certificate(&ca))
-        .await
-        .unwrap();
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+/// Where forged reviews come from: another loopback address than the API server's (127.0.0.1),
+/// as another Pod's connections would.
+const FORGER: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
 
-    // Forged reviews at full speed, each a new 1-CPU pod that will never exist.
-    let started = Instant::now();
+/// A pod requesting 100m CPU, charged to `quota`.
+fn small_pod(name: &str, quota: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"quota.scheduling.koordinator.sh/name": quota}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1",
+                                 "resources": {"requests": {"cpu": "100m"}}}]}
+    }))
+    .unwrap()
+}
+
+/// Posts `n` forged reviews from [`FORGER`] at full speed, each a new pod of `cpu` that will
+/// never exist; how many were admitted and how many were told to retry.
+async fn flood(
+    direct: &mut Direct,
+    ns: &str,
+    quota: &str,
+    tag: &str,
+    n: usize,
+    cpu: &str,
+) -> (usize, usize) {
     let (mut allowed, mut retry) = (0, 0);
-    for i in 0..500 {
-        let review = pod_review(
-            &format!("forged-{i}"),
-            &env.ns,
-            &format!("ghost-{i}"),
-            &quota,
-            "1",
-        );
+    for i in 0..n {
+        let review = pod_review(&format!("{tag}-{i}"), ns, &format!("{tag}-{i}"), quota, cpu);
         let (status, v) = direct.post("/validate-pod", &review).await.unwrap();
         assert_eq!(status, 200);
         match answer(&v) {
@@ -95,67 +103,137 @@ async fn forged_reviews_without_client_authentication_are_bounded() {
             (false, m) => panic!("forged review refused otherwise: {m}"),
         }
     }
-    let took = started.elapsed();
-    eprintln!(
-        "500 forged reviews in {took:.2?}: {allowed} reserved, {retry} refused at the share; quota-state holds {} of 10 CPU",
-        used_cpu(&system, &quota).await
-    );
-    assert_eq!(allowed, 5, "half of the 10-CPU quota, one CPU each");
-    assert_eq!(used_cpu(&system, &quota).await, 5.0);
-    // While the share is held, a real pod is told to retry; once the forger stops, the
-    // reservations expire and it is admitted.
-    let msg = match pods
-        .create(&PostParams::default(), &pod("real", &quota, 1))
+    (allowed, retry)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forged_reviews_without_client_authentication_are_bounded() {
+    let env = Env::new("e2e-forged").await;
+    let (system, opts, quota) = start(&env, None, 10).await;
+    let ca = webhook_ca(&env, &opts).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let qs = system.quota_state_metrics().unwrap();
+
+    // The API server's first pod vouches for its address.
+    create_retrying(&pods, &small_pod("first", &quota))
         .await
-    {
-        Err(kube::Error::Api(e)) => e.message,
-        other => panic!("{:?}", other.map(|_| ())),
-    };
-    assert!(msg.contains("retry in a few seconds"), "{msg}");
-    let stopped = Instant::now();
-    eventually(Duration::from_secs(90), || async {
-        pods.create(&PostParams::default(), &pod("real", &quota, 1))
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    })
-    .await;
-    eprintln!(
-        "the real pod was admitted {:.1?} after the forger stopped",
-        stopped.elapsed()
-    );
+        .unwrap();
     eventually(Duration::from_secs(20), || async {
-        match used_cpu(&system, &quota).await {
-            1.0 => Ok(()),
-            u => Err(format!("used {u}")),
+        match metric(&qs, "quota_state_trusted_peers").await {
+            n if n >= 1.0 => Ok(()),
+            n => Err(format!("{n} trusted peers")),
         }
     })
     .await;
 
-    // A pod the API server is still admitting (its review sent here as the API server would):
-    // a forged review with its name and a tiny request gets a reservation of its own and
-    // leaves the pending pod's 3 CPUs reserved.
+    // One forged review of the whole quota, sent again every 0.5 s, while 15 real 100m pods
+    // are created through the API server, one every 0.5 s: every real pod is admitted.
+    let forger = {
+        let (addr, tls, ns, quota) = (
+            addr(&system),
+            no_certificate(&ca),
+            env.ns.clone(),
+            quota.clone(),
+        );
+        tokio::spawn(async move {
+            let mut d = Direct::connect_from(&addr, tls, Some(FORGER))
+                .await
+                .unwrap();
+            let mut held = 0;
+            for i in 0..20 {
+                let review =
+                    pod_review(&format!("big-{i}"), &ns, &format!("big-{i}"), &quota, "10");
+                if answer(&d.post("/validate-pod", &review).await.unwrap().1).0 {
+                    held += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            held
+        })
+    };
+    let mut refused = Vec::new();
+    for i in 0..15 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Err(e) = pods
+            .create(
+                &PostParams::default(),
+                &small_pod(&format!("real-{i}"), &quota),
+            )
+            .await
+        {
+            refused.push(e.to_string());
+        }
+    }
+    let forged_admitted = forger.await.unwrap();
+    let preempted = metric(&qs, "quota_state_untrusted_reservations_preempted_total").await;
+    eprintln!(
+        "a 10-CPU forged review every 0.5 s: {forged_admitted} of 20 reserved, {preempted} dropped for real pods; real 100m pods refused: {} of 15",
+        refused.len()
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(preempted >= 1.0, "the forged reservations gave way");
+
+    // At full speed, once the forged reservations above have expired: 900m pods hold at most
+    // a tenth of the quota (one of them), tiny ones at most 32 reservations of the forger's
+    // address (the namespace's 5,000 stay for the API server's pods).
+    eventually(Duration::from_secs(30), || async {
+        match metric(&qs, "quota_state_untrusted_reservations").await {
+            0.0 => Ok(()),
+            n => Err(format!("{n} untrusted reservations outstanding")),
+        }
+    })
+    .await;
+    let mut direct = Direct::connect_from(&addr(&system), no_certificate(&ca), Some(FORGER))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (allowed, retry) = flood(&mut direct, &env.ns, &quota, "share", 300, "900m").await;
+    eprintln!(
+        "300 forged 900m reviews in {:.2?}: {allowed} reserved, {retry} refused at the untrusted share",
+        started.elapsed()
+    );
+    assert_eq!(allowed, 1, "a tenth of the 10-CPU quota");
+    let (tiny, _) = flood(&mut direct, &env.ns, &quota, "tiny", 300, "1m").await;
+    let outstanding = metric(&qs, "quota_state_untrusted_reservations").await;
+    eprintln!(
+        "300 forged 1m reviews: {tiny} reserved; the forger holds {outstanding} reservations"
+    );
+    assert_eq!(outstanding, 32.0, "the forger's address holds at most 32");
+    // While the forger holds all it may, a real pod is admitted at once.
+    pods.create(
+        &PostParams::default(),
+        &small_pod("real-while-flooded", &quota),
+    )
+    .await
+    .unwrap();
+
+    // A pod the API server is still admitting (its review sent here from the API server's
+    // address): a forged review with its name and a tiny request gets a reservation of its own
+    // and leaves the pending pod's 3 CPUs reserved.
+    let mut api_server = Direct::connect(&addr(&system), no_certificate(&ca))
+        .await
+        .unwrap();
+    let before = used_cpu(&system, &quota).await;
     let pending = pod_review("apiserver-1", &env.ns, "pending", &quota, "3");
-    assert!(answer(&direct.post("/validate-pod", &pending).await.unwrap().1).0);
-    let forged = pod_review("forged-pending", &env.ns, "pending", &quota, "100m");
-    assert!(answer(&direct.post("/validate-pod", &forged).await.unwrap().1).0);
-    assert_eq!(
-        used_cpu(&system, &quota).await,
-        4.1,
-        "1 running + 3 pending + 0.1 forged"
+    assert!(answer(&api_server.post("/validate-pod", &pending).await.unwrap().1).0);
+    let forged = pod_review("forged-pending", &env.ns, "pending", &quota, "1m");
+    let _ = direct.post("/validate-pod", &forged).await.unwrap();
+    let after = used_cpu(&system, &quota).await;
+    assert!(
+        after >= before + 3.0 - 1e-9,
+        "{before} -> {after}: the pending pod's 3 CPUs stay reserved"
     );
 
     // A namespace that does not exist: the answer, but nothing reserved.
     let ghost = pod_review("forged-ns", "no-such-namespace", "p", &quota, "5");
-    assert!(answer(&direct.post("/validate-pod", &ghost).await.unwrap().1).0);
-    assert_eq!(used_cpu(&system, &quota).await, 4.1);
+    assert!(answer(&api_server.post("/validate-pod", &ghost).await.unwrap().1).0);
+    assert_eq!(used_cpu(&system, &quota).await, after);
 
-    // The write-back shows the pod that exists, never the outstanding reservations.
+    // The write-back shows the 17 pods that exist, never the outstanding reservations.
     let quotas = e2e::quota::quotas(&env);
-    let qs_metrics = system.quota_state_metrics().unwrap();
-    let rounds = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
+    let rounds = metric(&qs, "quota_state_usage_write_rounds_total").await;
     eventually(Duration::from_secs(30), || async {
-        let now = metric(&qs_metrics, "quota_state_usage_write_rounds_total").await;
+        let now = metric(&qs, "quota_state_usage_write_rounds_total").await;
         let q = quotas.get(&quota).await.map_err(|e| e.to_string())?;
         let shown = q
             .metadata
@@ -164,7 +242,7 @@ async fn forged_reviews_without_client_authentication_are_bounded() {
             .get(CHILD_REQUEST)
             .cloned();
         match shown.as_deref() {
-            Some(r#"{"cpu":"1"}"#) if now >= rounds + 2.0 => Ok(()),
+            Some(r#"{"cpu":"1700m"}"#) if now >= rounds + 2.0 => Ok(()),
             other => Err(format!(
                 "child-request {other:?} after {} rounds",
                 now - rounds

@@ -30,7 +30,8 @@ pub fn pod_requests(p: &Pod) -> Result<Amounts, String> {
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(from = "wire::Pod")]
 pub struct WatchedPod {
-    /// Namespace, name and resource version (the watch resumes from it).
+    /// Namespace, name, uid (what vouches for a reservation's peer) and resource version (the
+    /// watch resumes from it).
     metadata: ObjectMeta,
     /// The quota label's value (`""` when absent).
     pub(super) quota: String,
@@ -55,6 +56,7 @@ pub(super) mod wire {
     pub struct Meta {
         pub name: Option<String>,
         pub namespace: Option<String>,
+        pub uid: Option<String>,
         pub resource_version: Option<String>,
         pub labels: Option<std::collections::BTreeMap<String, String>>,
     }
@@ -113,6 +115,7 @@ impl From<wire::Pod> for WatchedPod {
             metadata: ObjectMeta {
                 name: p.metadata.name,
                 namespace: p.metadata.namespace,
+                uid: p.metadata.uid,
                 resource_version: p.metadata.resource_version,
                 ..ObjectMeta::default()
             },
@@ -147,6 +150,11 @@ impl kube::Resource for WatchedPod {
 }
 
 impl WatchedPod {
+    /// Its uid (`""` when absent).
+    pub(super) fn uid(&self) -> &str {
+        self.metadata.uid.as_deref().unwrap_or_default()
+    }
+
     /// Its namespace and name.
     pub(super) fn key(&self) -> (String, String) {
         (

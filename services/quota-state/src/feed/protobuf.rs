@@ -99,6 +99,8 @@ mod wire {
         pub name: Option<String>,
         #[prost(string, optional, tag = "3")]
         pub namespace: Option<String>,
+        #[prost(string, optional, tag = "5")]
+        pub uid: Option<String>,
         #[prost(string, optional, tag = "6")]
         pub resource_version: Option<String>,
         #[prost(btree_map = "string, string", tag = "11")]
@@ -191,6 +193,7 @@ impl From<wire::Pod> for WatchedPod {
             metadata: json::Meta {
                 name: meta.name,
                 namespace: meta.namespace,
+                uid: meta.uid,
                 resource_version: meta.resource_version,
                 labels: some_if_any(meta.labels),
             },
@@ -566,6 +569,7 @@ mod tests {
             metadata: Some(wire::Meta {
                 name: Some(name.into()),
                 namespace: Some("n".into()),
+                uid: Some(format!("uid-{name}")),
                 resource_version: Some(rv.into()),
                 labels: [(crate::tree::keys::NAME.to_owned(), "q".to_owned())].into(),
             }),
@@ -589,8 +593,8 @@ mod tests {
     /// The watched pod of the same pod in JSON.
     fn from_json(name: &str, rv: &str, cpu: &str) -> WatchedPod {
         serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "n", "resourceVersion": rv,
-                         "labels": {(crate::tree::keys::NAME): "q"}},
+            "metadata": {"name": name, "namespace": "n", "uid": format!("uid-{name}"),
+                         "resourceVersion": rv, "labels": {(crate::tree::keys::NAME): "q"}},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
                      "overhead": {"cpu": "10m"}},
             "status": {"phase": "Running"}

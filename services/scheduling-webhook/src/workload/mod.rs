@@ -539,7 +539,7 @@ async fn decide(
             }
             Err(cause) => {
                 // Never refused for want of quota-state: each pod is still judged by PV-4.
-                admission_kit::server::metrics::dependency_unavailable("quota-state", "allowed");
+                crate::quota_client::counted_unavailable(&cause, "allowed");
                 warnings.push(format!(
                     "WQ: {who} not checked against its quota: quota-state unavailable ({cause}); each pod is still checked when it is created"
                 ));

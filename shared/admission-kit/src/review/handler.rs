@@ -36,6 +36,18 @@ pub struct Context {
     state: Arc<dyn ClusterState>,
     gates: Arc<FeatureGates>,
     options: Arc<std::collections::BTreeMap<&'static str, String>>,
+    peer: Option<Peer>,
+}
+
+/// Where a review came from: its connection's TCP peer, and whether that connection presented
+/// the API server's client certificate (`--client-ca-file`). Rides in the request's extensions
+/// from the server to [`Context::peer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The peer's address (an IPv4-mapped IPv6 address as IPv4).
+    pub ip: std::net::IpAddr,
+    /// The handshake proved the API server's certificate: nobody else can send on it.
+    pub authenticated: bool,
 }
 
 impl Default for Context {
@@ -51,7 +63,21 @@ impl Context {
             state,
             gates: Arc::new(FeatureGates::default()),
             options: Arc::default(),
+            peer: None,
         }
+    }
+
+    /// The same context for a review that arrived from `peer`.
+    pub fn with_peer(mut self, peer: Option<Peer>) -> Self {
+        self.peer = peer;
+        self
+    }
+
+    /// Where the review came from, when it came over the network: its address is the one thing
+    /// about its sender that a review cannot forge where the API server presents no
+    /// certificate. `None` offline (`review`, `admission-check`) and in unit tests.
+    pub fn peer(&self) -> Option<Peer> {
+        self.peer
     }
 
     /// The same context with these service options.

@@ -29,7 +29,7 @@ use tracing::Instrument;
 use crate::review::app::{App, DecodeErrors};
 use crate::review::envelope::{self, Response as ReviewResponse, ReviewOut, Status};
 use crate::review::handler::{
-    Answer, Context, Decision, Handler, ReviewError, review_body, review_body_async,
+    Answer, Context, Decision, Handler, Peer, ReviewError, review_body, review_body_async,
 };
 use crate::review::mode::{Enforcement, Modes};
 use crate::server::budget::Budget;
@@ -319,12 +319,15 @@ impl Service<Request<Bytes>> for ReviewService {
     }
 
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
+        let peer = req.extensions().get::<Peer>().copied();
         if !self.waits {
             let body = req.body();
-            let answered = review_body(self.handler.as_ref(), body, &self.ctx);
+            let ctx = self.ctx.clone().with_peer(peer);
+            let answered = review_body(self.handler.as_ref(), body, &ctx);
             return Either::Left(std::future::ready(Ok(self.answer(body, answered))));
         }
-        let this = self.clone();
+        let mut this = self.clone();
+        this.ctx = this.ctx.with_peer(peer);
         Either::Right(Box::pin(async move {
             let body = req.into_body();
             let answered = review_body_async(this.handler.as_ref(), &body, &this.ctx).await;
@@ -955,13 +958,19 @@ impl Server {
                             tracing::warn!(%peer, ?names, allowed = ?opts.allowed_client_names, "refused a client certificate that names none of --allowed-client-names");
                             return;
                         }
+                        // The handshake proved the API server's client certificate.
+                        let authenticated = opts.client_ca_file.is_some();
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let busy = registered.busy.clone();
                         // HTTP/1.1 request heads are bounded here, not by hyper (see crate::server::idle).
                         let head = crate::server::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
                         let started = head.started();
                         let served = started.clone();
-                        let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                        let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                            req.extensions_mut().insert(Peer {
+                                ip: peer.ip().to_canonical(),
+                                authenticated,
+                            });
                             let router = router.clone();
                             started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                             let answering = crate::server::conns::Busy::start(&busy);

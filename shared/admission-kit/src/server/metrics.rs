@@ -138,8 +138,18 @@ pub mod koord {
     pub(super) struct Collectors {
         pub(super) duration: HistogramVec,
         pub(super) shared_weight: GaugeVec,
+        /// The quotas `shared_weight` holds series of, and their resources: at most
+        /// [`SHARED_WEIGHT_QUOTAS`] quotas, so that reviews naming invented quotas cannot grow
+        /// the registry without bound.
+        pub(super) weighted: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
         pub(super) binding: IntCounterVec,
     }
+
+    /// Quotas whose shared weight is shown at most; later ones are left out until some are
+    /// deleted. A quota's resources count as at most [`SHARED_WEIGHT_RESOURCES`].
+    pub const SHARED_WEIGHT_QUOTAS: usize = 2_000;
+    /// Resources of one quota whose shared weight is shown at most.
+    pub const SHARED_WEIGHT_RESOURCES: usize = 16;
 
     pub(super) static KOORD: LazyLock<Option<Collectors>> = LazyLock::new(|| {
         let buckets = prometheus::exponential_buckets(0.001, 2.0, 20).ok()?;
@@ -167,6 +177,7 @@ pub mod koord {
                 &["elasticquota_name", "resource_name"],
             )
             .ok()?,
+            weighted: std::sync::Mutex::default(),
             binding: IntCounterVec::new(
                 Opts::new(
                     "koord_manager_webhook_binding_admission_decisions_total",
@@ -260,11 +271,41 @@ pub mod koord {
     }
 
     /// The shared weight defaulted onto a quota (QM-5), per resource.
-    pub fn shared_weight(quota: &str, resource: &str, value: f64) {
-        if let Some(c) = KOORD.as_ref() {
+    /// Sets quota `quota`'s shared weight of `resource` (QM-5), within the bounds above; call it
+    /// for objects that are being created for real (never on a dry run). Whether it is shown.
+    pub fn shared_weight(quota: &str, resource: &str, value: f64) -> bool {
+        let Some(c) = KOORD.as_ref() else {
+            return false;
+        };
+        let mut weighted = c.weighted.lock().unwrap_or_else(|p| p.into_inner());
+        let full = weighted.len() >= SHARED_WEIGHT_QUOTAS;
+        let shown = match weighted.get_mut(quota) {
+            Some(r) if r.iter().any(|x| x == resource) => true,
+            Some(r) if r.len() < SHARED_WEIGHT_RESOURCES => {
+                r.push(resource.to_owned());
+                true
+            }
+            Some(_) => false,
+            None if full => false,
+            None => {
+                weighted.insert(quota.to_owned(), vec![resource.to_owned()]);
+                true
+            }
+        };
+        if shown {
             c.shared_weight
                 .with_label_values(&[quota, resource])
                 .set(value);
+        }
+        shown
+    }
+
+    /// Quota `quota` is deleted: its shared-weight series go.
+    pub fn forget_shared_weight(quota: &str) {
+        let Some(c) = KOORD.as_ref() else { return };
+        let mut weighted = c.weighted.lock().unwrap_or_else(|p| p.into_inner());
+        for r in weighted.remove(quota).unwrap_or_default() {
+            let _ = c.shared_weight.remove_label_values(&[quota, &r]);
         }
     }
 
@@ -434,6 +475,28 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reviews naming invented quotas add a bounded number of series, and a deleted quota's go.
+    #[test]
+    fn shared_weight_series_are_bounded_and_removed_with_their_quota() {
+        let mut shown = 0;
+        for i in 0..koord::SHARED_WEIGHT_QUOTAS + 50 {
+            if koord::shared_weight(&format!("invented-{i}"), "cpu", 1.0) {
+                shown += 1;
+            }
+        }
+        assert!(shown <= koord::SHARED_WEIGHT_QUOTAS, "{shown}");
+        assert!(!koord::shared_weight("one-more", "cpu", 1.0), "the cap holds");
+        let resources = (0..koord::SHARED_WEIGHT_RESOURCES + 5)
+            .filter(|r| koord::shared_weight("invented-0", &format!("r{r}"), 1.0))
+            .count();
+        assert!(resources < koord::SHARED_WEIGHT_RESOURCES, "{resources}");
+        for i in 0..koord::SHARED_WEIGHT_QUOTAS + 50 {
+            koord::forget_shared_weight(&format!("invented-{i}"));
+        }
+        assert!(koord::shared_weight("one-more", "cpu", 1.0));
+        koord::forget_shared_weight("one-more");
+    }
 
     #[test]
     fn dependency_outages_are_exported() {

@@ -236,6 +236,52 @@ impl std::io::Write for Out {
     }
 }
 
+/// The text format's line, its control characters written as escapes: a field a forged review
+/// chose (a name, a message) cannot end the line and start a fake one, nor move a terminal's
+/// cursor. The fmt layer writes each event whole, in one `write_all` ending in its newline,
+/// which alone is kept; so are tabs, and the colours' escape codes when `ansi` is on.
+struct EscapedLine<W> {
+    inner: W,
+    ansi: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for EscapedLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (body, end) = match buf.strip_suffix(b"\n") {
+            Some(b) => (b, &b"\n"[..]),
+            None => (buf, &b""[..]),
+        };
+        let plain = |c: char| {
+            c == '\t'
+                || (c == '\u{1b}' && self.ansi)
+                || !(c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+        };
+        let text = String::from_utf8_lossy(body);
+        if text.chars().all(plain) {
+            self.inner.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut out = String::with_capacity(text.len() + 16);
+        for c in text.chars() {
+            match c {
+                _ if plain(c) => out.push(c),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c => {
+                    let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+                }
+            }
+        }
+        out.push_str(std::str::from_utf8(end).unwrap_or_default());
+        self.inner.write_all(out.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Keeps the trace pipeline alive; [`Telemetry::shutdown`] flushes pending spans.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
@@ -257,13 +303,19 @@ impl Telemetry {
             LogFormat::Json => json_lines(writer).boxed(),
             // Colour only for a person at a terminal: in a file or a log pipeline the escape
             // codes are noise.
-            LogFormat::Text => tracing_subscriber::fmt::layer()
-                .with_ansi(match target {
+            LogFormat::Text => {
+                let ansi = match target {
                     LogTarget::Stdout => std::io::stdout().is_terminal(),
                     LogTarget::Stderr => std::io::stderr().is_terminal(),
-                })
-                .with_writer(writer)
-                .boxed(),
+                };
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(ansi)
+                    .with_writer(move || EscapedLine {
+                        inner: writer(),
+                        ansi,
+                    })
+                    .boxed()
+            }
         };
         let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")
             .is_some_and(|v| !v.is_empty())
@@ -383,6 +435,30 @@ mod tests {
                 "dry_run": false, "rules": "MV-01", "applied": "MM-1,MM-2", "latency_us": 0,
                 "target": "admission::decision"
             })
+        );
+    }
+
+    /// A forged name with newlines and a terminal escape stays on its line in the text format.
+    #[test]
+    fn text_lines_escape_control_characters() {
+        let out = Lines::default();
+        let w = out.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(move || EscapedLine {
+                inner: w.clone(),
+                ansi: false,
+            });
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            let name = "ghost\n2026-01-01T00:00:00Z  INFO admission::decision: allowed\r\u{1b}[2J\u{2028}x\ty";
+            tracing::info!(target: "admission::decision", name = %name, "decision");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.ends_with('\n'));
+        assert!(
+            text.contains("ghost\\n2026-01-01T00:00:00Z  INFO admission::decision: allowed\\r\\u{1b}[2J\\u{2028}x\ty"),
+            "{text}"
         );
     }
 
