@@ -21,9 +21,13 @@ use serde::{Deserialize, Serialize};
 /// How long an entry is kept after its deadline (its Pod is gone long before).
 pub const RETENTION: Duration = Duration::from_secs(3600);
 
-/// The most drains recorded at once: the ConfigMap stays well under its 1 MiB limit (an entry
-/// is about 150 bytes).
+/// The most drains recorded at once.
 pub const MAX_DRAINS: usize = 4000;
+
+/// The most bytes the record's entries take (keys and values): half the ConfigMap's 1 MiB
+/// limit, so that the record always fits, and every review's read-modify-write of it stays
+/// small. An entry takes 150 to 450 bytes, by the length of its Pod's name.
+pub const MAX_BYTES: usize = 512 * 1024;
 
 /// How a drain ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,16 +88,41 @@ pub fn begin(
     timeout: Duration,
     now: Timestamp,
 ) -> Result<(Begun, bool), String> {
+    begin_within(data, uid, pod, timeout, now, Bounds::default())
+}
+
+/// How much the record holds at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Entries ([`MAX_DRAINS`]).
+    pub drains: usize,
+    /// Bytes of keys and values ([`MAX_BYTES`]).
+    pub bytes: usize,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            drains: MAX_DRAINS,
+            bytes: MAX_BYTES,
+        }
+    }
+}
+
+/// [`begin`] within `bounds`.
+pub fn begin_within(
+    data: &mut BTreeMap<String, String>,
+    uid: &str,
+    pod: &str,
+    timeout: Duration,
+    now: Timestamp,
+    bounds: Bounds,
+) -> Result<(Begun, bool), String> {
     if let Some(drain) = data.get(uid).and_then(|t| read(t)) {
         let begun = Begun { drain, new: false };
         return Ok((begun, false));
     }
     prune(data, now);
-    if data.len() >= MAX_DRAINS {
-        return Err(format!(
-            "the drain record already holds {MAX_DRAINS} drains"
-        ));
-    }
     let now = Timestamp::from_second(now.as_second()).map_err(|e| e.to_string())?;
     let deadline = now
         .checked_add(timeout)
@@ -105,8 +134,68 @@ pub fn begin(
         ended: None,
     };
     let text = serde_json::to_string(&drain).map_err(|e| e.to_string())?;
+    make_room(data, namespace_of(pod), uid.len() + text.len(), bounds)?;
     data.insert(uid.to_owned(), text);
     Ok((Begun { drain, new: true }, true))
+}
+
+/// The namespace part of an entry's `namespace/name`.
+fn namespace_of(pod: &str) -> &str {
+    pod.split_once('/').map_or(pod, |(ns, _)| ns)
+}
+
+/// Room for one more entry of `bytes` for a Pod of `namespace`. When the record is full, the
+/// namespace holding the most entries gives one up (an ended drain first, else its latest), as
+/// long as it holds more than `namespace` would: a tenant deleting its own Pods without end
+/// loses its own records, never another tenant's (whose next drain would then go unrecorded,
+/// its Pods deleted at once).
+fn make_room(
+    data: &mut BTreeMap<String, String>,
+    namespace: &str,
+    bytes: usize,
+    bounds: Bounds,
+) -> Result<(), String> {
+    loop {
+        let used: usize = data.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if data.len() < bounds.drains && used + bytes <= bounds.bytes {
+            return Ok(());
+        }
+        let mut by_ns: BTreeMap<String, Vec<(String, Drain)>> = BTreeMap::new();
+        for (uid, text) in data.iter() {
+            if let Some(d) = read(text) {
+                by_ns
+                    .entry(namespace_of(&d.pod).to_owned())
+                    .or_default()
+                    .push((uid.clone(), d));
+            }
+        }
+        let mine = by_ns.get(namespace).map_or(0, Vec::len);
+        let Some((largest, most)) = by_ns.iter().max_by_key(|(_, e)| e.len()) else {
+            return Err(format!(
+                "the drain record is full ({} entries, {used} bytes)",
+                data.len()
+            ));
+        };
+        // Among the largest itself: its own records give way.
+        let (from, entries) = match by_ns.get(namespace) {
+            Some(own) if mine >= most.len() => (namespace, own),
+            _ => (largest.as_str(), most),
+        };
+        let victim = entries
+            .iter()
+            .filter(|(_, d)| d.ended.is_some())
+            .min_by(|a, b| a.1.started.cmp(&b.1.started))
+            .or_else(|| entries.iter().max_by(|a, b| a.1.started.cmp(&b.1.started)))
+            .map(|(uid, _)| uid.clone());
+        let from = from.to_owned();
+        match victim {
+            Some(uid) => {
+                tracing::warn!(namespace = %from, "drain record full: a drain of the namespace holding the most is forgotten");
+                data.remove(&uid);
+            }
+            None => return Err("the drain record is full".into()),
+        }
+    }
 }
 
 /// Marks the drain of `uid` ended; whether `data` changed (it had not ended before).
@@ -227,15 +316,47 @@ mod tests {
     }
 
     #[test]
-    fn a_full_record_refuses_new_drains() {
+    fn a_full_record_takes_room_from_the_namespace_holding_the_most() {
         let mut data = BTreeMap::new();
         let now = at("2026-11-26T06:00:00Z");
-        let (one, _) = begin(&mut data, "u0", "ns/p", Duration::from_secs(60), now).unwrap();
-        let text = serde_json::to_string(&one.drain).unwrap();
-        data.extend((1..MAX_DRAINS).map(|i| (format!("u{i}"), text.clone())));
-        let err = begin(&mut data, "one-more", "ns/p", Duration::from_secs(60), now).unwrap_err();
-        assert!(err.contains("already holds 4000 drains"), "{err}");
-        // Entries recorded before are still found.
-        assert!(begin(&mut data, "u7", "ns/p", Duration::from_secs(60), now).is_ok());
+        let minute = Duration::from_secs(60);
+        let bounds = Bounds {
+            drains: 100,
+            bytes: 16 * 1024,
+        };
+        let begin = |data: &mut BTreeMap<String, String>, uid: &str, pod: &str| {
+            begin_within(data, uid, pod, minute, now, bounds)
+        };
+        // One tenant deletes its own Pods, with the longest names, without end: its own oldest
+        // records give way to its newest, and the record stays within its bounds.
+        let long = "x".repeat(253);
+        for i in 0..300 {
+            begin(&mut data, &format!("t{i}"), &format!("tenant/{long}-{i}")).unwrap();
+            let used: usize = data.iter().map(|(k, v)| k.len() + v.len()).sum();
+            assert!(
+                used <= bounds.bytes && data.len() <= bounds.drains,
+                "{used} bytes"
+            );
+        }
+        // Another tenant's drains are recorded all the same, and kept while the first goes on.
+        for i in 0..20 {
+            begin(&mut data, &format!("o{i}"), &format!("other/p-{i}")).unwrap();
+        }
+        for i in 300..400 {
+            begin(&mut data, &format!("t{i}"), &format!("tenant/{long}-{i}")).unwrap();
+        }
+        for i in 0..20 {
+            let (b, _) = begin(&mut data, &format!("o{i}"), &format!("other/p-{i}")).unwrap();
+            assert!(!b.new, "other's drain {i} is still recorded");
+        }
+        // With the default bounds, 4,000 entries of the longest names fit the ConfigMap.
+        let entry = serde_json::to_string(&Drain {
+            pod: format!("{}/{}", "n".repeat(63), "x".repeat(253)),
+            started: "2026-11-26T06:00:00Z".into(),
+            deadline: "2026-11-26T07:00:00Z".into(),
+            ended: Some(Ended::TimedOut),
+        })
+        .unwrap();
+        assert!(MAX_BYTES + 36 + entry.len() < 1024 * 1024);
     }
 }

@@ -207,6 +207,17 @@ pub struct Asked<'a> {
     pub eviction: bool,
 }
 
+/// LD-1 to LD-3, which only ever let a deletion proceed: the verdict when one of them does.
+fn ld_1_to_3_nothing_to_drain(pod: &Pod, asked: &Asked<'_>, o: &Options) -> Option<Verdict> {
+    if ld_1_administrator(asked.user, o) {
+        return Some(admitted("LD-1"));
+    }
+    if ld_2_terminating(pod) {
+        return Some(admitted("LD-2"));
+    }
+    ld_3_running_ip(pod).is_none().then(|| admitted("LD-3"))
+}
+
 /// The rules with what they call: the API and the Pods.
 pub struct Drainer {
     cluster: Arc<dyn Cluster>,
@@ -229,11 +240,8 @@ impl Drainer {
         until: Instant,
     ) -> Verdict {
         let name = name(pod);
-        if ld_1_administrator(asked.user, o) {
-            return admitted("LD-1");
-        }
-        if ld_2_terminating(pod) {
-            return admitted("LD-2");
+        if let Some(v) = ld_1_to_3_nothing_to_drain(pod, &asked, o) {
+            return v;
         }
         let Some(ip) = ld_3_running_ip(pod) else {
             return admitted("LD-3");
@@ -456,6 +464,41 @@ fn at_once(decision: impl std::future::Future<Output = Verdict>) -> Verdict {
     }
 }
 
+/// LD-12: a deletion drains the Pod as the API server has it, never as the review says: the
+/// review's Pod must exist with the same uid and IP (a review forged where the API server
+/// presents no certificate names what it likes, and would have the service dial any address
+/// and start any Pod's drain clock). Otherwise the deletion proceeds, nothing started and
+/// nobody called; a Pod that cannot be read proceeds with a warning.
+pub async fn ld_12_the_pod_itself(claimed: &Pod, cluster: &dyn Cluster) -> Result<Pod, Verdict> {
+    let namespace = claimed.metadata.namespace.as_deref().unwrap_or_default();
+    let pod = match cluster.pod(namespace, name(claimed)).await {
+        Ok(Some(pod)) => pod,
+        Ok(None) => return Err(admitted("LD-12")),
+        Err(e) => {
+            return Err(warned(
+                "LD-12",
+                format!("Pod not read ({e}); deletion proceeds without a drain"),
+            ));
+        }
+    };
+    let ip = |p: &Pod| p.status.as_ref().and_then(|s| s.pod_ip.clone());
+    if pod.metadata.uid.is_none()
+        || pod.metadata.uid != claimed.metadata.uid
+        || ip(&pod) != ip(claimed)
+    {
+        tracing::warn!(
+            namespace,
+            pod = name(claimed),
+            "a deletion review that does not match the Pod as the API server has it: no drain"
+        );
+        return Err(admitted("LD-12"));
+    }
+    if !opted_in(&pod) {
+        return Err(admitted("LD-12"));
+    }
+    Ok(pod)
+}
+
 /// DELETE of `pods` (sent only for Pods labelled [`LABEL`]).
 pub struct PodDeletion(pub Arc<Drainer>);
 
@@ -483,8 +526,17 @@ impl Validator for PodDeletion {
             eviction: false,
         };
         bounded(ctx, |o, until| async move {
+            // What the review says may only let it proceed at once; anything more is decided on
+            // the Pod as the API server has it.
+            if let Some(v) = ld_1_to_3_nothing_to_drain(&req.object, &asked, &o) {
+                return v;
+            }
+            let pod = match ld_12_the_pod_itself(&req.object, self.0.cluster.as_ref()).await {
+                Ok(pod) => pod,
+                Err(v) => return v,
+            };
             self.0
-                .decide(&req.object, asked, &o, Timestamp::now(), until)
+                .decide(&pod, asked, &o, Timestamp::now(), until)
                 .await
         })
         .await
@@ -1012,11 +1064,62 @@ mod tests {
         assert!(v.allowed() && v.applied.is_empty());
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ld_12_a_deletion_drains_the_pod_the_api_server_has() {
+        let r = rig();
+        r.say(Answer::Draining(None));
+        let drainer = Arc::new(r.drainer);
+        let delete = PodDeletion(drainer);
+        let ctx = context();
+        let forged = [
+            // No such Pod.
+            pod(json!({})),
+            // Another uid (a Pod recreated under the name, or a guess).
+            pod(json!({"metadata": {"uid": "u-other"}})),
+            // Its own IP, pointing anywhere.
+            pod(json!({"status": {"podIP": "169.254.169.254"}})),
+        ];
+        for (i, p) in forged.into_iter().enumerate() {
+            if i == 1 {
+                r.cluster
+                    .pods
+                    .lock()
+                    .unwrap()
+                    .insert("serving/llm-0".into(), pod(json!({})));
+            }
+            let v = delete
+                .validate_async(&request(p, Operation::Delete, false), &ctx)
+                .await;
+            assert!(v.allowed(), "{i}");
+            assert_eq!(v.applied, ["LD-12"], "{i}");
+        }
+        assert!(r.script.called.lock().unwrap().is_empty(), "nobody called");
+        assert!(
+            r.cluster.record.lock().unwrap().is_empty(),
+            "no drain started"
+        );
+        // The Pod itself: drained at its own address, whatever the review's annotations say.
+        let claimed = pod(json!({"metadata": {"annotations": {PORT_ANNOTATION: "22"}}}));
+        let v = delete
+            .validate_async(&request(claimed, Operation::Delete, false), &ctx)
+            .await;
+        assert_eq!(refusal(&v).0, 403);
+        assert_eq!(
+            *r.script.called.lock().unwrap(),
+            ["http://10.0.0.7:8080/drain"]
+        );
+    }
+
     #[test]
     fn review_outside_a_runtime_decides_on_its_own() {
         let r = rig();
         let mut p = pod(json!({"status": {"phase": "Pending"}}));
         p.spec.as_mut().unwrap().node_name = None;
+        r.cluster
+            .pods
+            .lock()
+            .unwrap()
+            .insert("serving/llm-0".into(), p.clone());
         let v = PodDeletion(Arc::new(r.drainer))
             .validate(&request(p, Operation::Delete, false), &context());
         assert!(v.allowed());
@@ -1032,7 +1135,8 @@ mod tests {
                 Box::pin(std::future::pending())
             }
         }
-        let drainer = Drainer::new(Arc::new(Memory::default()), Arc::new(Silent));
+        let cluster = Arc::new(Memory::default());
+        let drainer = Drainer::new(cluster.clone(), Arc::new(Silent));
         let mut options = crate::app().default_options();
         options.insert("drain-record-namespace", "ops".into());
         options.insert("review-deadline", "200ms".into());
@@ -1040,6 +1144,11 @@ mod tests {
         let ctx = Context::default().with_options(options);
         let mut p = pod(json!({}));
         p.spec.as_mut().unwrap().node_name = None;
+        cluster
+            .pods
+            .lock()
+            .unwrap()
+            .insert("serving/llm-0".into(), p.clone());
         let v = PodDeletion(Arc::new(drainer))
             .validate_async(&request(p, Operation::Delete, false), &ctx)
             .await;

@@ -92,7 +92,7 @@ fn review_decides_offline() {
     );
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     assert!(answer["response"].get("warnings").is_none(), "{answer}");
-    // Running, but no API to record the drain in: proceeds, saying why.
+    // Running, but no API to read the Pod from (LD-12): proceeds, saying why.
     let answer = review(
         "/validate-pod-deletion",
         &deletion(serde_json::json!({"phase": "Running", "podIP": "127.0.0.1"})),
@@ -100,7 +100,7 @@ fn review_decides_offline() {
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     let warning = answer["response"]["warnings"][0].as_str().unwrap();
     assert!(
-        warning.starts_with("drain of llm-0 not recorded (no Kubernetes API client"),
+        warning.starts_with("Pod not read (no Kubernetes API client"),
         "{warning}"
     );
 }

@@ -2211,16 +2211,25 @@ impl Ledger {
         due
     }
 
+    /// Whether reviews from `peer` of member cluster `cluster` are trusted ([`peers`]).
+    pub fn peer_trusted(&self, cluster: &str, peer: &str) -> bool {
+        peer.is_empty() || self.lock().peers.trusted(&scope(cluster, peer))
+    }
+
     /// Whether reviews from `peer` of member cluster `cluster` are still judged as a
-    /// stranger's while some of its reservations are outstanding: its first pods may be
-    /// created and not yet seen, and the watch may vouch for it at any moment ([`peers`]).
-    pub fn awaiting_vouch(&self, cluster: &str, peer: &str) -> bool {
+    /// stranger's while it made a reservation within the last `recent`: that pod may be
+    /// created and not yet seen, and the watch may vouch for the peer at any moment
+    /// ([`peers`]). A forger's reservations, never backed, soon stop counting.
+    pub fn awaiting_vouch(&self, cluster: &str, peer: &str, recent: Duration) -> bool {
         if peer.is_empty() {
             return false;
         }
         let scoped = scope(cluster, peer);
         let s = self.lock();
-        !s.peers.trusted(&scoped) && s.peers.counts(&scoped).0 > 0
+        !s.peers.trusted(&scoped)
+            && s.peers
+                .latest(&scoped)
+                .is_some_and(|t| t.elapsed() <= recent)
     }
 
     /// Outstanding reservations (metrics, tests).

@@ -49,6 +49,27 @@ pub struct Service {
     serving: Arc<AtomicBool>,
     policy: Policy,
     metrics: metrics::Metrics,
+    /// Refused calls waiting for the watch to vouch for their peer, per peer
+    /// ([`Service::vouched_after_a_wait`]).
+    waiting: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+/// One of a peer's calls waiting for the watch to vouch for it; the count drops with it.
+struct Waiting {
+    peer: String,
+    waiting: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = w.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                w.remove(&self.peer);
+            }
+        }
+    }
 }
 
 impl Service {
@@ -59,6 +80,7 @@ impl Service {
             serving: Arc::new(AtomicBool::new(true)),
             policy,
             metrics,
+            waiting: Arc::default(),
         }
     }
 
@@ -181,16 +203,31 @@ impl Service {
     /// vouch for it. Whether it did, so the refused reviews are asked again. A forger's review
     /// waits the whole time and gains nothing.
     async fn vouched_after_a_wait(&self, cluster: &str, peer: &str) -> bool {
-        let deadline = tokio::time::Instant::now() + VOUCH_WAIT;
-        let mut waited = false;
-        while self.ledger.awaiting_vouch(cluster, peer) {
-            if tokio::time::Instant::now() >= deadline {
+        if !self.ledger.awaiting_vouch(cluster, peer, VOUCH_WAIT) {
+            return false;
+        }
+        // A few of a peer's calls wait at once (a burst of the API server's first pods comes
+        // in batches); a forger's flood is refused at once, holding no task.
+        let key = format!("{cluster}/{peer}");
+        let _waiting = {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let n = w.entry(key.clone()).or_default();
+            if *n >= VOUCH_WAITERS {
                 return false;
             }
-            waited = true;
+            *n += 1;
+            Waiting {
+                peer: key,
+                waiting: self.waiting.clone(),
+            }
+        };
+        let deadline = tokio::time::Instant::now() + VOUCH_WAIT;
+        while self.ledger.awaiting_vouch(cluster, peer, VOUCH_WAIT)
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(VOUCH_POLL).await;
         }
-        waited
+        self.ledger.peer_trusted(cluster, peer)
     }
 
     /// QN, PV-3.2 and PV-4 for one pod (AdmitPod, and each pod of AdmitPods); `Err` is the
@@ -333,6 +370,8 @@ fn quota_of(bytes: &[u8], what: &str) -> Result<Option<ElasticQuota>, Status> {
 const VOUCH_WAIT: Duration = Duration::from_millis(200);
 /// How often it looks meanwhile.
 const VOUCH_POLL: Duration = Duration::from_millis(5);
+/// Calls of one peer that wait at once.
+const VOUCH_WAITERS: usize = 4;
 
 #[tonic::async_trait]
 impl QuotaState for Service {

@@ -33,8 +33,8 @@ pub(super) struct Peers {
     trusted: HashMap<Arc<str>, Instant>,
     /// Untrusted reservations by [`super::Reservation::seq`].
     pub(super) untrusted: BTreeMap<u64, Arc<ResKey>>,
-    /// Untrusted reservations per peer.
-    by_peer: HashMap<Arc<str>, usize>,
+    /// Untrusted reservations per peer, and when the latest was made.
+    by_peer: HashMap<Arc<str>, (usize, Instant)>,
     /// What untrusted reservations hold per quota subtree.
     pub(super) held: HashMap<String, Amounts>,
     /// Untrusted reservations dropped for a trusted peer's, since start (metrics).
@@ -75,21 +75,31 @@ impl Peers {
     /// Outstanding untrusted reservations of `peer`, and in all.
     pub(super) fn counts(&self, peer: &str) -> (usize, usize) {
         (
-            self.by_peer.get(peer).copied().unwrap_or(0),
+            self.by_peer.get(peer).map_or(0, |(n, _)| *n),
             self.untrusted.len(),
         )
+    }
+
+    /// When `peer`'s latest outstanding untrusted reservation was made, if it has one.
+    pub(super) fn latest(&self, peer: &str) -> Option<Instant> {
+        self.by_peer.get(peer).map(|(_, t)| *t)
     }
 
     /// Counts an untrusted reservation in (its amounts are added to `held` by the caller).
     pub(super) fn add(&mut self, seq: u64, key: Arc<ResKey>, peer: &Arc<str>) {
         self.untrusted.insert(seq, key);
-        *self.by_peer.entry(peer.clone()).or_default() += 1;
+        let e = self
+            .by_peer
+            .entry(peer.clone())
+            .or_insert((0, Instant::now()));
+        e.0 += 1;
+        e.1 = Instant::now();
     }
 
     /// Counts an untrusted reservation out.
     pub(super) fn remove(&mut self, seq: u64, peer: &str) {
         self.untrusted.remove(&seq);
-        if let Some(n) = self.by_peer.get_mut(peer) {
+        if let Some((n, _)) = self.by_peer.get_mut(peer) {
             *n -= 1;
             if *n == 0 {
                 self.by_peer.remove(peer);

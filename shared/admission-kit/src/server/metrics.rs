@@ -486,7 +486,10 @@ mod tests {
             }
         }
         assert!(shown <= koord::SHARED_WEIGHT_QUOTAS, "{shown}");
-        assert!(!koord::shared_weight("one-more", "cpu", 1.0), "the cap holds");
+        assert!(
+            !koord::shared_weight("one-more", "cpu", 1.0),
+            "the cap holds"
+        );
         let resources = (0..koord::SHARED_WEIGHT_RESOURCES + 5)
             .filter(|r| koord::shared_weight("invented-0", &format!("r{r}"), 1.0))
             .count();
