@@ -845,6 +845,7 @@ async fn serve(
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),
         reuse_port: a.reuse_port,
         enforcement: modes,
+        ..ServeOptions::default()
     };
     let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;
     tracing::info!(

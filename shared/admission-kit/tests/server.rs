@@ -101,6 +101,8 @@ fn opts() -> ServeOptions {
         max_concurrent_reviews: 64,
         max_connections: 64,
         handshake_timeout: Duration::from_secs(2),
+        max_handshakes: 256,
+        max_handshakes_per_peer: 16,
         header_timeout: Duration::from_millis(500),
         body_timeout: Duration::from_millis(500),
         idle_timeout: Duration::from_secs(2),
@@ -174,13 +176,34 @@ async fn start_opts(o: ServeOptions) -> Running {
 }
 
 async fn tls(addr: SocketAddr, ca: &CertificateDer<'static>, alpn: &[u8]) -> TlsStream<TcpStream> {
+    tls_from(None, addr, ca, alpn).await
+}
+
+/// A TCP connection to `addr` from loopback address `from` (another Pod than the API server).
+async fn tcp_from(from: &str, addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(from.parse().unwrap(), 0))
+        .unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+async fn tls_from(
+    from: Option<&str>,
+    addr: SocketAddr,
+    ca: &CertificateDer<'static>,
+    alpn: &[u8],
+) -> TlsStream<TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.clone()).unwrap();
     let mut cfg = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
     cfg.alpn_protocols = vec![alpn.to_vec()];
-    let tcp = TcpStream::connect(addr).await.unwrap();
+    let tcp = match from {
+        Some(ip) => tcp_from(ip, addr).await,
+        None => TcpStream::connect(addr).await.unwrap(),
+    };
     TlsConnector::from(Arc::new(cfg))
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
@@ -1317,4 +1340,82 @@ async fn waiting_rules_are_awaited_without_holding_the_thread() {
         assert_eq!(out["response"]["allowed"], true);
         assert_eq!(out["response"]["warnings"], json!(["awaited"]));
     }
+}
+
+/// Where the API server presents no certificate, one address (any Pod) can take neither the
+/// handshakes nor the in-flight budget: connections that never start TLS beyond its share are
+/// closed at once, and reviews whose bodies never come hold at most a quarter of the budget,
+/// while another address's reviews are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_takes_neither_the_handshakes_nor_the_budget() {
+    let mut o = opts();
+    o.max_handshakes_per_peer = 4;
+    o.max_concurrent_reviews = 8;
+    o.body_timeout = Duration::from_secs(10);
+    o.header_timeout = Duration::from_secs(10);
+    let r = start_opts(o).await;
+    // 20 connections from 127.0.0.2 that never start TLS: 4 wait for their handshake, the
+    // rest are closed at once.
+    let mut silent = Vec::new();
+    for _ in 0..20 {
+        silent.push(tcp_from("127.0.0.2", r.addr).await);
+    }
+    let mut closed = 0;
+    for t in &mut silent {
+        let mut b = [0u8; 1];
+        if let Ok(Ok(0)) = tokio::time::timeout(
+            Duration::from_millis(300),
+            tokio::io::AsyncReadExt::read(t, &mut b),
+        )
+        .await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 16, "beyond 4 handshakes from one address");
+    // From 127.0.0.3, reviews declaring bodies that never come: 2 are held (a quarter of 8),
+    // the others refused at once with 429.
+    let mut stalled = Vec::new();
+    let mut refused = 0;
+    for _ in 0..6 {
+        let mut t = tls_from(Some("127.0.0.3"), r.addr, &r.ca, b"http/1.1").await;
+        t.write_all(b"POST /validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+            .await
+            .unwrap();
+        let mut b = vec![0u8; 64];
+        match tokio::time::timeout(
+            Duration::from_millis(300),
+            tokio::io::AsyncReadExt::read(&mut t, &mut b),
+        )
+        .await
+        {
+            Ok(Ok(n)) if String::from_utf8_lossy(&b[..n]).starts_with("HTTP/1.1 429") => {
+                refused += 1
+            }
+            _ => stalled.push(t),
+        }
+    }
+    assert_eq!((stalled.len(), refused), (2, 4));
+    // The API server's address (here 127.0.0.1) is answered all the while.
+    let (mut s, _) = h1(&r).await;
+    for n in 0..5 {
+        s.ready().await.unwrap();
+        let (code, _) = send(
+            &mut s,
+            post(
+                "/validate",
+                "application/json",
+                review("admission.k8s.io/v1", n),
+            ),
+        )
+        .await;
+        assert_eq!(code, StatusCode::OK);
+    }
+    let (_, metrics) = http_get(r.metrics, "/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "admission_webhook_tls_handshakes_refused_total{reason=\"busy\"} 16"),
+        "{metrics}"
+    );
 }

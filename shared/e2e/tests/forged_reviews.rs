@@ -361,3 +361,123 @@ async fn only_the_api_servers_certificate_opens_the_webhook_port() {
         .unwrap();
     drop(silent);
 }
+
+/// A TLS connection to `addr` from [`FORGER`], without a client certificate, speaking `alpn`.
+async fn forger_tls(
+    addr: &str,
+    tls: std::sync::Arc<rustls::ClientConfig>,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut cfg = (*tls).clone();
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(FORGER, 0)).unwrap();
+    let tcp = socket.connect(addr.parse().unwrap()).await.unwrap();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap()
+}
+
+/// Where the API server presents no certificate, one address takes neither the webhook port's
+/// in-flight budget (33 HTTP/1.1 reviews and 2 HTTP/2 connections × 250 streams, each declaring
+/// a 1 MiB body and sending nothing) nor its memory (4,000 connections that never start TLS):
+/// pods created through the API server meanwhile are all admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_address_takes_neither_the_webhook_port_nor_its_memory() {
+    use tokio::io::AsyncWriteExt as _;
+    let env = Env::new("e2e-port-budget").await;
+    let (system, opts, quota) = start(&env, None, 100).await;
+    let ca = webhook_ca(&env, &opts).await;
+    let addr = addr(&system);
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    let pid = system.webhooks[0].0.id();
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap()
+            / 1024
+    };
+    let before = rss();
+
+    // Reviews whose 1 MiB bodies never come.
+    let head = "POST /validate-pod HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{";
+    let mut held = Vec::new();
+    for _ in 0..33 {
+        let mut t = forger_tls(&addr, no_certificate(&ca), b"http/1.1").await;
+        t.write_all(head.as_bytes()).await.unwrap();
+        held.push(t);
+    }
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let t = forger_tls(&addr, no_certificate(&ca), b"h2").await;
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(t),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        for _ in 0..250 {
+            if send.ready().await.is_err() {
+                break;
+            }
+            let body = http_body_util::StreamBody::new(futures::stream::pending::<
+                Result<hyper::body::Frame<hyper::body::Bytes>, std::convert::Infallible>,
+            >());
+            let req = hyper::Request::post("https://localhost/validate-pod")
+                .header("content-type", "application/json")
+                .header("content-length", "1048576")
+                .body(body)
+                .unwrap();
+            streams.push(send.send_request(req));
+        }
+    }
+    // Connections that never start TLS.
+    let mut silent = Vec::new();
+    for _ in 0..4000 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(std::net::SocketAddr::new(FORGER, 0)).unwrap();
+        if let Ok(s) = socket.connect(addr.parse().unwrap()).await {
+            silent.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let during = rss();
+
+    // Meanwhile, through the API server.
+    let started = Instant::now();
+    let mut failed = Vec::new();
+    for i in 0..6 {
+        if let Err(e) = pods
+            .create(
+                &PostParams::default(),
+                &pod(&format!("real-{i}"), &quota, 1),
+            )
+            .await
+        {
+            failed.push(e.to_string());
+        }
+    }
+    let m = system.webhooks[0].0.metrics.clone().unwrap();
+    let busy = metric(&m, "admission_webhook_tls_handshakes_refused_total").await;
+    eprintln!(
+        "33 stalled 1 MiB reviews, {} stalled HTTP/2 streams and {} silent connections from one address: RSS {before} -> {during} MiB, {busy} handshakes turned away; 6 pods through the API server in {:.2?}, {} failed",
+        streams.len(),
+        silent.len(),
+        started.elapsed(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(
+        during < 128,
+        "RSS {during} MiB (the Deployment's limit is 128Mi)"
+    );
+    drop((held, streams, silent));
+}

@@ -142,6 +142,72 @@ pub fn default_cap() -> usize {
     soft.saturating_sub(128).max(64)
 }
 
+/// TLS handshakes in progress: at most `total` at once, `per_peer` from one address. A
+/// connection that never starts TLS (or starts it slowly) holds a task and its buffers until the
+/// handshake timeout; without a bound of their own, thousands of them from any Pod would take
+/// the memory the connection cap was sized for, client authentication or not.
+#[derive(Debug)]
+pub struct Handshakes {
+    total: Arc<tokio::sync::Semaphore>,
+    per_peer: usize,
+    by_peer: Arc<Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+/// One handshake's place; dropping it (when the handshake ends, either way) frees it.
+#[derive(Debug)]
+pub struct Handshaking {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    ip: std::net::IpAddr,
+    by_peer: Arc<Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+impl Drop for Handshaking {
+    fn drop(&mut self) {
+        let mut m = self.by_peer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
+impl Handshakes {
+    /// At most `total` handshakes at once, `per_peer` from one address (each at least 1).
+    pub fn new(total: usize, per_peer: usize) -> Self {
+        Self {
+            total: Arc::new(tokio::sync::Semaphore::new(total.max(1))),
+            per_peer: per_peer.max(1),
+            by_peer: Arc::default(),
+        }
+    }
+
+    /// A place for a handshake from `ip`, or `None`: the connection is closed at once.
+    pub fn begin(&self, ip: std::net::IpAddr) -> Option<Handshaking> {
+        let mut m = self.by_peer.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_default();
+        if *n >= self.per_peer {
+            return None;
+        }
+        let permit = match self.total.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                if *n == 0 {
+                    m.remove(&ip);
+                }
+                return None;
+            }
+        };
+        *n += 1;
+        Some(Handshaking {
+            _permit: permit,
+            ip,
+            by_peer: self.by_peer.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +242,18 @@ mod tests {
         assert_eq!(c.len(), 1);
         drop((a, b));
         assert_eq!(c.len(), 1, "dropping the evicted ones changes nothing");
+    }
+
+    #[test]
+    fn handshakes_are_bounded_in_all_and_per_address() {
+        let h = Handshakes::new(3, 2);
+        let (a, b) = ("10.0.0.9".parse().unwrap(), "10.0.0.1".parse().unwrap());
+        let first = h.begin(a).unwrap();
+        let _second = h.begin(a).unwrap();
+        assert!(h.begin(a).is_none(), "two per address");
+        let _other = h.begin(b).unwrap();
+        assert!(h.begin(b).is_none(), "three in all");
+        drop(first);
+        assert!(h.begin(b).is_some(), "an ended handshake frees its place");
     }
 }

@@ -59,6 +59,11 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
+    /// TLS handshakes in progress at once; a connection beyond it is closed at once (see
+    /// [`crate::server::conns::Handshakes`]).
+    pub max_handshakes: usize,
+    /// The same from one address.
+    pub max_handshakes_per_peer: usize,
     /// Time allowed for reading a request's headers.
     pub header_timeout: Duration,
     /// Time allowed for reading a request's body.
@@ -105,6 +110,10 @@ impl Default for ServeOptions {
             max_concurrent_reviews: 256,
             max_connections: crate::server::conns::default_cap(),
             handshake_timeout: Duration::from_secs(10),
+            // The API server opens a few connections at a time; 256 pending handshakes of
+            // about 12 KiB each are 3 MiB.
+            max_handshakes: 256,
+            max_handshakes_per_peer: 16,
             max_connection_age: None,
             client_ca_file: None,
             allowed_client_names: Vec::new(),
@@ -441,7 +450,8 @@ where
                 return Ok(too_large());
             }
             let want = declared.map_or(cfg.body_limit, |n| n as usize);
-            let Some(_permits) = cfg.budget.reserve(want) else {
+            let peer = req.extensions().get::<Peer>().copied();
+            let Some(_permits) = cfg.budget.reserve(peer, want) else {
                 // Read and discard the body the client is sending (a frame at a time: no
                 // memory held) while the 429 goes out. Closed unread, the connection would be
                 // reset under the client's upload, and the reset can destroy the answer before
@@ -910,6 +920,10 @@ impl Server {
         };
         tokio::pin!(shutdown);
         let conns = crate::server::conns::Connections::new(self.opts.max_connections);
+        let handshakes = crate::server::conns::Handshakes::new(
+            self.opts.max_handshakes,
+            self.opts.max_handshakes_per_peer,
+        );
         let trimmer = tokio::spawn(crate::server::trim::after_bursts(
             self.router.budget.clone(),
         ));
@@ -926,6 +940,11 @@ impl Server {
                             continue;
                         }
                     };
+                    let Some(shaking) = handshakes.begin(peer.ip().to_canonical()) else {
+                        self.metrics.handshakes_refused.with_label_values(&["busy"]).inc();
+                        tracing::debug!(%peer, "too many TLS handshakes in progress (in all or from this address): turned away");
+                        continue;
+                    };
                     if !conns.make_room() {
                         tracing::debug!(%peer, "every connection answering at the connection cap: turned away");
                         continue;
@@ -940,7 +959,9 @@ impl Server {
                     let refused = self.metrics.handshakes_refused.clone();
                     let registered = conns.register();
                     tokio::spawn(async move {
-                        let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await {
+                        let handshake = tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await;
+                        drop(shaking);
+                        let tls = match handshake {
                             Ok(Ok(s)) => s,
                             Ok(Err(e)) => {
                                 refused.with_label_values(&["failed"]).inc();

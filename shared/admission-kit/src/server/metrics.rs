@@ -419,7 +419,7 @@ impl Metrics {
         let handshakes_refused = IntCounterVec::new(
             Opts::new(
                 "admission_webhook_tls_handshakes_refused_total",
-                "TLS handshakes on the webhook port that did not complete, by reason (failed, timeout, forbidden: a client certificate naming none of --allowed-client-names).",
+                "TLS handshakes on the webhook port that did not complete, by reason (failed, timeout, forbidden: a client certificate naming none of --allowed-client-names, busy: too many handshakes in progress, in all or from one address).",
             ),
             &["reason"],
         )?;
