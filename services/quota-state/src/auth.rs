@@ -37,6 +37,70 @@ pub struct Peer {
 pub struct PeerStream {
     inner: tokio_rustls::server::TlsStream<TcpStream>,
     peer: Peer,
+    /// Its place among the connections; freed when the connection ends.
+    _slot: Slot,
+}
+
+/// Connections open at most. Every scheduling-webhook replica (at most 12 with the shipped
+/// autoscaler, twice that during a rolling update) and every fleet member holds one.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Connections of one certificate's names at most: what a holder of one client key can hold
+/// (with [`crate::MAX_STREAMS`] streams each: about 36 MiB of stream state at most).
+pub const MAX_CONNECTIONS_PER_IDENTITY: usize = 64;
+/// TLS handshakes in progress at once, and from one address.
+const MAX_HANDSHAKES: (usize, usize) = (64, 8);
+
+/// The open connections, in all and per certificate.
+#[derive(Debug, Clone, Default)]
+struct Slots {
+    by_names: Arc<std::sync::Mutex<std::collections::HashMap<Arc<[String]>, usize>>>,
+    total: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// One open connection's place in [`Slots`].
+#[derive(Debug)]
+struct Slot {
+    names: Arc<[String]>,
+    slots: Slots,
+}
+
+impl Slots {
+    /// A place for a connection of `names`, or `None` at either bound.
+    fn take(&self, names: &Arc<[String]>) -> Option<Slot> {
+        use std::sync::atomic::Ordering;
+        let mut m = self.by_names.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.get(names).copied().unwrap_or(0);
+        if n >= MAX_CONNECTIONS_PER_IDENTITY
+            || self.total.load(Ordering::Acquire) >= MAX_CONNECTIONS
+        {
+            return None;
+        }
+        m.insert(names.clone(), n + 1);
+        self.total.fetch_add(1, Ordering::AcqRel);
+        Some(Slot {
+            names: names.clone(),
+            slots: self.clone(),
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut m = self
+            .slots
+            .by_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.names) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.names);
+            }
+        }
+        self.slots
+            .total
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl Connected for PeerStream {
@@ -87,6 +151,9 @@ pub fn incoming(
     metrics: Metrics,
 ) -> impl Stream<Item = Result<PeerStream, std::io::Error>> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<PeerStream>(64);
+    let handshakes =
+        admission_kit::server::conns::Handshakes::new(MAX_HANDSHAKES.0, MAX_HANDSHAKES.1);
+    let slots = Slots::default();
     tokio::spawn(async move {
         loop {
             let (tcp, addr) = match listener.accept().await {
@@ -97,12 +164,19 @@ pub fn incoming(
                     continue;
                 }
             };
+            let Some(shaking) = handshakes.begin(addr.ip().to_canonical()) else {
+                metrics.refused("handshake", "busy");
+                tracing::debug!(peer = %addr, "too many TLS handshakes in progress: turned away");
+                continue;
+            };
             let acceptor = tokio_rustls::TlsAcceptor::from(tls.get());
             let tx = tx.clone();
             let metrics = metrics.clone();
+            let slots = slots.clone();
             tokio::spawn(async move {
-                let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-                {
+                let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await;
+                drop(shaking);
+                let tls = match handshake {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
                         metrics.refused("handshake", "tls");
@@ -122,12 +196,17 @@ pub fn incoming(
                     .and_then(|c| c.first())
                     .map(peer_names)
                     .unwrap_or_default();
+                let names: Arc<[String]> = names.into();
+                let Some(slot) = slots.take(&names) else {
+                    metrics.refused("handshake", "connections");
+                    tracing::warn!(peer = %addr, ?names, "refused a connection: too many open, in all or of this certificate");
+                    return;
+                };
                 let _ = tx
                     .send(PeerStream {
                         inner: tls,
-                        peer: Peer {
-                            names: names.into(),
-                        },
+                        peer: Peer { names },
+                        _slot: slot,
                     })
                     .await;
             });

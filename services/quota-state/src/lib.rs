@@ -364,6 +364,23 @@ fn quota_of(bytes: &[u8], what: &str) -> Result<Option<ElasticQuota>, Status> {
         .map_err(|e| Status::invalid_argument(format!("{what} is not an ElasticQuota: {e}")))
 }
 
+/// HTTP/2 streams (calls in flight) of one connection at most: scheduling-webhook batches the
+/// reviews that arrive while a call is out, so it needs a few.
+pub const MAX_STREAMS: u32 = 32;
+
+/// The gRPC server as quota-state runs it: each connection at most [`MAX_STREAMS`] calls at
+/// once, 256 KiB unread per call and 1 MiB per connection (a call announcing a large message
+/// and sending it slowly holds no more), header lists of 64 KiB, every call answered within 10 s.
+/// With [`auth::MAX_CONNECTIONS_PER_IDENTITY`] this bounds what one client key can hold.
+pub fn grpc_server() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS)
+        .initial_stream_window_size(256 * 1024)
+        .initial_connection_window_size(1024 * 1024)
+        .http2_max_header_list_size(64 * 1024)
+        .timeout(Duration::from_secs(10))
+}
+
 /// How long a refused review from a peer awaiting its first vouching pod waits for the Pod
 /// watch ([`Service::vouched_after_a_wait`]): the watch shows a created pod within
 /// milliseconds, the API server retries a webhook call only after seconds.

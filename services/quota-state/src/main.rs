@@ -436,7 +436,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         quota_state::Service::new(ledger, policy, metrics.clone()).with_serving(serving_flag),
     )
     .max_decoding_message_size(4 * quota_state::input::MAX_OBJECT_BYTES);
-    let router = tonic::transport::Server::builder()
+    let router = quota_state::grpc_server()
         .add_service(health)
         .add_service(service);
     match tls {

@@ -51,7 +51,7 @@ async fn serve(ledger: Arc<Ledger>, allowed: &[&str]) -> Served {
     let metrics = Metrics::new().unwrap();
     let policy = Policy::Names(allowed.iter().map(|s| s.to_string()).collect());
     tokio::spawn(
-        tonic::transport::Server::builder()
+        quota_state::grpc_server()
             .add_service(health)
             .add_service(QuotaStateServer::new(quota_state::Service::new(
                 ledger,
@@ -659,4 +659,155 @@ async fn admit_pods_answers_each_pod_as_admit_pod_would() {
         3,
         "nothing of a refused batch is reserved"
     );
+}
+
+/// A holder of a client key holds at most 64 connections: the next is refused after its
+/// handshake, while another identity is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_key_holds_a_bounded_number_of_connections() {
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    ledger.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10)));
+    let served = serve(ledger, &["scheduling-webhook", "second-webhook"]).await;
+    let mut held = Vec::new();
+    for _ in 0..quota_state::auth::MAX_CONNECTIONS_PER_IDENTITY {
+        let mut c = served.client("scheduling-webhook");
+        c.lookup(LookupRequest::default()).await.unwrap();
+        held.push(c);
+    }
+    let mut one_more = served.client("scheduling-webhook");
+    let code = one_more
+        .lookup(LookupRequest::default())
+        .await
+        .unwrap_err()
+        .code();
+    assert!(
+        matches!(code, tonic::Code::Unavailable | tonic::Code::Unknown),
+        "{code:?}"
+    );
+    let mut other = served.client("second-webhook");
+    other.lookup(LookupRequest::default()).await.unwrap();
+    let text = String::from_utf8(served.metrics.render()).unwrap();
+    assert!(
+        text.contains(
+            r#"quota_state_refused_calls_total{method="handshake",reason="connections"} 1"#
+        ),
+        "{text}"
+    );
+    // A connection that ends frees its place.
+    drop(held.pop());
+    quota_state_eventually(|| async {
+        let mut c = served.client("scheduling-webhook");
+        c.lookup(LookupRequest::default()).await.map(|_| ())
+    })
+    .await;
+}
+
+/// Retries `f` for up to 5 s.
+async fn quota_state_eventually<F, Fut>(mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), tonic::Status>>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match f().await {
+            Ok(()) => return,
+            Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// The resident memory of this process, in MiB.
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        / 1024
+}
+
+/// A holder of a client key opening every connection it may, each with as many calls as it
+/// can, each announcing a 4 MiB message and sending nothing more: the server takes at most
+/// `MAX_STREAMS` calls a connection, and its memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_announcing_large_messages_hold_bounded_memory() {
+    let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
+    let served = serve(ledger, &["scheduling-webhook"]).await;
+    let files = served
+        .pki
+        .write(
+            served.dir.path(),
+            "flood",
+            &["scheduling-webhook".to_owned()],
+            false,
+            true,
+        )
+        .map(|mut f| {
+            f.ca = served.dir.path().join("server-ca.crt");
+            f
+        })
+        .unwrap();
+    let mut cfg = (*admission_kit::server::mtls::client(files, Duration::from_secs(60))
+        .unwrap()
+        .get())
+    .clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let cfg = Arc::new(cfg);
+    let before = rss_mib();
+    // Those past MAX_STREAMS wait on the client's side.
+    const CALLS: usize = 64;
+    let (mut conns, mut calls) = (Vec::new(), Vec::new());
+    // A gRPC message header announcing 4 MiB, then nothing.
+    let header = {
+        let mut h = vec![0u8];
+        h.extend_from_slice(&(4u32 << 20).to_be_bytes());
+        hyper::body::Bytes::from(h)
+    };
+    for _ in 0..quota_state::auth::MAX_CONNECTIONS_PER_IDENTITY {
+        let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(cfg.clone())
+            .connect(
+                rustls::pki_types::ServerName::try_from("quota-state").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        .unwrap();
+        conns.push(tokio::spawn(conn));
+        for _ in 0..CALLS {
+            if send.ready().await.is_err() {
+                break;
+            }
+            let frames = futures::StreamExt::chain(
+                futures::stream::iter([Ok::<_, std::convert::Infallible>(
+                    hyper::body::Frame::data(header.clone()),
+                )]),
+                futures::stream::pending(),
+            );
+            let req = http::Request::post("https://quota-state/quotastate.v1.QuotaState/AdmitPod")
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(http_body_util::StreamBody::new(frames))
+                .unwrap();
+            calls.push(tokio::spawn(send.send_request(req)));
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = rss_mib();
+    eprintln!(
+        "{} connections × {CALLS} calls announcing 4 MiB each: RSS {before} -> {during} MiB",
+        conns.len()
+    );
+    assert!(during < before + 128, "RSS {before} -> {during} MiB");
+    for c in calls {
+        c.abort();
+    }
 }
