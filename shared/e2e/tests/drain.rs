@@ -344,6 +344,83 @@ async fn deletions_and_evictions_wait_for_the_drain() {
     assert_eq!(decoy.all_posts(), 0, "another host was called");
     assert_eq!(server.posts("evil-0").len(), 1);
 
+    // Forged DELETE reviews, posted to the webhook port from another address as any Pod could
+    // where the API server presents no certificate (LD-12): one naming a real opted-in Pod with
+    // another uid, one with its uid but the decoy's IP. Both proceed, nothing is called and no
+    // drain starts.
+    server.answer("forged-0", 202, "");
+    decoy.answer("forged-0", 202, "");
+    running_pod(&pods, "forged-0", &node, &server, json!({})).await;
+    let real = pods.get("forged-0").await.unwrap();
+    let uid = real.metadata.uid.clone().unwrap();
+    let ca = std::env::temp_dir().join(format!("{}-drain-ca.pem", env.ns));
+    std::fs::write(&ca, &hook.ca_pem).unwrap();
+    let tls = admission_kit::server::mtls::client_without_certificate(&ca)
+        .unwrap()
+        .get();
+    let mut forger = e2e::direct::Direct::connect_from(
+        &hook.addr.to_string(),
+        tls,
+        Some("127.0.0.3".parse().unwrap()),
+    )
+    .await
+    .unwrap();
+    for (what, forged_uid, ip) in [
+        (
+            "another uid",
+            "00000000-0000-4000-8000-000000000000",
+            "127.0.0.1",
+        ),
+        ("the decoy's IP", uid.as_str(), "127.0.0.2"),
+    ] {
+        let mut pod = serde_json::to_value(&real).unwrap();
+        pod["metadata"]["uid"] = json!(forged_uid);
+        pod["status"]["podIP"] = json!(ip);
+        pod["metadata"]["annotations"][PORT_ANNOTATION] = json!(decoy.addr.port().to_string());
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": format!("forged-{what}"),
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "forged-0", "namespace": env.ns, "operation": "DELETE",
+                "userInfo": {"username": "system:serviceaccount:tenant:forger"},
+                "oldObject": pod, "dryRun": false
+            }
+        });
+        let (status, answer) = forger
+            .post("/validate-pod-deletion", &review)
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{what}");
+        assert_eq!(answer["response"]["allowed"], true, "{what}: {answer}");
+        assert!(
+            answer["response"].get("warnings").is_none(),
+            "{what}: {answer}"
+        );
+    }
+    assert_eq!(
+        decoy.all_posts(),
+        0,
+        "a forged review had another address called"
+    );
+    assert!(
+        server.posts("forged-0").is_empty(),
+        "a forged review started a drain"
+    );
+    let record: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let drains = record
+        .get("lifecycle-webhook-drains")
+        .await
+        .map(|c| c.data.unwrap_or_default())
+        .unwrap_or_default();
+    assert!(
+        !drains.contains_key(&uid),
+        "a forged review recorded a drain"
+    );
+    let _ = std::fs::remove_file(&ca);
+    println!("forged DELETE reviews from 127.0.0.3: admitted, nothing called, no drain recorded");
+
     // A Pod whose Node is gone is deleted at once.
     server.answer("orphan-0", 202, "");
     running_pod(

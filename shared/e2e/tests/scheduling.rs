@@ -329,6 +329,41 @@ async fn quota_tree_invariants_and_colocation_profile() {
         "{err}"
     );
 
+    // QM-5's shared-weight gauge names only quotas that are created: 50 dry-run creates of
+    // quotas that will never exist add no series; the parent's is there.
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    for i in 0..50 {
+        quotas
+            .create(&dry, &q(&format!("dry-{i}-{}", env.ns), None, false, "1"))
+            .await
+            .unwrap();
+    }
+    let series = String::from_utf8(
+        admission_kit::server::metrics::Metrics::new()
+            .unwrap()
+            .render(),
+    )
+    .unwrap();
+    let weights = |name: &str| {
+        series
+            .lines()
+            .filter(|l| {
+                l.starts_with("koord_manager_webhook_quota_shared_weight{")
+                    && l.contains(&format!("elasticquota_name=\"{name}\""))
+            })
+            .count()
+    };
+    assert_eq!(
+        weights(&format!("dry-0-{}", env.ns)),
+        0,
+        "a dry run added a series"
+    );
+    assert_eq!(weights(&parent), 1, "{series}");
+    println!("50 dry-run ElasticQuota creates: no shared-weight series added");
+
     // A ClusterColocationProfile's mutation shows on a created pod.
     let profiles: Api<DynamicObject> = Api::all_with(
         env.client.clone(),
