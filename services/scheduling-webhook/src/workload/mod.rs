@@ -176,7 +176,8 @@ fn scale_replicas(scale: Option<&Value>) -> i64 {
 }
 
 /// WQ-4 for a `scale` review: the workload as it is, read from the API server, at the new and
-/// the old count. `Ok(None)`: not a scale-up, nothing to judge.
+/// the old count. `Ok(None)`: not a scale-up, or not of that workload (its uid), nothing to
+/// judge.
 fn scaled_objects(
     req: &Request<Value>,
     ctx: &Context,
@@ -208,6 +209,16 @@ fn scaled_objects(
         .read_now(&resource, Some(ns), &req.name)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} {ns}/{} not found", kind.kind, req.name))?;
+    // The Scale the API server sends carries its workload's uid. A review that cannot name it
+    // was not sent for that workload (a forged one would have another tenant's workload read
+    // back in its answer): nothing to judge.
+    let claimed = [req.old_object.as_ref(), Some(&req.object)]
+        .into_iter()
+        .flatten()
+        .find_map(|s| s.pointer("/metadata/uid").and_then(Value::as_str));
+    if claimed.is_none() || claimed != current.metadata.uid.as_deref() {
+        return Ok(None);
+    }
     let object = serde_json::to_value(&*current).map_err(|e| e.to_string())?;
     let at = |n: i64| -> Result<Value, String> {
         let mut o = object.clone();

@@ -47,7 +47,7 @@ fn pytorch(workers: u32) -> Value {
 
 fn deployment(replicas: u32) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "team-a"},
+        "metadata": {"name": "web", "namespace": "team-a", "uid": "uid-web"},
         "spec": {"replicas": replicas, "template": template(1)}})
 }
 
@@ -290,10 +290,11 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
     let c = Context::new(Arc::new(s))
         .with_gates(Arc::new(app.gates.clone()))
         .with_options(app.default_options());
-    let scale = |n: u32| {
+    let scale_of = |n: u32, uid: &str| {
         json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
-            "metadata": {"name": "web", "namespace": "team-a"}, "spec": {"replicas": n}})
+            "metadata": {"name": "web", "namespace": "team-a", "uid": uid}, "spec": {"replicas": n}})
     };
+    let scale = |n: u32| scale_of(n, "uid-web");
     let review = |to: u32, from: u32| Request {
         kind: Gvk {
             group: "autoscaling".into(),
@@ -317,6 +318,15 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
         ))
     );
     assert!(WorkloadValidator.validate(&review(3, 2), &c).allowed());
+    // A review that does not carry the workload's uid (forged, naming another tenant's
+    // Deployment) is not judged: nothing of the Deployment is read back in its answer.
+    let forged = Request {
+        object: scale_of(40, "guessed"),
+        old_object: Some(scale_of(2, "guessed")),
+        ..review(40, 2)
+    };
+    let v = WorkloadValidator.validate(&forged, &c);
+    assert!(v.allowed() && v.warnings.is_empty(), "{v:?}");
     assert!(
         WorkloadValidator
             .validate(&review(1, 2), &c)

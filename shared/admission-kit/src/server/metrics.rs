@@ -149,7 +149,7 @@ pub mod koord {
     /// deleted. A quota's resources count as at most [`SHARED_WEIGHT_RESOURCES`].
     pub const SHARED_WEIGHT_QUOTAS: usize = 2_000;
     /// Resources of one quota whose shared weight is shown at most.
-    pub const SHARED_WEIGHT_RESOURCES: usize = 16;
+    pub const SHARED_WEIGHT_RESOURCES: usize = 8;
 
     pub(super) static KOORD: LazyLock<Option<Collectors>> = LazyLock::new(|| {
         let buckets = prometheus::exponential_buckets(0.001, 2.0, 20).ok()?;
