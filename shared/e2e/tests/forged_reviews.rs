@@ -29,6 +29,17 @@ use kube::api::{Api, PostParams};
 use quota_state::tree::keys::CHILD_REQUEST;
 use testenv::system::{Options, System};
 
+/// The resident memory of process `pid`, in MiB.
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        / 1024
+}
+
 /// The webhook's CA, as its self-registration put it in its configuration, written to a file.
 async fn webhook_ca(env: &Env, opts: &Options) -> PathBuf {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(env.client.clone());
@@ -327,15 +338,7 @@ async fn only_the_api_servers_certificate_opens_the_webhook_port() {
     // A flood of silent connections on the probe port: the process stays under its 128Mi
     // limit, `/readyz` answers and the webhook port keeps admitting.
     let pid = system.webhooks[0].0.id();
-    let rss = || {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap()
-            / 1024
-    };
+    let rss = || rss_mib(pid);
     let before = rss();
     let mut silent = Vec::new();
     for _ in 0..4000 {
@@ -395,15 +398,7 @@ async fn one_address_takes_neither_the_webhook_port_nor_its_memory() {
     let addr = addr(&system);
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
     let pid = system.webhooks[0].0.id();
-    let rss = || {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap()
-            / 1024
-    };
+    let rss = || rss_mib(pid);
     let before = rss();
 
     // Reviews whose 1 MiB bodies never come.

@@ -37,14 +37,19 @@ pub(crate) struct Reserved {
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        if let Some((ip, bytes)) = self.peer {
-            let mut held = lock(&self.held);
-            if let Some(h) = held.get_mut(&ip) {
-                h.0 -= 1;
-                h.1 -= bytes;
-                if h.0 == 0 {
-                    held.remove(&ip);
-                }
+        give_back(&self.held, self.peer);
+    }
+}
+
+/// Takes one review of `charged`'s bytes off its address.
+fn give_back(held: &Mutex<HashMap<IpAddr, (usize, usize)>>, charged: Option<(IpAddr, usize)>) {
+    if let Some((ip, bytes)) = charged {
+        let mut held = lock(held);
+        if let Some(h) = held.get_mut(&ip) {
+            h.0 -= 1;
+            h.1 -= bytes;
+            if h.0 == 0 {
+                held.remove(&ip);
             }
         }
     }
@@ -124,16 +129,7 @@ impl Budget {
 
     /// Gives back what [`Budget::reserve`] charged a peer before the shared budget refused.
     fn undo(&self, charged: Option<(IpAddr, usize)>) -> Option<Reserved> {
-        if let Some((ip, bytes)) = charged {
-            let mut held = lock(&self.held);
-            if let Some(h) = held.get_mut(&ip) {
-                h.0 -= 1;
-                h.1 -= bytes;
-                if h.0 == 0 {
-                    held.remove(&ip);
-                }
-            }
-        }
+        give_back(&self.held, charged);
         None
     }
 }
