@@ -680,8 +680,12 @@ async fn one_client_key_holds_a_bounded_number_of_connections() {
         .await
         .unwrap_err()
         .code();
+    // Closed after its handshake: the client sees the connection fail, or its call cancelled.
     assert!(
-        matches!(code, tonic::Code::Unavailable | tonic::Code::Unknown),
+        matches!(
+            code,
+            tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+        ),
         "{code:?}"
     );
     let mut other = served.client("second-webhook");
@@ -757,8 +761,10 @@ async fn calls_announcing_large_messages_hold_bounded_memory() {
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let cfg = Arc::new(cfg);
     let before = rss_mib();
-    // Those past MAX_STREAMS wait on the client's side.
-    const CALLS: usize = 64;
+    // Those past MAX_STREAMS wait on the client's side (in this process too, with the other
+    // tests': the bound below leaves room for them; with the streams unbounded the server
+    // itself took 12,800 of them).
+    const CALLS: usize = 200;
     let (mut conns, mut calls) = (Vec::new(), Vec::new());
     // A gRPC message header announcing 4 MiB, then nothing.
     let header = {
@@ -806,7 +812,7 @@ async fn calls_announcing_large_messages_hold_bounded_memory() {
         "{} connections × {CALLS} calls announcing 4 MiB each: RSS {before} -> {during} MiB",
         conns.len()
     );
-    assert!(during < before + 128, "RSS {before} -> {during} MiB");
+    assert!(during < before + 256, "RSS {before} -> {during} MiB");
     for c in calls {
         c.abort();
     }

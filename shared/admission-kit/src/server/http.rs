@@ -110,10 +110,11 @@ impl Default for ServeOptions {
             max_concurrent_reviews: 256,
             max_connections: crate::server::conns::default_cap(),
             handshake_timeout: Duration::from_secs(10),
-            // The API server opens a few connections at a time; 256 pending handshakes of
-            // about 12 KiB each are 3 MiB.
+            // The API server opens a few connections at a time, an HTTP/1.1 client under load
+            // (a proxy, a benchmark) a hundred or so; 256 pending handshakes of about 12 KiB
+            // each are 3 MiB.
             max_handshakes: 256,
-            max_handshakes_per_peer: 16,
+            max_handshakes_per_peer: 128,
             max_connection_age: None,
             client_ca_file: None,
             allowed_client_names: Vec::new(),
