@@ -12,13 +12,15 @@ use kube::api::{Api, ObjectMeta, PostParams};
 
 use crate::record::{self, Begun, Ended};
 
-/// Where the drain record lives.
+/// Where the drain record lives, and how much it may hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordAt {
     /// The service's namespace.
     pub namespace: String,
     /// The ConfigMap's name.
     pub name: String,
+    /// What it holds at most.
+    pub bounds: record::Bounds,
 }
 
 /// The API reads and record writes the rules need. Errors are texts for the warning a review
@@ -34,7 +36,8 @@ pub trait Cluster: Send + Sync {
     /// Whether Node `name` exists.
     fn node_exists<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, String>>;
 
-    /// The recorded drain of Pod `uid`, started now when none is ([`record::begin`]).
+    /// The recorded drain of Pod `uid`, started now when none is and `at`'s bounds allow
+    /// ([`record::begin_within`]).
     fn begin<'a>(
         &'a self,
         at: &'a RecordAt,
@@ -169,7 +172,9 @@ impl Cluster for Kube {
         timeout: Duration,
         now: Timestamp,
     ) -> BoxFuture<'a, Result<Begun, String>> {
-        Box::pin(self.change(at, move |data| record::begin(data, uid, pod, timeout, now)))
+        Box::pin(self.change(at, move |data| {
+            record::begin_within(data, uid, pod, timeout, now, at.bounds)
+        }))
     }
 
     fn end<'a>(
@@ -233,7 +238,7 @@ impl Cluster for Memory {
 
     fn begin<'a>(
         &'a self,
-        _: &'a RecordAt,
+        at: &'a RecordAt,
         uid: &'a str,
         pod: &'a str,
         timeout: Duration,
@@ -242,7 +247,7 @@ impl Cluster for Memory {
         Box::pin(async move {
             self.failed()?;
             let mut data = self.record.lock().map_err(|_| "poisoned".to_owned())?;
-            record::begin(&mut data, uid, pod, timeout, now).map(|(b, _)| b)
+            record::begin_within(&mut data, uid, pod, timeout, now, at.bounds).map(|(b, _)| b)
         })
     }
 

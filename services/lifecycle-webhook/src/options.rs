@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use crate::cluster::RecordAt;
+use crate::record::{Bounds, MAX_BYTES, MAX_DRAINS};
 
 /// The options as declared in the endpoint table: name, help, default.
-pub const DECLARED: [(&str, &str, &str); 8] = [
+pub const DECLARED: [(&str, &str, &str); 10] = [
     (
         "default-drain-timeout",
         "How long a Pod may drain when its annotation drain.admission-webhooks.io/timeout does not say.",
@@ -41,6 +42,16 @@ pub const DECLARED: [(&str, &str, &str); 8] = [
         "drain-record",
         "Name of the ConfigMap in the service's namespace that records every drain's start and deadline.",
         "lifecycle-webhook-drains",
+    ),
+    (
+        "drain-record-max-drains",
+        "The most drains the record holds at once (at most 4000); past it the namespace holding most gives up its oldest.",
+        "4000",
+    ),
+    (
+        "drain-record-max-bytes",
+        "The most bytes the record's entries take (at most 524288: half a ConfigMap); past it as for --drain-record-max-drains.",
+        "524288",
     ),
     (
         "drain-record-namespace",
@@ -98,6 +109,15 @@ impl Options {
                 .map(str::to_owned)
                 .collect()
         };
+        let count = |name: &str, most: usize| -> Result<usize, String> {
+            match value(name).trim().parse::<usize>() {
+                Ok(n) if (1..=most).contains(&n) => Ok(n),
+                _ => Err(format!(
+                    "--{name}: must be a whole number from 1 to {most}, not {:?}",
+                    value(name)
+                )),
+            }
+        };
         let o = Self {
             default_timeout: duration("default-drain-timeout")?,
             max_timeout: duration("max-drain-timeout")?,
@@ -111,6 +131,10 @@ impl Options {
                     ns => ns.to_owned(),
                 },
                 name: value("drain-record").to_owned(),
+                bounds: Bounds {
+                    drains: count("drain-record-max-drains", MAX_DRAINS)?,
+                    bytes: count("drain-record-max-bytes", MAX_BYTES)?,
+                },
             },
         };
         if o.review_deadline.is_zero() || o.review_deadline > MAX_REVIEW_DEADLINE {
@@ -161,7 +185,8 @@ mod tests {
             o.record,
             RecordAt {
                 namespace: "ops".into(),
-                name: "lifecycle-webhook-drains".into()
+                name: "lifecycle-webhook-drains".into(),
+                bounds: Bounds::default(),
             }
         );
     }
@@ -177,6 +202,12 @@ mod tests {
             ("drain-call-timeout", "900ms", "--drain-call-timeout"),
             ("max-drain-timeout", "soon", "--max-drain-timeout"),
             ("drain-record", "", "--drain-record"),
+            ("drain-record-max-drains", "0", "--drain-record-max-drains"),
+            (
+                "drain-record-max-bytes",
+                "600000",
+                "--drain-record-max-bytes",
+            ),
         ] {
             let err = Options::with(&[(flag, value)]).unwrap_err();
             assert!(err.starts_with(says), "{flag}={value}: {err}");

@@ -128,11 +128,14 @@ async fn running_pod(
         .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deletions_and_evictions_wait_for_the_drain() {
-    let env = Env::new("e2e-drain").await;
-    let server = ModelServer::start("127.0.0.1").await;
-    let decoy = ModelServer::start("127.0.0.2").await;
+/// lifecycle-webhook in this process with `overrides` of its options, registered for `env`'s
+/// namespaces through the real API server and active (probed with throwaway Pods); Pods of
+/// `env`'s namespace through a client that does not retry refusals (as kubectl), and a Node.
+async fn serve(
+    env: &Env,
+    server: &ModelServer,
+    overrides: &[(&'static str, &str)],
+) -> (Webhook, admission_kit::App, Api<Pod>, String) {
     let app = lifecycle_webhook::app_with(lifecycle_webhook::rules::Drainer::new(
         Arc::new(lifecycle_webhook::cluster::Kube::with_client(
             env.client.clone(),
@@ -140,14 +143,15 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         Arc::new(lifecycle_webhook::call::Http::default()),
     ));
     let mut options = app.default_options();
-    options.insert("drain-record-namespace", env.ns.clone());
-    options.insert("admin-groups", "drain-admins".into());
-    let mut hook = Webhook::start_with(&app, &env.client, options).await;
+    for (name, value) in overrides {
+        options.insert(name, (*value).to_owned());
+    }
+    let hook = Webhook::start_with(&app, &env.client, options).await;
     env.register("drain", &app, &hook, None, app.timeout_seconds)
         .await;
     // As kubectl: a refusal is an answer, not retried by the client (kube-rs retries 429s).
     let once = e2e::client_with(|c| c.default_retry = false).await;
-    let pods: Api<Pod> = Api::namespaced(once.clone(), &env.ns);
+    let pods: Api<Pod> = Api::namespaced(once, &env.ns);
     let node = format!("node-{}", env.ns);
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
     let (lk, lv) = env.label();
@@ -159,8 +163,6 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         )
         .await
         .unwrap();
-    let dp = DeleteParams::default();
-
     // Until the registration is active a deletion goes through: probe with throwaway Pods.
     let mut n = 0;
     eventually(Duration::from_secs(30), || {
@@ -180,6 +182,25 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         }
     })
     .await;
+    (hook, app, pods, node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletions_and_evictions_wait_for_the_drain() {
+    let env = Env::new("e2e-drain").await;
+    let server = ModelServer::start("127.0.0.1").await;
+    let decoy = ModelServer::start("127.0.0.2").await;
+    let (mut hook, _, pods, node) = serve(
+        &env,
+        &server,
+        &[
+            ("drain-record-namespace", env.ns.as_str()),
+            ("admin-groups", "drain-admins"),
+        ],
+    )
+    .await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
+    let dp = DeleteParams::default();
 
     // A model server draining: deletion refused naming the progress, again on retry, then
     // allowed once it says done.
@@ -460,4 +481,79 @@ async fn deletions_and_evictions_wait_for_the_drain() {
     pods.delete("down-0", &dp).await.unwrap();
     assert!(server.posts("down-0").is_empty());
     nodes.delete(&node, &DeleteParams::default()).await.unwrap();
+}
+
+/// Finding 10: a tenant deleting its own opted-in Pods with long names without end (each a
+/// drain in progress) fills the record up to its bound, never past it, and another tenant's
+/// next drain is still recorded: its Pod waits for its drain instead of being deleted at once.
+/// The record is bounded to 8 KiB here so that a few dozen Pods fill it (the shipped 512 KiB
+/// takes about 1,700 such Pods; before the bound, 3,115 deletions filled the 1 MiB ConfigMap
+/// and from then on every tenant's drain went unrecorded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_filling_the_record_leaves_anothers_drains_recorded() {
+    let env = Env::new("e2e-drain-fill").await;
+    let server = ModelServer::start("127.0.0.1").await;
+    let (hook, app, pods, node) = serve(
+        &env,
+        &server,
+        &[
+            ("drain-record-namespace", env.ns.as_str()),
+            ("drain-record-max-bytes", "8192"),
+        ],
+    )
+    .await;
+    let dp = DeleteParams::default();
+    let drains = || async {
+        Api::<ConfigMap>::namespaced(env.client.clone(), &env.ns)
+            .get("lifecycle-webhook-drains")
+            .await
+            .unwrap()
+            .data
+            .unwrap_or_default()
+    };
+    let bytes = |d: &BTreeMap<String, String>| d.iter().map(|(k, v)| k.len() + v.len()).sum();
+
+    // The other tenant: its own namespace, in the webhook's namespaces.
+    let other = Env::new("e2e-drain-other").await;
+    other
+        .register("drain", &app, &hook, None, app.timeout_seconds)
+        .await;
+
+    // The filling tenant: 40 Pods of 200-character names, each still draining.
+    let long = "x".repeat(190);
+    let mut most = 0;
+    for i in 0..40 {
+        let name = format!("fill-{i:03}-{long}");
+        server.answer(&name, 202, "busy");
+        running_pod(&pods, &name, &node, &server, json!({})).await;
+        let (code, msg) = refused(pods.delete(&name, &dp).await, "delete a filling Pod");
+        assert_eq!(code, 403, "{msg}");
+        let d = drains().await;
+        most = most.max(bytes(&d));
+    }
+    assert!(most <= 8192, "the record took {most} bytes");
+
+    // The other tenant's Pod: its drain is recorded, the deletion waits for it.
+    let theirs: Api<Pod> = Api::namespaced(pods.clone().into_client(), &other.ns);
+    server.answer("victim-0", 202, "serving its last requests");
+    running_pod(&theirs, "victim-0", &node, &server, json!({})).await;
+    let (code, msg) = refused(theirs.delete("victim-0", &dp).await, "delete victim-0");
+    assert_eq!(code, 403, "{msg}");
+    assert!(msg.contains("draining victim-0"), "{msg}");
+    let uid = theirs.get("victim-0").await.unwrap().metadata.uid.unwrap();
+    let d = drains().await;
+    assert!(
+        d.contains_key(&uid),
+        "the other tenant's drain is not recorded"
+    );
+    let filler = d.values().filter(|v| v.contains("/fill-")).count();
+    println!(
+        "40 filling drains: record at most {most} of 8192 bytes, {filler} of them kept; \
+         the other tenant's drain recorded ({} bytes in all)",
+        bytes(&d)
+    );
+    Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+        .delete(&node, &DeleteParams::default())
+        .await
+        .unwrap();
 }

@@ -476,3 +476,87 @@ async fn one_address_takes_neither_the_webhook_port_nor_its_memory() {
     );
     drop((held, streams, silent));
 }
+
+/// Finding 7 against quota-state as `cargo xtask up` runs it: a holder of scheduling-webhook's
+/// client key opens every connection it may, each with as many calls as it can, each announcing
+/// a 4 MiB message and sending nothing more. The server takes at most 64 connections a
+/// certificate and 32 calls a connection; its memory stays inside the Deployment's 512Mi limit
+/// (before the bounds: 32,000 such calls took it from 55 to 619 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_announcing_large_messages_keep_quota_state_within_its_limit() {
+    let env = Env::new("e2e-qs-flood").await;
+    let (system, opts, quota) = start(&env, None, 10).await;
+    let files = testenv::system::quota_state_client_files(&env.client, &opts)
+        .await
+        .unwrap();
+    let (addr, qs) = system.quota_state.as_ref().unwrap();
+    let mut cfg = (*mtls::client(files, Duration::from_secs(60)).unwrap().get()).clone();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let cfg = std::sync::Arc::new(cfg);
+    let before = rss_mib(qs.id());
+    // A gRPC message header announcing 4 MiB, then nothing.
+    let header = {
+        let mut h = vec![0u8];
+        h.extend_from_slice(&(4u32 << 20).to_be_bytes());
+        hyper::body::Bytes::from(h)
+    };
+    // 32,000 calls in all, as in the finding.
+    const CALLS: usize = 500;
+    let (mut conns, mut calls) = (Vec::new(), Vec::new());
+    for _ in 0..quota_state::auth::MAX_CONNECTIONS_PER_IDENTITY {
+        let tcp = tokio::net::TcpStream::connect(addr.trim_start_matches("https://"))
+            .await
+            .unwrap();
+        let server = rustls::pki_types::ServerName::try_from("quota-state").unwrap();
+        // The webhook's own connections hold some of the key's places: past them the server
+        // closes the connection after its handshake.
+        let Ok(tls) = tokio_rustls::TlsConnector::from(cfg.clone())
+            .connect(server, tcp)
+            .await
+        else {
+            break;
+        };
+        let Ok((mut send, conn)) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        else {
+            break;
+        };
+        conns.push(tokio::spawn(conn));
+        for _ in 0..CALLS {
+            if send.ready().await.is_err() {
+                break;
+            }
+            let frames = futures::StreamExt::chain(
+                futures::stream::iter([Ok::<_, std::convert::Infallible>(
+                    hyper::body::Frame::data(header.clone()),
+                )]),
+                futures::stream::pending(),
+            );
+            let req = http::Request::post("https://quota-state/quotastate.v1.QuotaState/AdmitPod")
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(http_body_util::StreamBody::new(frames))
+                .unwrap();
+            calls.push(tokio::spawn(send.send_request(req)));
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = rss_mib(qs.id());
+    eprintln!(
+        "{} connections × {CALLS} calls announcing 4 MiB each: quota-state RSS {before} -> {during} MiB",
+        conns.len()
+    );
+    assert!(conns.len() >= 32, "{} connections opened", conns.len());
+    // Half the Deployment's limit: unbounded, these calls took it past the whole limit.
+    assert!(during < 256, "RSS {before} -> {during} MiB");
+    calls.iter().for_each(|c| c.abort());
+    conns.iter().for_each(|c| c.abort());
+    // And quota-state still answers the webhook.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    create_retrying(&pods, &small_pod("after-flood", &quota))
+        .await
+        .unwrap();
+}
