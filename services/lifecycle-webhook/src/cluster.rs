@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use admission_kit::cluster::peers;
 use futures::future::BoxFuture;
 use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, ObjectMeta, PostParams};
 
@@ -36,6 +38,14 @@ pub trait Cluster: Send + Sync {
     /// Whether Node `name` exists.
     fn node_exists<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, String>>;
 
+    /// The addresses the API server's connections come from, as quota-state remembers them in
+    /// Lease `namespace/name` ([`admission_kit::cluster::peers`]); none when there is no Lease.
+    fn api_server_peers<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, String>>;
+
     /// The recorded drain of Pod `uid`, started now when none is and `at`'s bounds allow
     /// ([`record::begin_within`]).
     fn begin<'a>(
@@ -64,13 +74,21 @@ const ATTEMPTS: usize = 5;
 /// `KUBECONFIG`), made on first use.
 pub struct Kube {
     client: tokio::sync::OnceCell<kube::Client>,
+    /// The API server's addresses last read, by Lease, and when ([`PEERS_FRESH`]).
+    peers: std::sync::Mutex<Option<(String, std::time::Instant, Vec<String>)>>,
 }
+
+/// How long the API server's addresses, once read, answer evictions before they are read again:
+/// an eviction waits for no read in most cases, and an address quota-state has just learnt
+/// counts within seconds.
+const PEERS_FRESH: Duration = Duration::from_secs(5);
 
 impl Kube {
     /// A client made from the environment on first use.
     pub fn from_environment() -> Self {
         Self {
             client: tokio::sync::OnceCell::new(),
+            peers: std::sync::Mutex::default(),
         }
     }
 
@@ -78,6 +96,7 @@ impl Kube {
     pub fn with_client(client: kube::Client) -> Self {
         Self {
             client: tokio::sync::OnceCell::new_with(Some(client)),
+            peers: std::sync::Mutex::default(),
         }
     }
 
@@ -164,6 +183,41 @@ impl Cluster for Kube {
         })
     }
 
+    fn api_server_peers<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            let key = format!("{namespace}/{name}");
+            let cached = |c: &Option<(String, std::time::Instant, Vec<String>)>| {
+                c.as_ref()
+                    .filter(|(k, at, _)| *k == key && at.elapsed() < PEERS_FRESH)
+                    .map(|(.., p)| p.clone())
+            };
+            if let Some(p) = self.peers.lock().ok().and_then(|c| cached(&c)) {
+                return Ok(p);
+            }
+            let lease = Api::<Lease>::namespaced(self.client().await?, namespace)
+                .get_opt(name)
+                .await
+                .map_err(|e| format!("Lease {key}: {e}"))?;
+            let text = lease
+                .as_ref()
+                .and_then(|l| l.metadata.annotations.as_ref())
+                .and_then(|a| a.get(peers::ANNOTATION))
+                .map_or("", String::as_str);
+            let found: Vec<String> = peers::decode(text, std::time::SystemTime::now())
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            if let Ok(mut c) = self.peers.lock() {
+                *c = Some((key, std::time::Instant::now(), found.clone()));
+            }
+            Ok(found)
+        })
+    }
+
     fn begin<'a>(
         &'a self,
         at: &'a RecordAt,
@@ -202,6 +256,8 @@ pub struct Memory {
     pub record: std::sync::Mutex<BTreeMap<String, String>>,
     /// When set, every call fails with this text (an API server that cannot be reached).
     pub failing: std::sync::Mutex<Option<String>>,
+    /// The API server's addresses, as quota-state's Lease would list them.
+    pub api_server_peers: std::sync::Mutex<Vec<String>>,
 }
 
 #[cfg(test)]
@@ -233,6 +289,21 @@ impl Cluster for Memory {
             self.failed()?;
             let nodes = self.nodes.lock().map_err(|_| "poisoned".to_owned())?;
             Ok(nodes.iter().any(|n| n == name))
+        })
+    }
+
+    fn api_server_peers<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            self.failed()?;
+            let peers = self
+                .api_server_peers
+                .lock()
+                .map_err(|_| "poisoned".to_owned())?;
+            Ok(peers.clone())
         })
     }
 

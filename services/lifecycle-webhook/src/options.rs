@@ -7,7 +7,7 @@ use crate::cluster::RecordAt;
 use crate::record::{Bounds, MAX_BYTES, MAX_DRAINS};
 
 /// The options as declared in the endpoint table: name, help, default.
-pub const DECLARED: [(&str, &str, &str); 10] = [
+pub const DECLARED: [(&str, &str, &str); 11] = [
     (
         "default-drain-timeout",
         "How long a Pod may drain when its annotation drain.admission-webhooks.io/timeout does not say.",
@@ -42,6 +42,11 @@ pub const DECLARED: [(&str, &str, &str); 10] = [
         "drain-record",
         "Name of the ConfigMap in the service's namespace that records every drain's start and deadline.",
         "lifecycle-webhook-drains",
+    ),
+    (
+        "api-server-peers",
+        "Lease (in the drain record's namespace) where quota-state lists the addresses the API server's pods came from: an eviction from any other address, on a connection without the API server's certificate, starts no drain (LD-13). Empty: every address is taken for the API server's.",
+        admission_kit::cluster::peers::LEASE,
     ),
     (
         "drain-record-max-drains",
@@ -80,6 +85,8 @@ pub struct Options {
     pub admin_groups: Vec<String>,
     /// `--drain-record` in its namespace.
     pub record: RecordAt,
+    /// `--api-server-peers`, in the record's namespace; `None` when empty.
+    pub api_server_peers: Option<String>,
 }
 
 /// Where the record lives when `--drain-record-namespace` is empty; read once.
@@ -125,6 +132,9 @@ impl Options {
             review_deadline: duration("review-deadline")?,
             admin_users: list("admin-users"),
             admin_groups: list("admin-groups"),
+            api_server_peers: Some(value("api-server-peers").trim())
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned),
             record: RecordAt {
                 namespace: match value("drain-record-namespace") {
                     "" => own_namespace().to_owned(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use admission_kit::compat::go::GoDuration;
-use admission_kit::review::handler::{Context, Request, Validator, Verdict, wait_for};
+use admission_kit::review::handler::{Context, Peer, Request, Validator, Verdict, wait_for};
 use admission_kit::{Operation, Status};
 use http::uri::PathAndQuery;
 use jiff::Timestamp;
@@ -499,6 +499,50 @@ pub async fn ld_12_the_pod_itself(claimed: &Pod, cluster: &dyn Cluster) -> Resul
     Ok(pod)
 }
 
+/// LD-13: an eviction names only a Pod, which anyone can read, so where the API server presents
+/// no certificate a forged one would start any Pod's drain. It starts one only when it came on a
+/// connection that proved the API server's certificate, or from an address quota-state lists as
+/// the API server's (`--api-server-peers`; its Lease names the addresses its pods came from).
+/// Otherwise the eviction proceeds, nothing started and nobody called, with a warning: a real
+/// eviction from an address not listed yet goes through undrained, never held.
+pub async fn ld_13_eviction_from_the_api_server(
+    peer: Option<Peer>,
+    pod: &Pod,
+    o: &Options,
+    cluster: &dyn Cluster,
+) -> Option<Verdict> {
+    let (Some(peer), Some(lease)) = (peer, o.api_server_peers.as_deref()) else {
+        // No address to judge (a handler called in process), or the check turned off.
+        return None;
+    };
+    if peer.authenticated {
+        return None;
+    }
+    let name = name(pod);
+    match cluster.api_server_peers(&o.record.namespace, lease).await {
+        Ok(peers) if peers.iter().any(|p| p.parse() == Ok(peer.ip)) => None,
+        Ok(_) => {
+            tracing::warn!(
+                pod = name,
+                peer = %peer.ip,
+                "an eviction from an address not known as the API server's: no drain"
+            );
+            Some(warned(
+                "LD-13",
+                format!(
+                    "eviction of {name} proceeds without a drain: it did not come from an address known as the API server's"
+                ),
+            ))
+        }
+        Err(e) => Some(warned(
+            "LD-13",
+            format!(
+                "eviction of {name} proceeds without a drain: the API server's addresses not read ({e})"
+            ),
+        )),
+    }
+}
+
 /// DELETE of `pods` (sent only for Pods labelled [`LABEL`]).
 pub struct PodDeletion(pub Arc<Drainer>);
 
@@ -596,6 +640,15 @@ impl Validator for PodEviction {
             };
             if !opted_in(&pod) {
                 return Verdict::default();
+            }
+            if let Some(v) = ld_1_to_3_nothing_to_drain(&pod, &asked, &o) {
+                return v;
+            }
+            if let Some(v) =
+                ld_13_eviction_from_the_api_server(ctx.peer(), &pod, &o, self.0.cluster.as_ref())
+                    .await
+            {
+                return v;
             }
             self.0
                 .decide(&pod, asked, &o, Timestamp::now(), until)
@@ -981,6 +1034,55 @@ mod tests {
         let mut options = app.default_options();
         options.insert("drain-record-namespace", "ops".into());
         Context::default().with_options(options)
+    }
+
+    /// LD-13: an eviction from an address quota-state does not list as the API server's, on a
+    /// connection without its certificate, proceeds and calls nobody; one from a listed
+    /// address, or a connection that proved the certificate, drains.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ld_13_only_the_api_servers_evictions_start_a_drain() {
+        let r = rig();
+        r.say(Answer::Draining(None));
+        r.cluster
+            .pods
+            .lock()
+            .unwrap()
+            .insert("serving/llm-0".into(), pod(json!({})));
+        r.cluster
+            .api_server_peers
+            .lock()
+            .unwrap()
+            .push("10.1.0.1".into());
+        let evict = PodEviction(Arc::new(r.drainer));
+        let eviction: Eviction =
+            serde_json::from_value(json!({"metadata": {"name": "llm-0", "namespace": "serving"}}))
+                .unwrap();
+        let from = |ip: &str, authenticated: bool| {
+            context().with_peer(Some(Peer {
+                ip: ip.parse().unwrap(),
+                authenticated,
+            }))
+        };
+        let req = request(eviction, Operation::Create, false);
+        let v = evict.validate_async(&req, &from("10.2.0.9", false)).await;
+        assert!(v.allowed(), "{v:?}");
+        assert_eq!(v.applied, ["LD-13"]);
+        assert_eq!(
+            v.warnings,
+            [
+                "eviction of llm-0 proceeds without a drain: it did not come from an address known as the API server's"
+            ]
+        );
+        assert!(r.script.called.lock().unwrap().is_empty());
+        assert!(
+            r.cluster.record.lock().unwrap().is_empty(),
+            "no drain recorded"
+        );
+        // Listed, or proved by its certificate: drains.
+        for ctx in [from("10.1.0.1", false), from("10.2.0.9", true)] {
+            let v = evict.validate_async(&req, &ctx).await;
+            assert_eq!(refusal(&v).0, 429);
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -644,7 +644,7 @@ impl State {
         if !self.peers.trust(peer, now) {
             return;
         }
-        tracing::info!(peer = %peer, "a pod backed this peer's reservation: its reviews are trusted from now on");
+        tracing::info!(peer = %peer, "peer trusted from now on (a pod backed its reservation, or the previous leader remembered it)");
         let own: Vec<Arc<ResKey>> = self
             .peers
             .untrusted
@@ -2209,6 +2209,42 @@ impl Ledger {
         due.rotate_left(start);
         due.truncate(max);
         due
+    }
+
+    /// This cluster's trusted peers (not a fleet member's), the most recently backed first,
+    /// each with how long ago a reservation of theirs was last backed: what
+    /// [`crate::remembered`] writes down for the next leader.
+    pub fn trusted_here(&self) -> Vec<(String, Duration)> {
+        let now = Instant::now();
+        let s = self.lock();
+        let mut v: Vec<(String, Duration)> = s
+            .peers
+            .trusted_since()
+            .filter(|(p, _)| !p.is_empty() && !p.contains('/'))
+            .map(|(p, t)| (p.to_string(), now.saturating_duration_since(t)))
+            .collect();
+        v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Trusts `peers` of this cluster as if a reservation of each had been backed that long
+    /// ago: remembered from the leader before a restart or a fail-over ([`crate::remembered`]).
+    /// How many were not trusted yet.
+    pub fn remember_trusted(&self, peers: &[(String, Duration)]) -> usize {
+        let now = Instant::now();
+        let mut s = self.lock();
+        let mut added = 0;
+        for (peer, ago) in peers {
+            if peer.is_empty() || peer.contains('/') || s.peers.trusted(peer) {
+                continue;
+            }
+            s.trust(
+                &Arc::from(peer.as_str()),
+                now.checked_sub(*ago).unwrap_or(now),
+            );
+            added += 1;
+        }
+        added
     }
 
     /// Whether reviews from `peer` of member cluster `cluster` are trusted ([`peers`]).

@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub mod input;
 pub mod ledger;
 pub mod metrics;
+pub mod remembered;
 pub mod synthetic;
 pub mod usage;
 

@@ -120,6 +120,11 @@ struct Args {
     /// of each ancestor), in percent of its limit per resource.
     #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED_PERCENT", default_value_t = ReservationLimits::default().untrusted_share_permille / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     max_untrusted_percent: u32,
+    /// Lease (in `--lease-namespace`) where the serving replica remembers the addresses the API
+    /// server's pods came from, so that the next leader trusts them from its first answer
+    /// (docs/threat-model.md); lifecycle-webhook reads them too. Empty: nothing remembered.
+    #[arg(long, env = "QUOTA_STATE_PEERS_LEASE", default_value = admission_kit::cluster::peers::LEASE)]
+    peers_lease: String,
     /// Seconds between usage write-back rounds: the serving replica writes each quota's usage
     /// (admitted pods and reservations) to its `child-request` annotation, at most once a round
     /// and only when it changed. 0 turns the write-back off.
@@ -278,6 +283,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let leader = Arc::new(std::sync::atomic::AtomicBool::new(true));
     // SERVING: initial lists in, leader, certificate loaded (set below).
     let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut remember: Option<(kube::Client, quota_state::remembered::LeaseAt)> = None;
     let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
         quota_state::synthetic::fill_fleet(
             &ledger,
@@ -331,6 +337,19 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 }
             });
         }
+        if !args.peers_lease.is_empty() {
+            let at = quota_state::remembered::LeaseAt {
+                namespace: args.lease_namespace.clone(),
+                name: args.peers_lease.clone(),
+            };
+            tokio::spawn(quota_state::remembered::run(
+                client.clone(),
+                ledger.clone(),
+                at.clone(),
+                serving_flag.clone(),
+            ));
+            remember = Some((client.clone(), at));
+        }
         if args.usage_write_interval_secs > 0 {
             tokio::spawn(quota_state::usage::run(
                 client.clone(),
@@ -383,6 +402,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     // only then.
     let flag = serving_flag.clone();
     let gauge = metrics.serving.clone();
+    let ledger_r = ledger.clone();
     tokio::spawn(async move {
         let mut serving = false;
         loop {
@@ -391,6 +411,18 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 && leader.load(Ordering::Acquire)
                 && loaded();
             if now != serving {
+                if now && let Some((client, at)) = &remember {
+                    // The addresses the last leader trusted, before the first answer; an API
+                    // server that does not answer in time only delays trust until a pod.
+                    let read = quota_state::remembered::load(client, &ledger_r, at);
+                    match tokio::time::timeout(Duration::from_secs(2), read).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "remembered API server addresses not read")
+                        }
+                        Err(_) => tracing::warn!("remembered API server addresses not read in 2 s"),
+                    }
+                }
                 serving = now;
                 flag.store(serving, Ordering::Release);
                 gauge.set(i64::from(serving));

@@ -128,6 +128,25 @@ async fn running_pod(
         .unwrap();
 }
 
+/// Lists `ip` as the API server's address in `env`'s namespace, as quota-state writes it.
+async fn list_api_server(env: &Env, ip: &str) {
+    use admission_kit::cluster::peers::{ANNOTATION, LEASE, encode};
+    let text = encode(
+        &[(ip.to_owned(), Duration::ZERO)],
+        std::time::SystemTime::now(),
+    );
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(env.client.clone(), &env.ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": LEASE, "annotations": {ANNOTATION: text}}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
 /// lifecycle-webhook in this process with `overrides` of its options, registered for `env`'s
 /// namespaces through the real API server and active (probed with throwaway Pods); Pods of
 /// `env`'s namespace through a client that does not retry refusals (as kubectl), and a Node.
@@ -235,7 +254,10 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         "{posts:?}"
     );
 
-    // The eviction API: 429 (kubectl drain retries), then allowed.
+    // The eviction API: 429 (kubectl drain retries), then allowed. The API server's address
+    // listed as quota-state lists it once a pod admitted from it was created (LD-13; quota-state's
+    // side: `forged_reviews::a_new_quota_state_trusts_the_addresses_its_predecessor_saw`).
+    list_api_server(&env, "127.0.0.1").await;
     server.answer("trainer-0", 202, "writing checkpoint step 1200");
     running_pod(&pods, "trainer-0", &node, &server, json!({})).await;
     let (code, msg) = refused(
@@ -420,6 +442,34 @@ async fn deletions_and_evictions_wait_for_the_drain() {
             "{what}: {answer}"
         );
     }
+    // A forged eviction of the same Pod (LD-13): the address is not the API server's.
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "forged-eviction",
+            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "subResource": "eviction",
+            "name": "forged-0", "namespace": env.ns, "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:tenant:forger"},
+            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
+                       "metadata": {"name": "forged-0", "namespace": env.ns}},
+            "dryRun": false
+        }
+    });
+    let (status, answer) = forger
+        .post("/validate-pod-eviction", &review)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(
+        answer["response"]["warnings"],
+        json!([
+            "eviction of forged-0 proceeds without a drain: it did not come from an address known as the API server's"
+        ]),
+        "{answer}"
+    );
     assert_eq!(
         decoy.all_posts(),
         0,
@@ -440,7 +490,9 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         "a forged review recorded a drain"
     );
     let _ = std::fs::remove_file(&ca);
-    println!("forged DELETE reviews from 127.0.0.3: admitted, nothing called, no drain recorded");
+    println!(
+        "forged DELETE and eviction reviews from 127.0.0.3: admitted, nothing called, no drain recorded"
+    );
 
     // A Pod whose Node is gone is deleted at once.
     server.answer("orphan-0", 202, "");

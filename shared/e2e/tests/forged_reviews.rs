@@ -560,3 +560,73 @@ async fn calls_announcing_large_messages_keep_quota_state_within_its_limit() {
         .await
         .unwrap();
 }
+
+/// After a restart (or a fail-over) quota-state trusts the addresses the serving replica saw
+/// the API server's pods come from, remembered in its Lease `quota-state-peers`: a forger that
+/// takes every share a stranger may have the moment the new one serves cannot make the API
+/// server's first pod fail (without the Lease that pod was judged a stranger's, and refused at
+/// the share the forger held: "from addresses that no created pod has vouched for (127.0.0.1),
+/// cpu=1 is held already …").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_quota_state_trusts_the_addresses_its_predecessor_saw() {
+    use admission_kit::cluster::peers::{ANNOTATION, LEASE};
+    let env = Env::new("e2e-remembered").await;
+    let (mut system, opts, quota) = start(&env, None, 10).await;
+    let ca = webhook_ca(&env, &opts).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
+    create_retrying(&pods, &small_pod("first", &quota))
+        .await
+        .unwrap();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(env.client.clone(), &opts.namespace);
+    let remembered = eventually(Duration::from_secs(20), || async {
+        let lease = leases.get_opt(LEASE).await.map_err(|e| e.to_string())?;
+        lease
+            .and_then(|l| l.metadata.annotations?.get(ANNOTATION).cloned())
+            .filter(|a| a.contains("\"127.0.0.1\""))
+            .ok_or_else(|| "not remembered yet".to_owned())
+    })
+    .await;
+    eprintln!("{LEASE}: {remembered}");
+
+    // A new quota-state on the same address.
+    let (url, old) = system.quota_state.take().unwrap();
+    old.kill();
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let new = testenv::system::spawn_quota_state(&opts, port).unwrap();
+    let qs = new.metrics.clone().unwrap();
+    system.quota_state = Some((url, new));
+    eventually(Duration::from_secs(30), || async {
+        match metric(&qs, "quota_state_serving").await {
+            1.0 => Ok(()),
+            n => Err(format!("serving {n}")),
+        }
+    })
+    .await;
+    let trusted = metric(&qs, "quota_state_trusted_peers").await;
+    assert!(trusted >= 1.0, "trusted before any pod: {trusted}");
+
+    // The forger takes the strangers' tenth of the quota as soon as the webhook reaches the new
+    // quota-state; the API server's next pod is admitted at its first try.
+    let mut direct = Direct::connect_from(&addr(&system), no_certificate(&ca), Some(FORGER))
+        .await
+        .unwrap();
+    // Refused while the webhook is not connected again yet.
+    let mut held = false;
+    for i in 0..100 {
+        let review = pod_review(&format!("take-{i}"), &env.ns, "take", &quota, "1");
+        held = answer(&direct.post("/validate-pod", &review).await.unwrap().1).0;
+        if held {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(held, "the forger holds the strangers' share");
+    pods.create(&PostParams::default(), &small_pod("after-restart", &quota))
+        .await
+        .unwrap();
+    eprintln!(
+        "restarted quota-state: {trusted} address trusted before any pod; the forger's 1-CPU \
+         reservation did not refuse the API server's first pod"
+    );
+}

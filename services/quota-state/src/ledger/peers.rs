@@ -51,6 +51,11 @@ impl Peers {
         peer.is_empty() || self.trusted.contains_key(peer)
     }
 
+    /// Trusted peers, each with when one of its reservations was last backed.
+    pub(super) fn trusted_since(&self) -> impl Iterator<Item = (&Arc<str>, Instant)> {
+        self.trusted.iter().map(|(p, t)| (p, *t))
+    }
+
     /// Trusted peers now (metrics).
     pub(super) fn trusted_count(&self) -> usize {
         self.trusted.len()

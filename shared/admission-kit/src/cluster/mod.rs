@@ -5,5 +5,6 @@
 //! May use: [`crate::compat`], [`crate::review`], [`crate::server`].
 
 pub mod managed;
+pub mod peers;
 pub mod registration;
 pub mod state;
