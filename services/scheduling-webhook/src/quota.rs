@@ -578,8 +578,18 @@ impl Validator for QuotaValidator {
             Verdict::allowed,
         );
         if req.operation == Operation::Delete && !req.dry_run && v.allowed() {
-            // The quota goes: so does its QM-5 gauge.
-            admission_kit::server::metrics::koord::forget_shared_weight(&req.name);
+            // The quota goes: so does its QM-5 gauge, once it is gone (a forged review removes
+            // nothing).
+            let (ctx, namespace, name) = (ctx.clone(), req.namespace.clone(), req.name.clone());
+            admission_kit::server::metrics::koord::forget_shared_weight_once_gone(
+                &req.name,
+                move || {
+                    matches!(
+                        ctx.get::<ElasticQuota>(namespace.as_deref(), &name),
+                        Ok(None)
+                    )
+                },
+            );
         }
         v
     }
@@ -587,6 +597,29 @@ impl Validator for QuotaValidator {
     fn allowed_status(&self) -> Option<Status> {
         Some(Status::allowed())
     }
+}
+
+/// QM-5: the shared weight of quota `namespace/name` per resource, in units, as the quota that
+/// exists carries it (its `shared-weight` annotation, which QM-4 defaults to its max); `None`
+/// while there is no such quota. Entries that do not read are left out.
+pub fn qm_5_created_shared_weight(
+    ctx: &Context,
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<Vec<(String, f64)>> {
+    let quota = ctx.get::<ElasticQuota>(namespace, name).ok()??;
+    let text = quota.metadata.annotations.as_ref()?.get(SHARED_WEIGHT)?;
+    let weights: BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> =
+        serde_json::from_str(text).ok()?;
+    Some(
+        weights
+            .iter()
+            .map(|(r, q)| {
+                let units = admission_kit::compat::resources::Amount::of(q).milli() as f64 / 1000.0;
+                (r.clone(), units)
+            })
+            .collect(),
+    )
 }
 
 /// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.
@@ -674,12 +707,14 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     let max = q.spec.max.clone();
     let current = annotation(q, SHARED_WEIGHT).to_owned();
     let new_text = if current.is_empty() {
-        // QM-5: upstream's gauge of the defaulted weights (the max values), in units; never
-        // for a dry run, whose quota will not exist (the gauge's series are bounded in number).
-        for (resource, amount) in max.iter().flatten().filter(|_| !req.dry_run) {
-            let units =
-                admission_kit::compat::resources::Amount::of(amount).milli() as f64 / 1000.0;
-            admission_kit::server::metrics::koord::shared_weight(&name, resource, units);
+        // QM-5: upstream's gauge of the defaulted weights (the max values), in units; shown
+        // once the quota exists, read from it (never for a dry run, a forged review or one a
+        // later webhook refuses: their names never become series).
+        if !req.dry_run && max.as_ref().is_some_and(|m| !m.is_empty()) {
+            let (ctx, namespace, quota) = (ctx.clone(), req.namespace.clone(), name.clone());
+            admission_kit::server::metrics::koord::shared_weight_once_created(&name, move || {
+                qm_5_created_shared_weight(&ctx, namespace.as_deref(), &quota)
+            });
         }
         Some(
             max.as_ref()

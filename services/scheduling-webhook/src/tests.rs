@@ -635,6 +635,18 @@ fn koordinator_metrics_are_recorded_with_upstream_names() {
     );
     let mut obj = r.object.clone();
     crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    // QM-5's gauge: once the quota exists, from the weights QM-4 defaulted onto it.
+    let created = serde_json::to_value(&obj).unwrap();
+    let weights =
+        crate::quota::qm_5_created_shared_weight(&ctx(vec![created]), Some("ns"), "metrics-q")
+            .unwrap();
+    assert!(
+        crate::quota::qm_5_created_shared_weight(&ctx(vec![]), Some("ns"), "metrics-q").is_none(),
+        "no quota, no weights"
+    );
+    for (resource, units) in weights {
+        admission_kit::server::metrics::koord::shared_weight("metrics-q", &resource, units);
+    }
     let text = String::from_utf8(
         admission_kit::server::metrics::Metrics::new()
             .unwrap()

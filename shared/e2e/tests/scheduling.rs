@@ -329,8 +329,9 @@ async fn quota_tree_invariants_and_colocation_profile() {
         "{err}"
     );
 
-    // QM-5's shared-weight gauge names only quotas that are created: 50 dry-run creates of
-    // quotas that will never exist add no series; the parent's is there.
+    // QM-5's shared-weight gauge names only quotas that exist: 50 dry-run creates through the
+    // API server and 50 forged create reviews posted to the webhook port (quotas that will
+    // never exist) add no series; the parent's, created for real, is there.
     let dry = PostParams {
         dry_run: true,
         ..PostParams::default()
@@ -341,13 +342,45 @@ async fn quota_tree_invariants_and_colocation_profile() {
             .await
             .unwrap();
     }
-    let series = String::from_utf8(
-        admission_kit::server::metrics::Metrics::new()
-            .unwrap()
-            .render(),
-    )
-    .unwrap();
-    let weights = |name: &str| {
+    let ca = std::env::temp_dir().join(format!("{}-scheduling-ca.pem", env.ns));
+    std::fs::write(&ca, &hook.ca_pem).unwrap();
+    let tls = admission_kit::server::mtls::client_without_certificate(&ca)
+        .unwrap()
+        .get();
+    let _ = std::fs::remove_file(&ca);
+    let mut forger = e2e::direct::Direct::connect(&hook.addr.to_string(), tls)
+        .await
+        .unwrap();
+    for i in 0..50 {
+        let name = format!("forged-{i}-{}", env.ns);
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": format!("forged-quota-{i}"),
+                "kind": {"group": "scheduling.sigs.k8s.io", "version": "v1alpha1", "kind": "ElasticQuota"},
+                "resource": {"group": "scheduling.sigs.k8s.io", "version": "v1alpha1", "resource": "elasticquotas"},
+                "name": name, "namespace": env.ns, "operation": "CREATE",
+                "userInfo": {"username": "system:serviceaccount:tenant:forger"},
+                "object": serde_json::to_value(q(&name, None, false, "1")).unwrap(), "dryRun": false
+            }
+        });
+        let (status, answer) = forger
+            .post(
+                "/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+                &review,
+            )
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    }
+    let weights = |name: String| async move {
+        let series = String::from_utf8(
+            admission_kit::server::metrics::Metrics::new()
+                .unwrap()
+                .render(),
+        )
+        .unwrap();
         series
             .lines()
             .filter(|l| {
@@ -356,13 +389,62 @@ async fn quota_tree_invariants_and_colocation_profile() {
             })
             .count()
     };
+    eventually(Duration::from_secs(20), || async {
+        match weights(parent.clone()).await {
+            1 => Ok(()),
+            n => Err(format!("{n} series of {parent}")),
+        }
+    })
+    .await;
+    // A forged deletion of the child, which exists, removes none of its series.
+    eventually(Duration::from_secs(20), || async {
+        match weights(child.clone()).await {
+            1 => Ok(()),
+            n => Err(format!("{n} series of {child}")),
+        }
+    })
+    .await;
+    let old = serde_json::to_value(quotas.get(&child).await.unwrap()).unwrap();
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "forged-quota-delete",
+            "kind": {"group": "scheduling.sigs.k8s.io", "version": "v1alpha1", "kind": "ElasticQuota"},
+            "resource": {"group": "scheduling.sigs.k8s.io", "version": "v1alpha1", "resource": "elasticquotas"},
+            "name": child, "namespace": env.ns, "operation": "DELETE",
+            "userInfo": {"username": "system:serviceaccount:tenant:forger"},
+            "oldObject": old, "dryRun": false
+        }
+    });
+    let (status, answer) = forger
+        .post(
+            "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+            &review,
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    // Past the second look for the forged ones (0.5 s, then 2 s after it).
+    tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        weights(&format!("dry-0-{}", env.ns)),
+        weights(child.clone()).await,
+        1,
+        "a forged deletion removed a series"
+    );
+    assert_eq!(
+        weights(format!("dry-0-{}", env.ns)).await,
         0,
         "a dry run added a series"
     );
-    assert_eq!(weights(&parent), 1, "{series}");
-    println!("50 dry-run ElasticQuota creates: no shared-weight series added");
+    assert_eq!(
+        weights(format!("forged-0-{}", env.ns)).await,
+        0,
+        "a forged review added a series"
+    );
+    println!(
+        "50 dry-run ElasticQuota creates and 50 forged create reviews: no shared-weight series added; a forged deletion removed none"
+    );
 
     // A ClusterColocationProfile's mutation shows on a created pod.
     let profiles: Api<DynamicObject> = Api::all_with(

@@ -142,6 +142,8 @@ pub mod koord {
         /// [`SHARED_WEIGHT_QUOTAS`] quotas, so that reviews naming invented quotas cannot grow
         /// the registry without bound.
         pub(super) weighted: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+        /// Quotas admitted whose creation is being looked for ([`shared_weight_once_created`]).
+        pub(super) pending: std::sync::atomic::AtomicUsize,
         pub(super) binding: IntCounterVec,
     }
 
@@ -178,6 +180,7 @@ pub mod koord {
             )
             .ok()?,
             weighted: std::sync::Mutex::default(),
+            pending: std::sync::atomic::AtomicUsize::new(0),
             binding: IntCounterVec::new(
                 Opts::new(
                     "koord_manager_webhook_binding_admission_decisions_total",
@@ -270,9 +273,8 @@ pub mod koord {
         r
     }
 
-    /// The shared weight defaulted onto a quota (QM-5), per resource.
     /// Sets quota `quota`'s shared weight of `resource` (QM-5), within the bounds above; call it
-    /// for objects that are being created for real (never on a dry run). Whether it is shown.
+    /// for quotas that exist ([`shared_weight_once_created`]). Whether it is shown.
     pub fn shared_weight(quota: &str, resource: &str, value: f64) -> bool {
         let Some(c) = KOORD.as_ref() else {
             return false;
@@ -298,6 +300,96 @@ pub mod koord {
                 .set(value);
         }
         shown
+    }
+
+    /// Quotas admitted at once whose creation [`shared_weight_once_created`] looks for at most;
+    /// past it a quota's shared weight is not shown (reviews forged at full speed take these
+    /// places, never a series).
+    pub const SHARED_WEIGHT_PENDING: usize = 64;
+
+    /// When an admitted quota is looked for, each after the one before: a create is persisted
+    /// within milliseconds of its admission, unless a later webhook refuses it.
+    pub const SHARED_WEIGHT_LOOKS: [Duration; 3] = [
+        Duration::from_millis(500),
+        Duration::from_secs(2),
+        Duration::from_secs(10),
+    ];
+
+    /// Gives a pending place back when a look ends, however it ends.
+    struct Pending;
+
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            if let Some(c) = KOORD.as_ref() {
+                c.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Quota `quota` was admitted for creation (QM-5): its shared weight is shown once it
+    /// exists, as `created` reads it from the quota itself (its weights per resource; `None`
+    /// while there is no such quota), looked for at [`SHARED_WEIGHT_LOOKS`]. So a review that
+    /// is forged, or refused by a later webhook, never names a series. Nothing is looked for
+    /// outside a Tokio runtime (the `review` command) or past [`SHARED_WEIGHT_PENDING`]. Whether
+    /// a look was started.
+    pub fn shared_weight_once_created<F>(quota: &str, created: F) -> bool
+    where
+        F: Fn() -> Option<Vec<(String, f64)>> + Send + 'static,
+    {
+        look_for(quota, move |quota| match created() {
+            Some(weights) => {
+                for (resource, value) in weights {
+                    shared_weight(quota, &resource, value);
+                }
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Quota `quota` was admitted for deletion: its series go once `gone` finds no such quota,
+    /// looked for as [`shared_weight_once_created`] does, so a forged review removes nothing.
+    pub fn forget_shared_weight_once_gone<F>(quota: &str, gone: F) -> bool
+    where
+        F: Fn() -> bool + Send + 'static,
+    {
+        look_for(quota, move |quota| {
+            let done = gone();
+            if done {
+                forget_shared_weight(quota);
+            }
+            done
+        })
+    }
+
+    /// Runs `found` at [`SHARED_WEIGHT_LOOKS`] until it says it found what it looked for.
+    fn look_for<F>(quota: &str, found: F) -> bool
+    where
+        F: Fn(&str) -> bool + Send + 'static,
+    {
+        let Some(c) = KOORD.as_ref() else {
+            return false;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let order = std::sync::atomic::Ordering::AcqRel;
+        if c.pending.fetch_add(1, order) >= SHARED_WEIGHT_PENDING {
+            c.pending.fetch_sub(1, order);
+            return false;
+        }
+        let pending = Pending;
+        let quota = quota.to_owned();
+        runtime.spawn(async move {
+            let _pending = pending;
+            for wait in SHARED_WEIGHT_LOOKS {
+                tokio::time::sleep(wait).await;
+                if found(&quota) {
+                    return;
+                }
+            }
+        });
+        true
     }
 
     /// Quota `quota` is deleted: its shared-weight series go.
@@ -499,6 +591,54 @@ mod tests {
         }
         assert!(koord::shared_weight("one-more", "cpu", 1.0));
         koord::forget_shared_weight("one-more");
+    }
+
+    /// A quota admitted for creation shows its weight once it exists; one that never comes
+    /// (forged, or refused later) shows nothing, and looks waiting at once are bounded.
+    #[tokio::test(start_paused = true)]
+    async fn shared_weight_is_shown_only_for_quotas_that_come_to_exist() {
+        let exists = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let e = exists.clone();
+        assert!(koord::shared_weight_once_created(
+            "comes-later",
+            move || {
+                e.load(std::sync::atomic::Ordering::Acquire)
+                    .then(|| vec![("cpu".to_owned(), 4.0)])
+            }
+        ));
+        assert!(koord::shared_weight_once_created("never-comes", || None));
+        let shown = |name: &str| {
+            String::from_utf8(Metrics::new().unwrap().render())
+                .unwrap()
+                .contains(&format!("elasticquota_name=\"{name}\""))
+        };
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        assert!(!shown("comes-later") && !shown("never-comes"));
+        exists.store(true, std::sync::atomic::Ordering::Release);
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(shown("comes-later"));
+        tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+        assert!(!shown("never-comes"));
+        // Every look ended: their places are back; past the bound nothing more is looked for.
+        let started = (0..koord::SHARED_WEIGHT_PENDING + 10)
+            .filter(|i| koord::shared_weight_once_created(&format!("forged-{i}"), || None))
+            .count();
+        assert_eq!(started, koord::SHARED_WEIGHT_PENDING);
+        // A deletion admitted: the series stays while the quota does, and goes with it.
+        let e = exists.clone();
+        tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+        assert!(koord::forget_shared_weight_once_gone(
+            "comes-later",
+            move || { !e.load(std::sync::atomic::Ordering::Acquire) }
+        ));
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        assert!(
+            shown("comes-later"),
+            "a deletion not (yet) made removed the series"
+        );
+        exists.store(false, std::sync::atomic::Ordering::Release);
+        tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+        assert!(!shown("comes-later"));
     }
 
     #[test]
