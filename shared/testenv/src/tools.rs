@@ -26,6 +26,9 @@ pub struct Tool {
     pub name: &'static str,
     /// Pinned version.
     pub version: &'static str,
+    /// The wrapper module it is built in (`shared/xtask/go/<module>`): the Kubernetes commands
+    /// share one, so that one go.sum pins them all.
+    pub module: &'static str,
     /// Package to build inside the wrapper module.
     pub package: &'static str,
     /// Extra linker flags (version stamping).
@@ -40,10 +43,20 @@ pub struct Tool {
     pub cold_secs: u64,
 }
 
-/// Every tool the project runs.
+/// Version stamping of the Kubernetes commands (else they report v0.0.0-master).
+const KUBERNETES_LDFLAGS: &str = "-X k8s.io/component-base/version.gitVersion=v1.34.4 \
+     -X k8s.io/component-base/version.gitMajor=1 \
+     -X k8s.io/component-base/version.gitMinor=34 \
+     -X k8s.io/component-base/version.gitTreeState=clean";
+
+/// kwok's pinned version (simulated nodes and kubelets).
+pub const KWOK_VERSION: &str = "v0.8.0";
+
+/// Every tool the test command runs.
 pub const TOOLS: [Tool; 5] = [
     Tool {
         name: "etcd",
+        module: "etcd",
         version: ETCD_VERSION,
         package: ".",
         ldflags: "",
@@ -53,19 +66,18 @@ pub const TOOLS: [Tool; 5] = [
     },
     Tool {
         name: "kube-apiserver",
+        module: "kube-apiserver",
         version: KUBERNETES_VERSION,
         package: "k8s.io/kubernetes/cmd/kube-apiserver",
         // Without these the server reports v0.0.0-master to clients.
-        ldflags: "-X k8s.io/component-base/version.gitVersion=v1.34.4 \
-                  -X k8s.io/component-base/version.gitMajor=1 \
-                  -X k8s.io/component-base/version.gitMinor=34 \
-                  -X k8s.io/component-base/version.gitTreeState=clean",
+        ldflags: KUBERNETES_LDFLAGS,
         nosumdb: "",
         cgo: false,
         cold_secs: 275,
     },
     Tool {
         name: "kustomize",
+        module: "kustomize",
         version: KUSTOMIZE_VERSION,
         package: "sigs.k8s.io/kustomize/kustomize/v5",
         ldflags: "",
@@ -75,6 +87,7 @@ pub const TOOLS: [Tool; 5] = [
     },
     Tool {
         name: "tilt",
+        module: "tilt",
         version: TILT_VERSION,
         package: "github.com/tilt-dev/tilt/cmd/tilt",
         ldflags: "",
@@ -84,12 +97,60 @@ pub const TOOLS: [Tool; 5] = [
     },
     Tool {
         name: "toxiproxy",
+        module: "toxiproxy",
         version: TOXIPROXY_VERSION,
         package: "github.com/Shopify/toxiproxy/v2/cmd/server",
         ldflags: "",
         nosumdb: "",
         cgo: false,
         cold_secs: 10,
+    },
+];
+
+/// The cluster around the API server: controllers, a scheduler, kubectl and simulated nodes.
+/// Built by [`ensure_cluster`] only where they are run, so that what the test command and
+/// `cargo xtask up` build first stays as it was. Build times: this 2-core machine, Go's module
+/// cache warm and its build cache holding kube-apiserver's packages.
+pub const CLUSTER_TOOLS: [Tool; 4] = [
+    Tool {
+        name: "kube-controller-manager",
+        module: "kube-apiserver",
+        version: KUBERNETES_VERSION,
+        package: "k8s.io/kubernetes/cmd/kube-controller-manager",
+        ldflags: KUBERNETES_LDFLAGS,
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 86,
+    },
+    Tool {
+        name: "kube-scheduler",
+        module: "kube-apiserver",
+        version: KUBERNETES_VERSION,
+        package: "k8s.io/kubernetes/cmd/kube-scheduler",
+        ldflags: KUBERNETES_LDFLAGS,
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 7,
+    },
+    Tool {
+        name: "kubectl",
+        module: "kube-apiserver",
+        version: KUBERNETES_VERSION,
+        package: "k8s.io/kubernetes/cmd/kubectl",
+        ldflags: KUBERNETES_LDFLAGS,
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 34,
+    },
+    Tool {
+        name: "kwok",
+        module: "kwok",
+        version: KWOK_VERSION,
+        package: "sigs.k8s.io/kwok/cmd/kwok",
+        ldflags: "",
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 117,
     },
 ];
 
@@ -458,6 +519,7 @@ pub fn binary_path(tool: &Tool) -> PathBuf {
 fn find(name: &str) -> Result<PathBuf, ToolsError> {
     let tool = TOOLS
         .iter()
+        .chain(&CLUSTER_TOOLS)
         .find(|t| t.name == name)
         .ok_or_else(|| ToolsError::Io(name.to_owned(), std::io::ErrorKind::NotFound.into()))?;
     let p = binary_path(tool);
@@ -486,7 +548,41 @@ pub fn toxiproxy() -> Result<PathBuf, ToolsError> {
 /// Builds every missing tool from the wrapper modules under `go_root`
 /// (`shared/xtask/go`), then returns their paths.
 pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
-    let missing: Vec<&Tool> = TOOLS.iter().filter(|t| !binary_path(t).is_file()).collect();
+    build_missing(&TOOLS, go_root)?;
+    locate()
+}
+
+/// The cluster's binaries ([`CLUSTER_TOOLS`]).
+#[derive(Debug, Clone)]
+pub struct ClusterBinaries {
+    /// kube-controller-manager.
+    pub controller_manager: PathBuf,
+    /// kube-scheduler.
+    pub scheduler: PathBuf,
+    /// kubectl.
+    pub kubectl: PathBuf,
+    /// kwok.
+    pub kwok: PathBuf,
+}
+
+/// The cached cluster binaries; an error naming [`BUILD_COMMAND`] when one is missing.
+pub fn locate_cluster() -> Result<ClusterBinaries, ToolsError> {
+    Ok(ClusterBinaries {
+        controller_manager: find("kube-controller-manager")?,
+        scheduler: find("kube-scheduler")?,
+        kubectl: find("kubectl")?,
+        kwok: find("kwok")?,
+    })
+}
+
+/// Builds every missing one of [`CLUSTER_TOOLS`] as [`ensure`] does, then returns their paths.
+pub fn ensure_cluster(go_root: &Path) -> Result<ClusterBinaries, ToolsError> {
+    build_missing(&CLUSTER_TOOLS, go_root)?;
+    locate_cluster()
+}
+
+fn build_missing(tools: &[Tool], go_root: &Path) -> Result<(), ToolsError> {
+    let missing: Vec<&Tool> = tools.iter().filter(|t| !binary_path(t).is_file()).collect();
     if !missing.is_empty() {
         let secs: u64 = missing.iter().map(|t| t.cold_secs).sum();
         eprintln!(
@@ -501,9 +597,9 @@ pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
         );
     }
     for tool in missing {
-        build(tool, &go_root.join(tool.name), &binary_path(tool))?;
+        build(tool, &go_root.join(tool.module), &binary_path(tool))?;
     }
-    locate()
+    Ok(())
 }
 
 fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {

@@ -103,7 +103,9 @@ enum Cmd {
         #[arg(long)]
         rerun: bool,
     },
-    /// Build kube-apiserver, etcd and kustomize with Go from the module proxy (cached).
+    /// Build every tool (kube-apiserver, etcd, kustomize, tilt, toxiproxy, and the cluster's:
+    /// kube-controller-manager, kube-scheduler, kubectl, kwok) with Go from the module proxy,
+    /// and install the rest; each cached once built.
     Tools,
     /// Build the libFuzzer targets (`fuzz/`, nightly, cargo-fuzz) and run each from its seeds.
     Fuzz {
@@ -294,35 +296,47 @@ fn tools() -> Result<testenv::Binaries> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
-        Cmd::Tools => tools().map(|b| {
-            println!("kube-apiserver: {}", b.kube_apiserver.display());
-            println!("etcd:           {}", b.etcd.display());
-            println!("kustomize:      {}", b.kustomize.display());
-            println!("tilt:           {}", b.tilt.display());
-            if let Ok(p) = testenv::tools::prometheus() {
-                println!("prometheus:     {}", p.server.display());
-                println!("promtool:       {}", p.promtool.display());
-            }
-            if let Ok(h) = testenv::tools::haproxy() {
-                println!("haproxy:        {}", h.display());
-            }
-            if let Ok(t) = image::tools() {
-                println!("buildah:        {}", t.buildah.display());
-                println!("podman:         {}", t.podman.display());
-                println!("skopeo:         {}", t.skopeo.display());
-                println!("containers.conf: {}", t.containers_conf.display());
-            }
-            if let Ok(v) = testenv::tools::valgrind() {
-                println!("valgrind:       {}", v.display());
-            }
-            if let Ok(v) = testenv::tools::report_validators() {
-                println!("sarif-multitool: {}", v.sarif_multitool.display());
-                println!("junitparser:    {}", v.junitparser_path.display());
-            }
-            if let Ok(p) = testenv::tools::pre_commit() {
-                println!("pre-commit:     {}", p.display());
-            }
-        }),
+        Cmd::Tools => tools()
+            .and_then(|b| {
+                let c = testenv::tools::ensure_cluster(&root().join("shared/xtask/go"))?;
+                Ok((b, c))
+            })
+            .map(|(b, c)| {
+                println!("kube-apiserver: {}", b.kube_apiserver.display());
+                println!(
+                    "kube-controller-manager: {}",
+                    c.controller_manager.display()
+                );
+                println!("kube-scheduler: {}", c.scheduler.display());
+                println!("kubectl:        {}", c.kubectl.display());
+                println!("kwok:           {}", c.kwok.display());
+                println!("etcd:           {}", b.etcd.display());
+                println!("kustomize:      {}", b.kustomize.display());
+                println!("tilt:           {}", b.tilt.display());
+                if let Ok(p) = testenv::tools::prometheus() {
+                    println!("prometheus:     {}", p.server.display());
+                    println!("promtool:       {}", p.promtool.display());
+                }
+                if let Ok(h) = testenv::tools::haproxy() {
+                    println!("haproxy:        {}", h.display());
+                }
+                if let Ok(t) = image::tools() {
+                    println!("buildah:        {}", t.buildah.display());
+                    println!("podman:         {}", t.podman.display());
+                    println!("skopeo:         {}", t.skopeo.display());
+                    println!("containers.conf: {}", t.containers_conf.display());
+                }
+                if let Ok(v) = testenv::tools::valgrind() {
+                    println!("valgrind:       {}", v.display());
+                }
+                if let Ok(v) = testenv::tools::report_validators() {
+                    println!("sarif-multitool: {}", v.sarif_multitool.display());
+                    println!("junitparser:    {}", v.junitparser_path.display());
+                }
+                if let Ok(p) = testenv::tools::pre_commit() {
+                    println!("pre-commit:     {}", p.display());
+                }
+            }),
         Cmd::Test { jobs, rerun } => test(jobs, rerun),
         Cmd::Fuzz {
             runs,
