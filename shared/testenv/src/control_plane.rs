@@ -49,7 +49,7 @@ pub enum StartError {
     Client(String),
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
     let what = what.into();
     move |e| StartError::Io(what, e)
 }
@@ -74,7 +74,7 @@ fn sweep_stale() {
     }
 }
 
-fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, StartError> {
+pub(crate) fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, StartError> {
     let out = fs::File::create(log).map_err(io(log.display().to_string()))?;
     let err = out.try_clone().map_err(io("log"))?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);

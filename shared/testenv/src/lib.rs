@@ -1,6 +1,7 @@
 //! A real Kubernetes control plane for end-to-end tests and `cargo xtask up`: kube-apiserver and
 //! etcd built from the Go module proxy ([`tools`]) and run on loopback ([`control_plane`]).
 
+pub mod cluster;
 pub mod control_plane;
 pub mod lb;
 pub mod ports;

@@ -107,10 +107,10 @@ pub const TOOLS: [Tool; 5] = [
     },
 ];
 
-/// The cluster around the API server: controllers, a scheduler, kubectl and simulated nodes.
-/// Built by [`ensure_cluster`] only where they are run, so that what the test command and
-/// `cargo xtask up` build first stays as it was. Build times: this 2-core machine, Go's module
-/// cache warm and its build cache holding kube-apiserver's packages.
+/// The cluster around the API server ([`crate::cluster`]): controllers, a scheduler, kubectl
+/// and simulated nodes, built by [`ensure_cluster`] (`cargo xtask tools`, and so the test
+/// command). Build times: this 2-core machine, Go's module cache warm and its build cache
+/// holding kube-apiserver's packages (they share most of them).
 pub const CLUSTER_TOOLS: [Tool; 4] = [
     Tool {
         name: "kube-controller-manager",

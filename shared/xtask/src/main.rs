@@ -283,6 +283,7 @@ fn is_package_variable(key: &str) -> bool {
 
 fn tools() -> Result<testenv::Binaries> {
     let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+    testenv::tools::ensure_cluster(&root().join("shared/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
     testenv::tools::ensure_haproxy()?;
     image::tools()?;
@@ -297,10 +298,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Tools => tools()
-            .and_then(|b| {
-                let c = testenv::tools::ensure_cluster(&root().join("shared/xtask/go"))?;
-                Ok((b, c))
-            })
+            .and_then(|b| Ok((b, testenv::tools::locate_cluster()?)))
             .map(|(b, c)| {
                 println!("kube-apiserver: {}", b.kube_apiserver.display());
                 println!(
