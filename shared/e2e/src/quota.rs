@@ -82,6 +82,27 @@ pub async fn start_with(
     webhook_args: Vec<String>,
 ) -> (System, Options, String) {
     let shared = crate::must(testenv::shared(), "control plane");
+    start_in(
+        env,
+        &shared.kubeconfig,
+        client_ca,
+        resource,
+        max,
+        webhook_args,
+    )
+    .await
+}
+
+/// [`start_with`] on the control plane of `kubeconfig` (a test's own, say with
+/// [`testenv::cluster::Cluster`] around it); logs beside that kubeconfig.
+pub async fn start_in(
+    env: &Env,
+    kubeconfig: &std::path::Path,
+    client_ca: Option<PathBuf>,
+    resource: &str,
+    max: u32,
+    webhook_args: Vec<String>,
+) -> (System, Options, String) {
     let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
     let bin_dir = crate::must(
         bin_dir_of_current_exe().ok_or("no directory of the test binary"),
@@ -89,12 +110,12 @@ pub async fn start_with(
     );
     crate::must(check_binaries(&bin_dir, &services), "binaries");
     // Logs and CA bundles beside the control plane's files: removed with them at exit.
-    let dir = shared.kubeconfig.with_file_name(&env.ns);
+    let dir = kubeconfig.with_file_name(&env.ns);
     crate::must(std::fs::create_dir_all(&dir), "log directory");
     let opts = Options {
         bin_dir,
         services,
-        kubeconfig: shared.kubeconfig.clone(),
+        kubeconfig: kubeconfig.to_path_buf(),
         dir,
         namespace_selector: admission_kit::cluster::registration::only_namespace(&env.ns),
         name_suffix: format!("-{}", env.ns),
