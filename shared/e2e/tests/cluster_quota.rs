@@ -7,7 +7,8 @@
 //! the webhook's refusal of the rest; `kubectl scale deployment batch --replicas=0` frees 2 CPUs
 //! and the ReplicaSet's next retry creates the 2 missing Pods, nobody acting on `web`;
 //! `kubectl scale deployment web --replicas=6` (6 CPUs, more than the quota allows) is refused at
-//! once with the arithmetic (WQ-2).
+//! once with the arithmetic (WQ-2). Then a Job of 10 one-CPU Pods, 5 at once, in the whole quota:
+//! finished Pods give their CPU back, all 10 succeed, and the quota is free again.
 
 use std::process::Command;
 use std::time::Duration;
@@ -163,4 +164,63 @@ async fn a_deployment_past_its_quota_waits_for_room_through_the_controllers() {
     println!("$ kubectl scale deployment web --replicas=6\n{out}{err}");
     assert!(!ok, "{out}{err}");
     assert!(err.contains("cpu=6") && err.contains("cpu=5"), "{err}");
+
+    // A Job of 10 one-CPU Pods, 5 at once, in the whole quota: finished Pods give their CPU
+    // back and the next ones start, until all 10 have succeeded; then the quota is free again.
+    let (ok, out, err) = kubectl(
+        &kc,
+        &["scale", "-n", ns, "deployment", "web", "--replicas=0"],
+    );
+    assert!(ok, "{out}{err}");
+    eventually(Duration::from_secs(60), || async {
+        match pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .len()
+        {
+            0 => Ok(()),
+            n => Err(format!("web: {n} Pods left")),
+        }
+    })
+    .await;
+    let job = serde_json::to_string(&json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train"},
+        "spec": {"completions": 10, "parallelism": 5,
+                 "template": {"metadata": {"labels": {"quota.scheduling.koordinator.sh/name": quota}},
+                              "spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "main", "image": "registry.example.com/train:1",
+                                                       "resources": {"requests": {"cpu": "1"}}}]}}}
+    }))
+    .unwrap();
+    let (ok, out, err) = apply(&kc, ns, &job);
+    assert!(ok, "{out}{err}");
+    let started = std::time::Instant::now();
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), ns);
+    eventually(Duration::from_secs(120), || async {
+        let status = jobs
+            .get("train")
+            .await
+            .map_err(|e| e.to_string())?
+            .status
+            .unwrap_or_default();
+        match status.succeeded {
+            Some(10) => Ok(()),
+            n => Err(format!("train: {n:?} of 10 succeeded")),
+        }
+    })
+    .await;
+    let dry = kube::api::PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    pods.create(&dry, &e2e::quota::pod("whole", &quota, 5))
+        .await
+        .unwrap();
+    println!(
+        "Job train: 10 of 10 one-CPU Pods succeeded, 5 at once in a 5-CPU quota, in {:.1?}; the quota is free again",
+        started.elapsed()
+    );
 }
