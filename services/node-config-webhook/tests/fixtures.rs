@@ -42,7 +42,7 @@ fn node_config_fixtures_pass_through_the_review_command() {
     }
 }
 
-/// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
+/// The mutation fuzzer: seeded variants of every case keep every property that holds
 /// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]

@@ -24,7 +24,7 @@ fn registry_fixtures_pass_through_the_review_command() {
     }
 }
 
-/// Issue 14's mutation fuzzer: seeded variants of every case keep every property that holds
+/// The mutation fuzzer: seeded variants of every case keep every property that holds
 /// whatever upstream decides (`admission_testing::variants`). `ADMISSION_VARIANTS_PER_CASE` and
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
@@ -84,7 +84,7 @@ fn kthena_v1_variants_for_upstream_comparison() {
     eprintln!("{n} variants written to {dir}");
 }
 
-/// Issue 38 item 1: Kthena's handlers never read `request.oldObject`, so an UPDATE is decided on
+/// Kthena's handlers never read `request.oldObject`, so an UPDATE is decided on
 /// its object whatever the old object is (null items, wrong types, not an object at all): every
 /// registry case sent as an UPDATE with such an old object gets the answer it gets with its own
 /// object as the old one.

@@ -39,7 +39,7 @@ impl Validator for BindingValidator {
     /// The Binding object; only the request's fields are read.
     type Object = Value;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }

@@ -207,7 +207,7 @@ fn extended_spec(pod: &Pod, canonical_text: bool) -> serde_json::Value {
 
 /// The extended-resource-spec annotation read as upstream's `json.Unmarshal` into
 /// `extension.ExtendedResourceSpec` reads it: its JSON value, or Go's error (a syntax error, a
-/// member of the wrong JSON type, a quantity apimachinery refuses; issue 38: a number there
+/// member of the wrong JSON type, a quantity apimachinery refuses; a number there
 /// used to be overwritten, where upstream fails the request).
 fn decode_extended_spec(text: &str) -> Result<serde_json::Value, String> {
     use admission_kit::compat::go::{decode_resource_list, go_json_kind, go_json_syntax_error};
@@ -447,7 +447,7 @@ fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
             })
         };
         // No resources, no devices: nothing is written (inserting an empty `resources` would
-        // be a patch operation that changes nothing, issue 14 item 5).
+        // be a patch operation that changes nothing).
         let Some(res) = c.resources.as_mut() else {
             continue;
         };
@@ -508,12 +508,12 @@ pub struct PodMutator;
 impl Mutator for PodMutator {
     type Object = Pod;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }
 
-    /// Issue 37: no rule reads a Pod's managed fields, the larger part of its decode.
+    /// No rule reads a Pod's managed fields, the larger part of its decode.
     fn reads_managed_fields(&self) -> bool {
         false
     }

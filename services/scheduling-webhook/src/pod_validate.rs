@@ -520,12 +520,12 @@ async fn pv_3_2_and_4(
 impl Validator for PodValidator {
     type Object = Pod;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }
 
-    /// Issue 37: no rule reads a Pod's managed fields, the larger part of its decode.
+    /// No rule reads a Pod's managed fields, the larger part of its decode.
     fn reads_managed_fields(&self) -> bool {
         false
     }

@@ -484,7 +484,7 @@ pub struct QuotaDefaulter;
 impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }
@@ -558,7 +558,7 @@ fn validate_quota(
 impl Validator for QuotaValidator {
     type Object = ElasticQuota;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }
@@ -773,7 +773,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
 ///
 /// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b}, spec: {min: {cpu: "1"}, max: {cpu: "10"}}}`
 ///
-/// Why (issue 38 item 5, `docs/upstream-parity.md`): upstream's patch is the raw request against
+/// Why (`docs/upstream-parity.md`): upstream's patch is the raw request against
 /// its re-encoded object. These re-prints change the quota, so they are ours too; the ones that
 /// change nothing stay out (spec §7.2 F-1). Returns whether any quantity was re-printed.
 fn qm_6_reprint_altered_quantities(q: &mut ElasticQuota) -> bool {

@@ -54,14 +54,14 @@ fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
 impl Mutator for ReservationMutator {
     type Object = Reservation;
 
-    /// Issue 38 item 3: upstream's controller-runtime decoder reads `null` as Go does.
+    /// Upstream's controller-runtime decoder reads `null` as Go does.
     fn reads_null_as_zero(&self) -> bool {
         true
     }
 
-    /// Item 3: a quantity Go's decoder refuses fails the decode here too; so do a `spec.ttl`
-    /// that is not a Go duration and a `spec.expires` that is not an RFC 3339 time (issue 38
-    /// item 2: the CRD declares free strings, and the mutator sees them before the schema).
+    /// A quantity Go's decoder refuses fails the decode here too; so do a `spec.ttl` that is not
+    /// a Go duration and a `spec.expires` that is not an RFC 3339 time (the CRD declares free
+    /// strings, and the mutator sees them before the schema).
     fn check_decoded(&self, r: &Reservation) -> Result<(), String> {
         use admission_kit::compat::go::{check_metav1_duration, check_metav1_time};
         let null = serde_json::Value::Null;

@@ -875,7 +875,7 @@ fn item_3_qv_s_compares_and_prints_quantities_as_go() {
     );
 }
 
-/// Issue 38 item 3: a JSON `null` list item (containers, tolerations, owner references) or map
+/// A JSON `null` list item (containers, tolerations, owner references) or map
 /// value reaches the mutators before any schema; upstream's decoder reads it as the zero value
 /// and decides, so do we (it used to be a decode error, code 400).
 #[test]
@@ -923,7 +923,7 @@ fn round_3_item_3_null_items_read_as_go_zero_values() {
     assert!(serde_json::from_value::<Pod>(p).is_err());
 }
 
-/// Issue 38 item 4: an ElasticQuota or Reservation without `spec` or `metadata` is Go's zero
+/// An ElasticQuota or Reservation without `spec` or `metadata` is Go's zero
 /// spec or metadata, defaulted as any other (it used to fail "missing field").
 #[test]
 fn round_3_item_4_objects_without_spec_or_metadata_are_zero_values() {
@@ -969,7 +969,7 @@ fn round_3_item_4_objects_without_spec_or_metadata_are_zero_values() {
     assert_eq!(a["response"]["allowed"], true, "{a}");
 }
 
-/// Issue 38 item 5: a quota's quantities of 8Ei and above come back at Go's int64 cap (and
+/// A quota's quantities of 8Ei and above come back at Go's int64 cap (and
 /// values finer than a nano rounded up) in the patch of a mutated quota, as upstream's
 /// re-encoded object carries them; other spellings are left as written (F-1), and an unmutated
 /// quota gets no patch.
@@ -1004,7 +1004,7 @@ fn round_3_item_5_qm_6_reprints_what_go_decoded_to_another_value() {
     assert_eq!(a["response"]["patch"], Value::Null, "{a}");
 }
 
-/// PM-FIX-1 (issue 38 item 7, `docs/upstream-parity.md`): beyond 2^63 thousandths (batch cpu)
+/// PM-FIX-1 (`docs/upstream-parity.md`): beyond 2^63 thousandths (batch cpu)
 /// or units (GPU), upstream's `MilliValue()`/`Value()` keep the low 64 bits and its patch writes
 /// a negative or unrelated number into the Pod (and PV-5 judges that number); ours uses the
 /// exact value.
@@ -1035,7 +1035,7 @@ fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
     assert_eq!(validate(huge, None, vec![]), None);
 }
 
-/// Issue 38 item 2: a Reservation's `spec.ttl` that is not a Go duration, or `spec.expires` that
+/// A Reservation's `spec.ttl` that is not a Go duration, or `spec.expires` that
 /// is not an RFC 3339 time, fails upstream's decode (code 400, Go's words); good ones and `null`
 /// are admitted and left as sent.
 #[test]
@@ -1086,7 +1086,7 @@ fn round_3_item_2_reservation_ttl_and_expires_decode_as_go() {
     }
 }
 
-/// Issue 38 (the differential run): PM-2 reads the annotation it compares as upstream's
+/// Found by the differential run against upstream: PM-2 reads the annotation it compares as upstream's
 /// `json.Unmarshal` into `extension.ExtendedResourceSpec` does, so an annotation of the wrong
 /// JSON shape fails the request (500, Go's words) instead of being overwritten.
 #[test]
@@ -1126,7 +1126,7 @@ fn pm_2_an_annotation_go_cannot_decode_fails_the_request() {
     }
 }
 
-/// Issue 37: the Pod watch runs only when a rule reads Pods: with quota-state asked and PB off
+/// The Pod watch runs only when a rule reads Pods: with quota-state asked and PB off
 /// (the deployed configuration) no rule does.
 #[test]
 fn pods_are_watched_only_when_a_rule_reads_them() {
@@ -1157,7 +1157,7 @@ fn pods_are_watched_only_when_a_rule_reads_them() {
     )));
 }
 
-/// Issue 37: `/validate-pod-binding` is registered only when PB can refuse (its gate and a user
+/// `/validate-pod-binding` is registered only when PB can refuse (its gate and a user
 /// list): otherwise every scheduled Pod would cost the API server a call that admits. Served
 /// either way.
 #[test]
@@ -1187,7 +1187,7 @@ fn pod_bindings_are_sent_only_when_pb_is_on() {
     assert!(app.endpoint("/validate-pod-binding").is_some());
 }
 
-/// Issue 37: PM-3 asks quota-state for a pod's tree only when an ElasticQuotaProfile names a
+/// PM-3 asks quota-state for a pod's tree only when an ElasticQuotaProfile names a
 /// tree; otherwise the pod is left as it is, even with quota-state unreachable and
 /// `--quota-unavailable=deny`.
 #[test]

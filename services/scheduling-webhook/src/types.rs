@@ -100,10 +100,10 @@ pub struct ReservationSpec {
     /// The reserved pod's template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<PodTemplateSpec>,
-    /// `metav1.Duration`, kept as sent: only its decode is checked (issue 38 item 2).
+    /// `metav1.Duration`, kept as sent: only its decode is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<serde_json::Value>,
-    /// `metav1.Time`, kept as sent: only its decode is checked (issue 38 item 2).
+    /// `metav1.Time`, kept as sent: only its decode is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<serde_json::Value>,
 }

@@ -6,7 +6,7 @@
 //!   takes over a minute: a hang, not a slow answer);
 //! - a review answer in the request's apiVersion echoing its uid (Kthena's services may answer
 //!   an undecodable review with its plain-text HTTP 400 instead, in its words);
-//! - a decode failure answered as the service's upstream answers it (issue 14 item 1);
+//! - a decode failure answered as the service's upstream answers it;
 //! - a refusal carries a message;
 //! - a patch only on an admission, typed `JSONPatch`, that applies to the object, changes it,
 //!   and holds no operation that changes nothing.
@@ -445,7 +445,7 @@ const ODD_QUANTITIES: [&str; 24] = [
 ];
 
 /// Texts a Go duration field may receive: not durations (no unit, an unknown unit, none at
-/// all), and durations at the edges (issue 38).
+/// all), and durations at the edges.
 const ODD_DURATIONS: [&str; 10] = [
     "1d",
     "x",
@@ -460,7 +460,7 @@ const ODD_DURATIONS: [&str; 10] = [
 ];
 
 /// Quantities past Go's int64 arithmetic: BinarySI values capped at 2^63-1, and values whose
-/// thousandths or units pass 2^63 (issue 38).
+/// thousandths or units pass 2^63.
 const HUGE_QUANTITIES: [&str; 6] = [
     "9Ei",
     "10Ei",

@@ -721,7 +721,7 @@ pub fn validate(
     let name = q.metadata.name.clone().unwrap_or_default();
     match operation {
         Operation::Create => {
-            // The root entry every tree holds is not a quota upstream's map knows (issue 38):
+            // The root entry every tree holds is not a quota upstream's map knows:
             // creating the root object while none exists passes.
             if t.quotas.contains_key(&name) && (name != ROOT || t.root_object) {
                 return Err(("QV-C1", format!("AddQuota quota already exist:{name}")));
@@ -897,7 +897,7 @@ mod tests {
         assert_eq!(pv_3_2_not_on_parent(&t, "zz", "p"), Ok(()));
     }
 
-    /// QV-C1 on the root quota, as upstream's map knows it (issue 38): its CREATE passes while
+    /// QV-C1 on the root quota, as upstream's map knows it: its CREATE passes while
     /// no root object exists, and is "already exist" once one does.
     #[test]
     fn qv_c1_the_root_quota_exists_once_created() {

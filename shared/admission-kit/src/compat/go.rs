@@ -1454,7 +1454,7 @@ mod tests {
         );
         let z: Quantity = serde_json::from_str("null").unwrap();
         assert!(z.value().is_zero());
-        // Issue 38: a no-break space goes (Go trims the raw text); an escaped tab or newline
+        // A no-break space goes (Go trims the raw text); an escaped tab or newline
         // stays, and the text does not parse.
         let nbsp: Quantity = serde_json::from_str("\"10Gi\u{a0}\"").unwrap();
         assert_eq!(nbsp.value().canonical(), "10Gi");
@@ -1948,7 +1948,7 @@ mod json_error_tests {
         );
         assert_eq!(err("[1 2]"), "invalid character '2' after array element");
         assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
-        // Cut short at the end: Go's scanner steps once more with a space (issue 38).
+        // Cut short at the end: Go's scanner steps once more with a space.
         for (input, go) in [
             ("-", "invalid character ' ' in numeric literal"),
             (

@@ -32,7 +32,7 @@ use serde_json::{Error, Map, Value};
 ///   `omitempty`: upstream's re-encoded object has no map, so its patch removes the map; issue
 ///   14 item 5; a map that was already empty is left alone, FIX F-1);
 /// - an empty value (`null`, `{}`, `[]` or an object of only such) added under a key the object
-///   lacked is left out: it changes the text but nothing a decoder reads (issue 14 item 5; typed
+///   lacked is left out: it changes the text but nothing a decoder reads (typed
 ///   objects create such values when a rule reaches into an absent parent and writes nothing).
 pub(crate) fn typed_diff<T: Serialize>(before: &T, after: &T) -> Result<Patch, Error> {
     let before = serde_json::to_string(before)?;
@@ -382,7 +382,7 @@ pub(crate) fn go_empty(v: &Value) -> bool {
 }
 
 /// Whether `op` adds an empty value (`resources: {}`) under a key `doc` lacks: it changes the
-/// text but nothing a decoder reads, so it is left out of the patch (issue 14 item 5). Typed
+/// text but nothing a decoder reads, so it is left out of the patch. Typed
 /// objects create such values when a rule reaches into an absent parent and writes nothing.
 pub fn adds_nothing(doc: &Value, op: &PatchOperation) -> bool {
     let PatchOperation::Add(a) = op else {

@@ -1570,7 +1570,7 @@ mod tests {
         }
     }
 
-    /// Issue 37: a handler that does not read managed fields answers every review, good or
+    /// A handler that does not read managed fields answers every review, good or
     /// malformed managed fields, as one that reads them does, through every decode path, word
     /// for word (errors included); its patches never touch them.
     #[test]

@@ -3,7 +3,7 @@
 //! The API server puts an object's managed fields into every review; on a Pod they are a
 //! trie of field names as large as the Pod's spec, which k8s-openapi decodes into a
 //! `serde_json::Value` (a map allocated per node), a mutator then clones and compares, and all
-//! of it is dropped: a tenth of scheduling-webhook's CPU per Pod (issue 37), for nothing a rule
+//! of it is dropped: a tenth of scheduling-webhook's CPU per Pod, for nothing a rule
 //! reads. [`Unmanaged`] decodes the object through a thin layer over the deserializer that
 //! watches two maps only, the object's and its `metadata`: the value of `managedFields` there is
 //! checked against the shape k8s-openapi accepts, without building it, and the object gets

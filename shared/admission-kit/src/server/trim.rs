@@ -37,7 +37,7 @@ use std::time::Duration;
 /// clean-clone run). Fixed, every body of a megabyte or more is mapped and unmapped whole: 32.1
 /// to 33.0 MiB in three runs. Reviews of normal size (kilobytes) never reach it.
 ///
-/// And one arena (issue 37): tokio's workers are not the main thread, so glibc gave each its own
+/// And one arena: tokio's workers are not the main thread, so glibc gave each its own
 /// arena, whose heaps it shrinks and grows again as the requests come and go, and a watch's
 /// buffers and the cache they fill landed in different ones. With one, in `cargo xtask
 /// footprint` (5,000 Pods, two runs each side by side): scheduling-webhook 220 and 226 µs of CPU
