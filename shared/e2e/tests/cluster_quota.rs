@@ -21,12 +21,32 @@ use serde_json::json;
 
 /// Runs the real kubectl against `kubeconfig`: its exit status, stdout and stderr.
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    kubectl_with(kubeconfig, args, "")
+}
+
+/// As [`kubectl`], with `stdin` as its input (a manifest for `-f -`).
+fn kubectl_with(
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+) -> (bool, String, String) {
+    use std::io::Write as _;
     let bins = testenv::tools::locate_cluster().unwrap();
-    let out = Command::new(&bins.kubectl)
+    let mut child = Command::new(&bins.kubectl)
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -48,28 +68,7 @@ fn deployment(name: &str, quota: &str, replicas: u32) -> String {
 }
 
 fn apply(kubeconfig: &std::path::Path, ns: &str, manifest: &str) -> (bool, String, String) {
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let mut child = Command::new(&bins.kubectl)
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(["apply", "-n", ns, "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(manifest.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    kubectl_with(kubeconfig, &["apply", "-n", ns, "-f", "-"], manifest)
 }
 
 /// Running Pods of Deployment `app`.

@@ -44,15 +44,24 @@ impl Cluster {
         let kubeconfig = cp.kubeconfig.display().to_string();
         let stages = dir.join("kwok-stages.yaml");
         std::fs::write(&stages, STAGES).map_err(io(stages.display().to_string()))?;
+        // What both components take: the admin's kubeconfig for the API and for checking its
+        // callers, one instance (no leader election), no serving port.
+        let component = [
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            "--leader-elect=false".to_owned(),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--secure-port=0".to_owned(),
+            "--v=1".to_owned(),
+        ];
         let mut cluster = Self {
             children: Vec::new(),
             dir: dir.clone(),
         };
         let cm = spawn(
             Command::new(&bins.controller_manager)
-                .arg(format!("--kubeconfig={kubeconfig}"))
-                .arg(format!("--authentication-kubeconfig={kubeconfig}"))
-                .arg(format!("--authorization-kubeconfig={kubeconfig}"))
+                .args(&component)
                 .arg(format!(
                     "--service-account-private-key-file={}",
                     dir.join("sa.key").display()
@@ -60,23 +69,12 @@ impl Cluster {
                 .arg(format!("--root-ca-file={}", dir.join("ca.crt").display()))
                 // The controllers act as the admin (one identity to read in the API's audit), not
                 // through a service account each: no token controller is needed for them.
-                .arg("--use-service-account-credentials=false")
-                .arg("--leader-elect=false")
-                .arg("--bind-address=127.0.0.1")
-                .arg("--secure-port=0")
-                .arg("--v=1"),
+                .arg("--use-service-account-credentials=false"),
             &dir.join("kube-controller-manager.log"),
         )?;
         cluster.children.push(("kube-controller-manager", cm));
         let scheduler = spawn(
-            Command::new(&bins.scheduler)
-                .arg(format!("--kubeconfig={kubeconfig}"))
-                .arg(format!("--authentication-kubeconfig={kubeconfig}"))
-                .arg(format!("--authorization-kubeconfig={kubeconfig}"))
-                .arg("--leader-elect=false")
-                .arg("--bind-address=127.0.0.1")
-                .arg("--secure-port=0")
-                .arg("--v=1"),
+            Command::new(&bins.scheduler).args(&component),
             &dir.join("kube-scheduler.log"),
         )?;
         cluster.children.push(("kube-scheduler", scheduler));
