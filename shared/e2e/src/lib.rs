@@ -26,6 +26,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::oneshot;
 
+pub mod cluster;
 pub mod direct;
 pub mod quota;
 pub mod raw;

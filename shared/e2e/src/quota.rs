@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::json;
-use testenv::system::{Options, System, bin_dir_of_current_exe, check_binaries};
+use testenv::system::{Options, System};
 
+use crate::cluster::start_services_in;
 use crate::{Env, create_eventually, eventually};
 
 /// A pod of one container requesting `cpu` CPUs, charged to `quota` by its label.
@@ -103,32 +104,14 @@ pub async fn start_in(
     max: u32,
     webhook_args: Vec<String>,
 ) -> (System, Options, String) {
-    let services = vec!["quota-state".to_owned(), "scheduling-webhook".to_owned()];
-    let bin_dir = crate::must(
-        bin_dir_of_current_exe().ok_or("no directory of the test binary"),
-        "binaries",
-    );
-    crate::must(check_binaries(&bin_dir, &services), "binaries");
-    // Logs and CA bundles beside the control plane's files: removed with them at exit.
-    let dir = kubeconfig.with_file_name(&env.ns);
-    crate::must(std::fs::create_dir_all(&dir), "log directory");
-    let opts = Options {
-        bin_dir,
-        services,
-        kubeconfig: kubeconfig.to_path_buf(),
-        dir,
-        namespace_selector: admission_kit::cluster::registration::only_namespace(&env.ns),
-        name_suffix: format!("-{}", env.ns),
-        namespace: env.ns.clone(),
-        port_base: None,
+    let (system, opts) = start_services_in(
+        env,
+        kubeconfig,
         client_ca,
+        &["quota-state", "scheduling-webhook"],
         webhook_args,
-        args_of: Default::default(),
-    };
-    let system = crate::must(
-        testenv::system::start(&env.client, &opts).await,
-        "start the services",
-    );
+    )
+    .await;
     let quota = format!("q-{}", env.ns);
     let eq: DynamicObject = crate::must(
         serde_json::from_value(json!({

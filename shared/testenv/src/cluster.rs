@@ -44,10 +44,9 @@ impl Cluster {
         let kubeconfig = cp.kubeconfig.display().to_string();
         let stages = dir.join("kwok-stages.yaml");
         std::fs::write(&stages, STAGES).map_err(io(stages.display().to_string()))?;
-        // What both components take: the admin's kubeconfig for the API and for checking its
-        // callers, one instance (no leader election), no serving port.
+        // What both components take: the admin's kubeconfig for checking their callers, one
+        // instance (no leader election), no serving port.
         let component = [
-            format!("--kubeconfig={kubeconfig}"),
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
             "--leader-elect=false".to_owned(),
@@ -62,6 +61,7 @@ impl Cluster {
         let cm = spawn(
             Command::new(&bins.controller_manager)
                 .args(&component)
+                .arg(format!("--kubeconfig={kubeconfig}"))
                 .arg(format!(
                     "--service-account-private-key-file={}",
                     dir.join("sa.key").display()
@@ -73,8 +73,13 @@ impl Cluster {
             &dir.join("kube-controller-manager.log"),
         )?;
         cluster.children.push(("kube-controller-manager", cm));
+        // The scheduler binds as itself (`system:kube-scheduler`), as in a real cluster: the
+        // user that binding rules (PB) check.
         let scheduler = spawn(
-            Command::new(&bins.scheduler).args(&component),
+            Command::new(&bins.scheduler).args(&component).arg(format!(
+                "--kubeconfig={}",
+                cp.scheduler_kubeconfig.display()
+            )),
             &dir.join("kube-scheduler.log"),
         )?;
         cluster.children.push(("kube-scheduler", scheduler));

@@ -126,6 +126,9 @@ pub struct ControlPlane {
     pub server: String,
     /// A kubeconfig with admin (`system:masters`) credentials.
     pub kubeconfig: PathBuf,
+    /// A kubeconfig with kube-scheduler's own identity (`system:kube-scheduler`, which the API
+    /// server's default RBAC policy binds to what a scheduler needs): the user binding rules see.
+    pub scheduler_kubeconfig: PathBuf,
     /// The CA of the client certificate the API server presents to admission webhooks (give it
     /// to a webhook as `--client-ca-file`).
     pub admission_client_ca: PathBuf,
@@ -137,6 +140,8 @@ struct Pki {
     serving_key: String,
     admin_cert: String,
     admin_key: String,
+    scheduler_cert: String,
+    scheduler_key: String,
     admission_cert: String,
     admission_key: String,
     sa_key: String,
@@ -163,6 +168,7 @@ fn pki() -> Result<Pki, StartError> {
     let serving_cert = serving.signed_by(&serving_key, &ca)?;
 
     let (admin_cert, admin_key) = client_certificate(&ca, "admin", Some("system:masters"))?;
+    let (scheduler_cert, scheduler_key) = client_certificate(&ca, "system:kube-scheduler", None)?;
     // What the API server presents to webhooks that ask for a client certificate.
     let (admission_cert, admission_key) = client_certificate(&ca, ADMISSION_CLIENT_NAME, None)?;
 
@@ -173,6 +179,8 @@ fn pki() -> Result<Pki, StartError> {
         serving_key: serving_key.serialize_pem(),
         admin_cert,
         admin_key,
+        scheduler_cert,
+        scheduler_key,
         admission_cert,
         admission_key,
         sa_key: sa.serialize_pem(),
@@ -200,13 +208,14 @@ fn client_certificate(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
-fn kubeconfig(server: &str, p: &Pki) -> String {
+/// A kubeconfig for `server` (trusted through `ca`) with the client certificate `cert`/`key`.
+fn kubeconfig(server: &str, ca: &str, cert: &str, key: &str) -> String {
     let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: admin\ncurrent-context: testenv\n",
-        b(&p.ca_pem),
-        b(&p.admin_cert),
-        b(&p.admin_key)
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\nusers:\n- name: user\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: user\ncurrent-context: testenv\n",
+        b(ca),
+        b(cert),
+        b(key)
     )
 }
 
@@ -254,6 +263,7 @@ impl ControlPlane {
             restarts: 0,
             server: String::new(),
             kubeconfig: dir.join("kubeconfig"),
+            scheduler_kubeconfig: dir.join("scheduler-kubeconfig"),
             admission_client_ca: dir.join("ca.crt"),
         };
         let p = pki()?;
@@ -319,7 +329,10 @@ impl ControlPlane {
             &dir.join("kube-apiserver.log"),
         )?);
         cp.apiserver_cmd = Some((bins.kube_apiserver.clone(), args));
-        fs::write(&cp.kubeconfig, kubeconfig(&cp.server, &p)).map_err(io("kubeconfig"))?;
+        let admin = kubeconfig(&cp.server, &p.ca_pem, &p.admin_cert, &p.admin_key);
+        fs::write(&cp.kubeconfig, admin).map_err(io("kubeconfig"))?;
+        let scheduler = kubeconfig(&cp.server, &p.ca_pem, &p.scheduler_cert, &p.scheduler_key);
+        fs::write(&cp.scheduler_kubeconfig, scheduler).map_err(io("scheduler-kubeconfig"))?;
         cp.wait_ready().await?;
         Ok(cp)
     }

@@ -55,6 +55,10 @@ struct UpArgs {
     /// Do not create the services' sample objects.
     #[arg(long)]
     no_samples: bool,
+    /// Simulated nodes (kwok) beside kube-controller-manager and kube-scheduler, so that
+    /// Deployments and Jobs get Pods that are scheduled and run; 0 starts none of the three.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
 }
 
 /// How `bench` and `stages` load a server.
@@ -974,6 +978,18 @@ async fn up(args: UpArgs) -> Result<()> {
         cp.server,
         testenv::tools::KUBERNETES_VERSION
     );
+    let cluster_bins = testenv::tools::locate_cluster()?;
+    let cluster = if args.nodes > 0 {
+        let c = testenv::cluster::Cluster::start(&cp, &cluster_bins, args.nodes).await?;
+        eprintln!(
+            "kube-controller-manager, kube-scheduler and kwok up with {} simulated nodes (logs in {})",
+            args.nodes,
+            c.dir.display()
+        );
+        Some(c)
+    } else {
+        None
+    };
     let opts = testenv::system::Options {
         bin_dir: root().join("target/debug"),
         services: svcs.clone(),
@@ -1020,9 +1036,15 @@ async fn up(args: UpArgs) -> Result<()> {
         }
     }
     println!(
-        "\nUsable after {:.0?}. The control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
+        "\nUsable after {:.0?}. The control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  export PATH={}:$PATH   # kubectl {}\n  kubectl get nodes\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
         started.elapsed(),
-        cp.kubeconfig.display()
+        cp.kubeconfig.display(),
+        cluster_bins
+            .kubectl
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        testenv::tools::KUBERNETES_VERSION
     );
     shutdown_signal().await;
     eprintln!(
@@ -1030,6 +1052,7 @@ async fn up(args: UpArgs) -> Result<()> {
         system.webhooks.len() + usize::from(system.quota_state.is_some())
     );
     drop(system);
+    drop(cluster);
     cp.stop();
     Ok(())
 }

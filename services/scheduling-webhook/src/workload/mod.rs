@@ -1,5 +1,5 @@
 //! Workloads judged whole against their quota when they are submitted (`docs/workload-quota.md`,
-//! rules WQ-1 … WQ-6): a Deployment, Job or PyTorchJob whose pods can never all fit their
+//! rules WQ-1 … WQ-7): a Deployment, Job or PyTorchJob whose pods can never all fit their
 //! ElasticQuota is refused at `kubectl apply`, with the arithmetic, instead of leaving some pods
 //! admitted and the rest refused for ever.
 //!
@@ -7,6 +7,7 @@
 //! still judges each pod).
 
 pub mod kinds;
+pub mod rollout;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -522,6 +523,7 @@ async fn decide(
         Ok(b) => b,
         Err(e) => return Decision::deny("WQ-1", "invalid", format!("{who}: {e}")),
     };
+    let old_object = old;
     let old = old.and_then(|o| templates(kind, o, &ns).and_then(|ts| by_label(&ts)).ok());
     let gang = kind.policy == Policy::Gang || listed(ctx, "workload-gang-kinds", kind);
     let mut outcome = "unchanged";
@@ -619,6 +621,51 @@ async fn decide(
             }
         }
     }
+    // WQ-7: a Deployment's rollout that cannot start in its quota as it is now.
+    if kind.group == "apps"
+        && kind.kind == "Deployment"
+        && let Some(r) = rollout::wq_7_rollout_without_room(object, old_object)
+    {
+        for (label, (peak, idx)) in &new {
+            let Some(t) = idx.first().and_then(|i| ts.get(*i)) else {
+                continue;
+            };
+            let w = WorkloadCheck {
+                namespace: &ns,
+                label,
+                pod: &name,
+                peak: &t.request,
+                total: peak,
+                disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
+                check_parent: !ctx.gates().enabled("SupportParentQuotaSubmitPod"),
+            };
+            // Unanswered (quota-state down or older): each Pod is still judged by PV-4.
+            if let Ok(Some(WorkloadOutcome::Checked {
+                fit: Fit::NotNow { quota, free },
+                ..
+            })) = ask(ctx, &w).await
+            {
+                let one: Amounts = t
+                    .request
+                    .iter()
+                    .filter(|(k, _)| free.contains_key(*k))
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect();
+                warnings.push(format!(
+                        "WQ-7: {who}: its rolling update cannot start: a new Pod needs {} and quota {quota} has {} free now, and maxUnavailable {} of {} replicas is 0, so no old Pod goes before a new one runs (maxSurge {} is {}); it waits until quota frees up. spec.strategy.rollingUpdate.maxUnavailable of 1 or more (or spec.strategy.type Recreate) lets it complete",
+                        list_text(&one),
+                        list_text(&free),
+                        r.max_unavailable,
+                        r.replicas,
+                        r.max_surge.0,
+                        r.max_surge.1
+                    ));
+                if matches!(outcome, "unchanged" | "unchecked" | "fits") {
+                    outcome = "rollout_waits_warned";
+                }
+            }
+        }
+    }
     let mut d = Decision::allow(outcome);
     if !warnings.is_empty() && d.outcome == "unchanged" {
         d.outcome = "warned";
@@ -675,6 +722,7 @@ impl Validator for WorkloadValidator {
         match d.outcome {
             "not_now_warned" => v.applied.push("WQ-3"),
             "pods_refused" => v.applied.push("WQ-5"),
+            "rollout_waits_warned" => v.applied.push("WQ-7"),
             _ if v.allowed() && v.warnings.iter().any(|w| w.starts_with("WQ-6")) => {
                 v.applied.push("WQ-6")
             }

@@ -334,3 +334,32 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
             .is_empty()
     );
 }
+
+#[test]
+fn wq_7_a_rollout_that_cannot_start_in_a_full_quota_is_warned_of() {
+    let image = |replicas: u32, image: &str| {
+        let mut d = deployment(replicas);
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!(image);
+        d
+    };
+    let v = run(&ctx("32"), image(3, "i:2"), Some(image(3, "i:1")));
+    assert!(v.allowed());
+    assert_eq!(
+        v.warnings,
+        [
+            "WQ-7: Deployment team-a/web: its rolling update cannot start: a new Pod needs nvidia.com/gpu=1 and quota team-a has nvidia.com/gpu=0 free now, and maxUnavailable 25% of 3 replicas is 0, so no old Pod goes before a new one runs (maxSurge 25% is 1); it waits until quota frees up. spec.strategy.rollingUpdate.maxUnavailable of 1 or more (or spec.strategy.type Recreate) lets it complete"
+        ]
+    );
+    assert_eq!(v.applied, ["WQ-7"]);
+    // Room for one new Pod, or an old Pod that goes first (25% of 4 is 1): no warning.
+    assert!(
+        run(&ctx("31"), image(3, "i:2"), Some(image(3, "i:1")))
+            .warnings
+            .is_empty()
+    );
+    assert!(
+        run(&ctx("32"), image(4, "i:2"), Some(image(4, "i:1")))
+            .warnings
+            .is_empty()
+    );
+}

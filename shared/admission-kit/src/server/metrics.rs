@@ -53,7 +53,7 @@ static WORKLOAD_DECISIONS: LazyLock<Option<IntCounterVec>> = LazyLock::new(|| {
     IntCounterVec::new(
         Opts::new(
             "admission_webhook_workload_quota_decisions_total",
-            "Workloads judged whole against their quota at submission, by kind and outcome (fits, not_now_warned, not_now_refused, never_fits, pods_refused, unchecked, unchanged, warned, invalid, template_refused, unavailable).",
+            "Workloads judged whole against their quota at submission, by kind and outcome (fits, not_now_warned, not_now_refused, never_fits, pods_refused, rollout_waits_warned, unchecked, unchanged, warned, invalid, template_refused, unavailable).",
         ),
         &["kind", "outcome"],
     )
