@@ -80,7 +80,8 @@ pub fn app() -> App {
 
 /// The CRD of a kind, with `listKind` spelled out as upstream's (kube-derive leaves it to the
 /// API server's default, which is the same value) and exactly upstream's defaults
-/// ([`crd_defaults`]: the API server applies them before any webhook runs).
+/// ([`crd_defaults`]: the API server applies them before any webhook runs), small enough for
+/// `kubectl apply` (`fit_for_kubectl_apply`).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     let mut c = K::crd();
     if c.spec.names.list_kind.is_none() {
@@ -92,6 +93,8 @@ pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
         .map(|(p, v)| (p.as_str(), v.clone()))
         .collect();
     admission_kit::review::object::crd_defaults(&mut c, &refs);
+    // ModelServing's Pod templates make it 650 KB: `kubectl apply -k` would be refused.
+    admission_kit::review::object::fit_for_kubectl_apply(&mut c);
     c
 }
 

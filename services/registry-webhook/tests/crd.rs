@@ -195,3 +195,15 @@ fn packaged_crds_are_the_generated_ones() {
         "kustomize/base/registry-crds/crds.yaml is stale: regenerate with `cargo run -p registry-webhook -- crd > kustomize/base/registry-crds/crds.yaml`"
     );
 }
+
+#[test]
+fn every_packaged_crd_fits_kubectl_apply() {
+    for c in &registry_webhook::app().custom_resource_definitions() {
+        let size = serde_json::to_vec(c).unwrap().len();
+        assert!(
+            size <= admission_kit::review::object::KUBECTL_APPLY_MAX_BYTES,
+            "{:?}: {size} bytes, too large for kubectl apply's last-applied annotation",
+            c.metadata.name
+        );
+    }
+}

@@ -22,8 +22,27 @@ pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 /// What kwok does to nodes and Pods.
 const STAGES: &str = include_str!("../kwok/stages.yaml");
 
-/// Simulated nodes' Pod addresses.
-const POD_CIDR: &str = "10.244.0.0/16";
+/// Where simulated Pods' IPs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PodAddresses {
+    /// `10.244.0.0/16`, as a cluster's Pod network: Services get endpoints (nothing answers at
+    /// them).
+    #[default]
+    Routable,
+    /// `127.1.0.0/16`: a process of the test listening on every address answers at each Pod's
+    /// IP, as the Pod's container would (say, a model server's drain endpoint). EndpointSlices
+    /// refuse loopback addresses, so Services get no endpoints.
+    Loopback,
+}
+
+impl PodAddresses {
+    fn cidr(self) -> &'static str {
+        match self {
+            Self::Routable => "10.244.0.0/16",
+            Self::Loopback => "127.1.0.0/16",
+        }
+    }
+}
 
 /// kube-controller-manager, kube-scheduler and kwok running against one control plane.
 pub struct Cluster {
@@ -39,6 +58,16 @@ impl Cluster {
         cp: &ControlPlane,
         bins: &ClusterBinaries,
         nodes: usize,
+    ) -> Result<Self, StartError> {
+        Self::start_with(cp, bins, nodes, PodAddresses::default()).await
+    }
+
+    /// [`Cluster::start`] with Pod IPs from `pods`.
+    pub async fn start_with(
+        cp: &ControlPlane,
+        bins: &ClusterBinaries,
+        nodes: usize,
+        pods: PodAddresses,
     ) -> Result<Self, StartError> {
         let dir = cp.dir().to_path_buf();
         let kubeconfig = cp.kubeconfig.display().to_string();
@@ -90,7 +119,7 @@ impl Cluster {
                 .arg(format!(
                     "--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"
                 ))
-                .arg(format!("--cidr={POD_CIDR}"))
+                .arg(format!("--cidr={}", pods.cidr()))
                 .arg("--node-ip=127.0.0.1")
                 .arg("--node-lease-duration-seconds=40"),
             &dir.join("kwok.log"),

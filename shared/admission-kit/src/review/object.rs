@@ -19,6 +19,59 @@ pub struct SpecView<S> {
     pub spec: S,
 }
 
+/// The most bytes a CRD's JSON may take and still be applied with `kubectl apply` (client
+/// side): kubectl keeps the whole object in its `last-applied-configuration` annotation, and the
+/// API server refuses annotations above 256 KiB. Kept below that limit, with room to spare.
+pub const KUBECTL_APPLY_MAX_BYTES: usize = 200 * 1024;
+
+/// How many levels of fields keep their descriptions in a CRD too large for `kubectl apply`.
+const DESCRIBED_LEVELS: usize = 5;
+
+/// Makes `crd` fit [`KUBECTL_APPLY_MAX_BYTES`] when it does not: the descriptions of fields
+/// below the first five levels (where the embedded Kubernetes types begin, a Pod template's
+/// hundreds of fields; `kubectl explain pod.spec` has them) are dropped, as controller-gen's
+/// `maxDescLen` does for the same reason. A CRD that already fits is left alone.
+pub fn fit_for_kubectl_apply(
+    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    };
+    fn undescribe(s: &mut JSONSchemaProps, level: usize) {
+        if level > DESCRIBED_LEVELS {
+            s.description = None;
+        }
+        for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
+            undescribe(p, level + 1);
+        }
+        if let Some(JSONSchemaPropsOrArray::Schema(i)) = &mut s.items {
+            undescribe(i, level);
+        }
+        if let Some(JSONSchemaPropsOrBool::Schema(a)) = &mut s.additional_properties {
+            undescribe(a, level);
+        }
+        for list in [&mut s.all_of, &mut s.any_of, &mut s.one_of]
+            .into_iter()
+            .flatten()
+        {
+            list.iter_mut().for_each(|x| undescribe(x, level));
+        }
+    }
+    let size = |c: &_| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
+    if size(crd) <= KUBECTL_APPLY_MAX_BYTES {
+        return;
+    }
+    for v in &mut crd.spec.versions {
+        if let Some(s) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            undescribe(s, 0);
+        }
+    }
+}
+
 /// Gives a generated CRD exactly the defaults of `defaults`, each a schema path
 /// (`.spec.backends[].workers[].type`; `[]` an array's items, `{}` a map's values) and its
 /// value, as the upstream's CRD has them. schemars writes a `default` for every
