@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use testenv::system::{Options, System, bin_dir_of_current_exe, check_binaries};
 
-use crate::{Env, must};
+use crate::{Env, must, own_control_plane};
 
 /// Starts `services` (binary names) as `cargo xtask up` does on the control plane of
 /// `kubeconfig`, their webhooks seeing only `env`'s namespace (cluster-scoped objects all),
@@ -46,6 +46,56 @@ pub async fn start_services_in(
         "start the services",
     );
     (system, opts)
+}
+
+/// A test's own cluster in a box: a control plane with the test's namespace, and around it
+/// kube-controller-manager, kube-scheduler and kwok's simulated nodes. Dropped, the components
+/// stop before the control plane.
+pub struct OwnCluster {
+    /// The components around the control plane.
+    pub cluster: testenv::cluster::Cluster,
+    /// The admin client and the test's namespace.
+    pub env: Env,
+    /// etcd and kube-apiserver.
+    pub cp: testenv::ControlPlane,
+}
+
+/// Starts an [`OwnCluster`] with namespace `ns` and `nodes` simulated nodes whose Pods get
+/// addresses from `pods`.
+pub async fn own_cluster(
+    ns: &str,
+    nodes: usize,
+    pods: testenv::cluster::PodAddresses,
+) -> OwnCluster {
+    let (cp, client) = own_control_plane(ns).await;
+    let bins = must(testenv::tools::locate_cluster(), "cluster tools");
+    let cluster = must(
+        testenv::cluster::Cluster::start_with(&cp, &bins, nodes, pods).await,
+        "cluster in a box",
+    );
+    OwnCluster {
+        cluster,
+        env: Env {
+            client,
+            ns: ns.to_owned(),
+        },
+        cp,
+    }
+}
+
+/// The Running Pods labelled `app=<app>` (a Running Pod is bound to a node).
+pub async fn running(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    app: &str,
+) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, String> {
+    Ok(pods
+        .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .into_iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .collect())
 }
 
 /// What a kubectl run gave.

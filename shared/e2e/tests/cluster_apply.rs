@@ -13,7 +13,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use e2e::cluster::kubectl;
-use e2e::{eventually, own_control_plane};
+use e2e::cluster::{OwnCluster, own_cluster};
+use e2e::eventually;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -111,11 +112,12 @@ async fn settled(client: &kube::Client) -> Result<Vec<String>, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_overlay_applies_with_kubectl_and_its_pods_are_placed() {
-    let (cp, client) = own_control_plane("e2e-apply").await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 3)
-        .await
-        .unwrap();
+    let OwnCluster {
+        cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster("e2e-apply", 3, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut overlays = vec!["all".to_owned()];
     let mut services: Vec<String> = std::fs::read_dir(root.join("services"))

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use e2e::{eventually, own_control_plane};
+use e2e::cluster::{OwnCluster, own_cluster};
+use e2e::eventually;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -15,11 +16,12 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_a_scheduler_and_simulated_nodes_run_workloads() {
     let ns = "box";
-    let (cp, client) = own_control_plane(ns).await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 2)
-        .await
-        .unwrap();
+    let OwnCluster {
+        cp: _cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster(ns, 2, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     let nodes: Api<Node> = Api::all(client.clone());
     eventually(Duration::from_secs(60), || async {
         let ready = nodes

@@ -13,8 +13,9 @@
 use std::time::Duration;
 
 use e2e::cluster::{Output, kubectl, kubectl_with};
+use e2e::cluster::{OwnCluster, own_cluster};
+use e2e::eventually;
 use e2e::quota::start_in;
-use e2e::{Env, eventually, own_control_plane};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::json;
@@ -36,30 +37,20 @@ fn apply(kubeconfig: &std::path::Path, ns: &str, manifest: &str) -> Output {
     kubectl_with(kubeconfig, &["apply", "-n", ns, "-f", "-"], manifest)
 }
 
-/// Running Pods of Deployment `app`.
+/// How many Pods of Deployment `app` run.
 async fn running(pods: &Api<Pod>, app: &str) -> Result<usize, String> {
-    Ok(pods
-        .list(&ListParams::default().labels(&format!("app={app}")))
-        .await
-        .map_err(|e| e.to_string())?
-        .items
-        .iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .count())
+    e2e::cluster::running(pods, app).await.map(|p| p.len())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_deployment_past_its_quota_waits_for_room_through_the_controllers() {
     let ns = "team-a";
-    let (cp, client) = own_control_plane(ns).await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 2)
-        .await
-        .unwrap();
-    let env = Env {
-        client: client.clone(),
-        ns: ns.to_owned(),
-    };
+    let OwnCluster {
+        cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster(ns, 2, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     let (_system, _opts, quota) = start_in(&env, &cp.kubeconfig, None, "cpu", 5, Vec::new()).await;
     let kc = cp.kubeconfig.clone();
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -237,15 +228,12 @@ async fn replica_sets(client: &kube::Client, ns: &str, app: &str) -> Vec<(String
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rolling_update_in_a_full_quota_completes_or_is_told_what_lets_it() {
     let ns = "team-roll";
-    let (cp, client) = own_control_plane(ns).await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 2)
-        .await
-        .unwrap();
-    let env = Env {
-        client: client.clone(),
-        ns: ns.to_owned(),
-    };
+    let OwnCluster {
+        cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster(ns, 2, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     let (_system, _opts, quota) = start_in(&env, &cp.kubeconfig, None, "cpu", 4, Vec::new()).await;
     let kc = cp.kubeconfig.clone();
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -415,15 +403,12 @@ async fn a_rolling_update_in_a_full_quota_completes_or_is_told_what_lets_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cronjob_runs_again_once_its_last_run_gave_its_quota_back() {
     let ns = "team-cron";
-    let (cp, client) = own_control_plane(ns).await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 1)
-        .await
-        .unwrap();
-    let env = Env {
-        client: client.clone(),
-        ns: ns.to_owned(),
-    };
+    let OwnCluster {
+        cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster(ns, 1, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     let (_system, _opts, quota) = start_in(&env, &cp.kubeconfig, None, "cpu", 2, Vec::new()).await;
     let kc = cp.kubeconfig.clone();
     let cron = serde_json::to_string(&json!({

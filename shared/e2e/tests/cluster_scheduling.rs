@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use e2e::cluster::{OwnCluster, own_cluster};
 use e2e::cluster::{kubectl_with, start_services_in};
 use e2e::quota::start_in;
 use e2e::{Env, eventually, own_control_plane};
@@ -31,31 +32,15 @@ async fn metric_with(addr: &str, name: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
-/// Pods of `ns` with label `app=<app>` that are bound to a node and Running.
-async fn running_on_nodes(pods: &Api<Pod>, app: &str) -> Result<Vec<Pod>, String> {
-    Ok(pods
-        .list(&ListParams::default().labels(&format!("app={app}")))
-        .await
-        .map_err(|e| e.to_string())?
-        .items
-        .into_iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kube_scheduler_binds_every_pod_through_the_binding_rules() {
     let ns = "team-bind";
-    let (cp, client) = own_control_plane(ns).await;
-    let bins = testenv::tools::locate_cluster().unwrap();
-    let _cluster = testenv::cluster::Cluster::start(&cp, &bins, 2)
-        .await
-        .unwrap();
-    let env = Env {
-        client: client.clone(),
-        ns: ns.to_owned(),
-    };
+    let OwnCluster {
+        cp,
+        env,
+        cluster: _cluster,
+    } = own_cluster(ns, 2, testenv::cluster::PodAddresses::Routable).await;
+    let client = env.client.clone();
     // PB on for this namespace: only kube-scheduler may bind its Pods.
     let args = vec![
         "--feature-gates=BindingAdmissionWebhook=true".to_owned(),
@@ -88,7 +73,7 @@ async fn kube_scheduler_binds_every_pod_through_the_binding_rules() {
     let o = kubectl_with(&cp.kubeconfig, &["apply", "-n", ns, "-f", "-"], &deployment);
     assert!(o.ok, "{}", o.shown());
     let running = eventually(Duration::from_secs(60), || async {
-        match running_on_nodes(&pods, "web").await? {
+        match e2e::cluster::running(&pods, "web").await? {
             r if r.len() == 4 => Ok(r),
             r => Err(format!("web: {} of 4 bound and running", r.len())),
         }
