@@ -70,7 +70,16 @@ pub async fn own_cluster(
     let (cp, client) = own_control_plane(ns).await;
     let bins = must(testenv::tools::locate_cluster(), "cluster tools");
     let cluster = must(
-        testenv::cluster::Cluster::start_with(&cp, &bins, nodes, pods).await,
+        testenv::cluster::Cluster::start_with(
+            &cp,
+            &bins,
+            nodes,
+            testenv::cluster::Settings {
+                pod_addresses: pods,
+                ..Default::default()
+            },
+        )
+        .await,
         "cluster in a box",
     );
     OwnCluster {

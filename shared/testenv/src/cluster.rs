@@ -44,6 +44,17 @@ impl PodAddresses {
     }
 }
 
+/// How a [`Cluster`] is started, beyond its node count.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// Where simulated Pods' IPs come from.
+    pub pod_addresses: PodAddresses,
+    /// Requests per second kube-controller-manager and kube-scheduler may send (burst twice
+    /// that). `None` keeps their defaults (20 and 50), which hold a thousand-Pod scale run to
+    /// the controllers' pace rather than the API server's and the webhooks'.
+    pub client_qps: Option<u32>,
+}
+
 /// kube-controller-manager, kube-scheduler and kwok running against one control plane.
 pub struct Cluster {
     children: Vec<(&'static str, Child)>,
@@ -59,15 +70,15 @@ impl Cluster {
         bins: &ClusterBinaries,
         nodes: usize,
     ) -> Result<Self, StartError> {
-        Self::start_with(cp, bins, nodes, PodAddresses::default()).await
+        Self::start_with(cp, bins, nodes, Settings::default()).await
     }
 
-    /// [`Cluster::start`] with Pod IPs from `pods`.
+    /// [`Cluster::start`] with `settings`.
     pub async fn start_with(
         cp: &ControlPlane,
         bins: &ClusterBinaries,
         nodes: usize,
-        pods: PodAddresses,
+        settings: Settings,
     ) -> Result<Self, StartError> {
         let dir = cp.dir().to_path_buf();
         let kubeconfig = cp.kubeconfig.display().to_string();
@@ -75,7 +86,7 @@ impl Cluster {
         std::fs::write(&stages, STAGES).map_err(io(stages.display().to_string()))?;
         // What both components take: the admin's kubeconfig for checking their callers, one
         // instance (no leader election), no serving port.
-        let component = [
+        let mut component = vec![
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
             "--leader-elect=false".to_owned(),
@@ -83,6 +94,10 @@ impl Cluster {
             "--secure-port=0".to_owned(),
             "--v=1".to_owned(),
         ];
+        if let Some(qps) = settings.client_qps {
+            component.push(format!("--kube-api-qps={qps}"));
+            component.push(format!("--kube-api-burst={}", qps.saturating_mul(2)));
+        }
         let mut cluster = Self {
             children: Vec::new(),
             dir: dir.clone(),
@@ -119,7 +134,7 @@ impl Cluster {
                 .arg(format!(
                     "--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"
                 ))
-                .arg(format!("--cidr={}", pods.cidr()))
+                .arg(format!("--cidr={}", settings.pod_addresses.cidr()))
                 .arg("--node-ip=127.0.0.1")
                 .arg("--node-lease-duration-seconds=40"),
             &dir.join("kwok.log"),

@@ -133,6 +133,29 @@ pub struct Options {
     pub args_of: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+impl Options {
+    /// The services as `cargo xtask up` starts them on `cp`: every namespace but `kube-system`
+    /// seen, the Lease and Secrets in `default`, the API server's client certificate required,
+    /// free ports, no extra arguments.
+    pub fn as_up(cp: &crate::ControlPlane, bin_dir: PathBuf, services: Vec<String>) -> Self {
+        Self {
+            bin_dir,
+            services,
+            kubeconfig: cp.kubeconfig.clone(),
+            dir: cp.dir().to_path_buf(),
+            namespace_selector: admission_kit::cluster::registration::all_namespaces_except(&[
+                "kube-system",
+            ]),
+            name_suffix: String::new(),
+            namespace: "default".into(),
+            port_base: None,
+            client_ca: Some(cp.admission_client_ca.clone()),
+            webhook_args: Vec::new(),
+            args_of: Default::default(),
+        }
+    }
+}
+
 /// Hands out the fixed ports of [`Options::port_base`] in turn, or free ones.
 struct Ports(Option<u16>);
 

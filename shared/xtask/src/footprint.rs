@@ -29,13 +29,17 @@ use serde_json::json;
 
 /// One reading of a process.
 #[derive(Debug, Clone, Copy)]
-struct Sample {
-    rss_kib: u64,
-    peak_kib: u64,
-    cpu_secs: f64,
+pub struct Sample {
+    /// Resident set now.
+    pub rss_kib: u64,
+    /// Largest resident set so far.
+    pub peak_kib: u64,
+    /// User and system CPU time so far.
+    pub cpu_secs: f64,
 }
 
-fn clock_ticks() -> f64 {
+/// Clock ticks per second, the unit of `/proc/<pid>/stat`'s CPU times.
+pub fn clock_ticks() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
         .output()
@@ -49,7 +53,8 @@ pub fn rss_mib(pid: u32) -> f64 {
     sample(pid, 1.0).map_or(0.0, |s| s.rss_kib as f64 / 1024.0)
 }
 
-fn sample(pid: u32, ticks: f64) -> Result<Sample> {
+/// Reads `pid`'s memory and CPU time (`ticks` from [`clock_ticks`]).
+pub fn sample(pid: u32, ticks: f64) -> Result<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("process {pid} is gone"))?;
     let kib = |key: &str| {
@@ -370,19 +375,8 @@ pub async fn run(
     let mut cp = testenv::ControlPlane::start(bins).await?;
     let client = cp.client().await?;
     let opts = testenv::system::Options {
-        bin_dir,
-        services,
-        kubeconfig: cp.kubeconfig.clone(),
-        dir: cp.dir().to_path_buf(),
-        namespace_selector: admission_kit::cluster::registration::all_namespaces_except(&[
-            "kube-system",
-        ]),
-        name_suffix: String::new(),
-        namespace: "default".into(),
-        port_base: None,
-        client_ca: Some(cp.admission_client_ca.clone()),
-        webhook_args: Vec::new(),
         args_of,
+        ..testenv::system::Options::as_up(&cp, bin_dir, services)
     };
     let system = testenv::system::start(&client, &opts).await?;
     let mut procs: Vec<(String, u32)> = system

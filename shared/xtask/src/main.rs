@@ -9,6 +9,8 @@
 //!   OCI archives with SBOMs.
 //! - `cargo xtask footprint`: each service's memory and CPU on a real control plane under pods
 //!   and nodes (the Deployments' requests and limits come from it).
+//! - `cargo xtask cluster-bench`: the cluster in a box at scale (a thousand simulated nodes,
+//!   thousands of Pods from Deployments and Jobs), with no webhooks and with ours, side by side.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 mod bench;
 mod cache;
 mod check_speed;
+mod cluster_bench;
 mod counts;
 mod footprint;
 mod fuzz;
@@ -25,7 +28,6 @@ mod runner;
 mod soak;
 mod stages;
 
-use admission_kit::cluster::registration::all_namespaces_except;
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -224,6 +226,32 @@ enum Cmd {
         #[arg(long = "arg")]
         args: Vec<String>,
     },
+    /// The cluster in a box at scale, once with no webhooks and once with every service as `up`
+    /// starts them: Pods created per second, Pod start latency, what each webhook adds (the API
+    /// server's metrics) and each process's CPU and memory per Pod, step by step.
+    ClusterBench {
+        /// Simulated nodes, heartbeating every 10-22 s.
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// Pods in all, from Deployments (two thirds) and Jobs (one third).
+        #[arg(long, default_value_t = 30_000)]
+        pods: usize,
+        /// Namespaces, each with its own ElasticQuota.
+        #[arg(long, default_value_t = 100)]
+        namespaces: usize,
+        /// Equal steps the Pods come in (a table row each).
+        #[arg(long, default_value_t = 3)]
+        steps: usize,
+        /// Minutes one step may take before the run reports what it reached.
+        #[arg(long, default_value_t = 20)]
+        step_timeout_mins: u64,
+        /// Requests per second kube-controller-manager and kube-scheduler may send.
+        #[arg(long, default_value_t = 500)]
+        client_qps: u32,
+        /// Cargo profile of the services (`image` is what the images ship).
+        #[arg(long, default_value = "image")]
+        profile: String,
+    },
     /// Every service under steady load at once (half of each one's measured maximum): a row of
     /// p99 and RSS per service every 30 s, a summary at the end; fails if any review failed.
     Soak {
@@ -395,6 +423,25 @@ fn main() -> ExitCode {
             stages,
             args,
         } => footprint(pods, nodes, &profile, stages, &args),
+        Cmd::ClusterBench {
+            nodes,
+            pods,
+            namespaces,
+            steps,
+            step_timeout_mins,
+            client_qps,
+            profile,
+        } => cluster_bench(
+            &profile,
+            &cluster_bench::Options {
+                nodes,
+                pods,
+                namespaces,
+                steps,
+                step_timeout: Duration::from_secs(step_timeout_mins * 60),
+                client_qps,
+            },
+        ),
         Cmd::Soak {
             minutes,
             calibrate_secs,
@@ -946,6 +993,19 @@ fn footprint(
         ))
 }
 
+fn cluster_bench(profile: &str, o: &cluster_bench::Options) -> Result<()> {
+    let bins = tools()?;
+    let cluster_bins = testenv::tools::locate_cluster()?;
+    let svcs = services()?;
+    let names: Vec<&str> = svcs.iter().map(String::as_str).collect();
+    let bin_dir = build_profile(profile, &names)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("runtime")?
+        .block_on(cluster_bench::run(&bins, &cluster_bins, bin_dir, svcs, o))
+}
+
 async fn up(args: UpArgs) -> Result<()> {
     let started = Instant::now();
     let bins = tools()?;
@@ -972,7 +1032,6 @@ async fn up(args: UpArgs) -> Result<()> {
     eprintln!("built after {:.0?}", started.elapsed());
     let mut cp = testenv::ControlPlane::start(&bins).await?;
     let client = cp.client().await?;
-    let dir = cp.dir().to_path_buf();
     eprintln!(
         "control plane up at {} (etcd + kube-apiserver {})",
         cp.server,
@@ -991,17 +1050,8 @@ async fn up(args: UpArgs) -> Result<()> {
         None
     };
     let opts = testenv::system::Options {
-        bin_dir: root().join("target/debug"),
-        services: svcs.clone(),
-        kubeconfig: cp.kubeconfig.clone(),
-        dir: dir.clone(),
-        namespace_selector: all_namespaces_except(&["kube-system"]),
-        name_suffix: String::new(),
-        namespace: "default".into(),
         port_base: args.port_base,
-        client_ca: Some(cp.admission_client_ca.clone()),
-        webhook_args: Vec::new(),
-        args_of: Default::default(),
+        ..testenv::system::Options::as_up(&cp, root().join("target/debug"), svcs.clone())
     };
     let system = testenv::system::start(&client, &opts).await?;
     let metrics = |r: &testenv::system::Running| {

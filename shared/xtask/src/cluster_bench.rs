@@ -1,0 +1,873 @@
+//! `cargo xtask cluster-bench`: what the webhooks cost a cluster at scale. The cluster in a box
+//! (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) with `--nodes`
+//! simulated nodes heartbeating through `nodes/status`, and Pods from Deployments and Jobs in
+//! `--namespaces` namespaces, in `--steps` equal steps up to `--pods`. Run twice on fresh
+//! control planes, one after the other in one command: once with no webhook at all, once with
+//! every service and quota-state as `cargo xtask up` starts them, each namespace charged to its
+//! own ElasticQuota.
+//!
+//! After each step, per side: Pods created per second and Pod start latency (created → Running,
+//! from the bench's own watch), the API server's `POST pods` latency, and for each webhook the
+//! API server's `apiserver_admission_webhook_admission_duration_seconds` (p50/p99 over the
+//! step); per process (ours and the cluster's own) CPU per Pod, share of a core and RSS.
+//!
+//! Nothing here asserts a time: it prints tables for docs/performance.md.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+use crate::footprint::{Sample, clock_ticks, sample};
+
+/// What a run creates.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Simulated nodes.
+    pub nodes: usize,
+    /// Pods in all, over every step.
+    pub pods: usize,
+    /// Namespaces, each with its own quota.
+    pub namespaces: usize,
+    /// Steps the Pods come in (the growth the tables show).
+    pub steps: usize,
+    /// How long one step may take before the run reports what it reached and goes on.
+    pub step_timeout: Duration,
+    /// Requests per second kube-controller-manager and kube-scheduler may send.
+    pub client_qps: u32,
+}
+
+/// The label every Pod of the run carries (the watch's selector).
+const BENCH_LABEL: &str = "bench";
+
+/// The cluster's own processes, beside which ours are counted.
+const CLUSTER: [&str; 5] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+];
+
+/// Which webhooks a side runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    None,
+    Ours,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Self::None => "no webhooks",
+            Self::Ours => "our webhooks",
+        }
+    }
+}
+
+/// One step's figures on one side.
+#[derive(Debug, Default)]
+struct Step {
+    /// Pods the cluster holds at the end of the step.
+    total: usize,
+    /// Pods created in the step, and how many of them reached Running (or finished).
+    created: usize,
+    started: usize,
+    /// Seconds from the step's first request to its last Pod created, and to its last started.
+    create_secs: f64,
+    wall_secs: f64,
+    /// Created → Running, seconds, sorted.
+    start_latency: Vec<f64>,
+    /// `POST pods` in the API server: p50, p99 (seconds) and count.
+    post_pods: Quantiles,
+    /// Per webhook configuration's webhook (name, type, operation).
+    webhooks: BTreeMap<(String, String, String), Quantiles>,
+    /// Per webhook path of our services (`<path>.<service>`, the start of the configuration's
+    /// webhook name), the time inside the service (its `controller_runtime_webhook_latency_seconds`).
+    inside: BTreeMap<String, Quantiles>,
+    /// Per process: CPU seconds in the step, RSS at its end (KiB), RSS growth (KiB).
+    procs: Vec<(String, f64, u64, i64)>,
+}
+
+/// p50 and p99 of a histogram's increase, and how many observations it had.
+#[derive(Debug, Default, Clone, Copy)]
+struct Quantiles {
+    p50: Option<f64>,
+    p99: Option<f64>,
+    count: f64,
+}
+
+/// Runs both sides and prints the tables.
+pub async fn run(
+    bins: &testenv::Binaries,
+    cluster_bins: &testenv::tools::ClusterBinaries,
+    bin_dir: PathBuf,
+    services: Vec<String>,
+    o: &Options,
+) -> Result<()> {
+    if o.steps == 0 || o.namespaces == 0 || o.pods < o.steps * o.namespaces * 2 {
+        bail!("give at least two Pods per namespace per step");
+    }
+    let mut sides = Vec::new();
+    for side in [Side::None, Side::Ours] {
+        eprintln!("\n== {} ==", side.name());
+        let steps = run_side(side, bins, cluster_bins, &bin_dir, &services, o).await?;
+        sides.push((side, steps));
+    }
+    print(o, &sides);
+    Ok(())
+}
+
+/// Each step's Pods per namespace: a Deployment's replicas and a Job's completions (all at
+/// once), about two thirds and one third.
+fn shares(o: &Options) -> (usize, usize) {
+    let per_ns = o.pods / o.steps / o.namespaces;
+    let job = per_ns / 3;
+    (per_ns - job, job.max(1))
+}
+
+async fn run_side(
+    side: Side,
+    bins: &testenv::Binaries,
+    cluster_bins: &testenv::tools::ClusterBinaries,
+    bin_dir: &std::path::Path,
+    services: &[String],
+    o: &Options,
+) -> Result<Vec<Step>> {
+    let mut cp = testenv::ControlPlane::start(bins).await?;
+    let client = cp.client().await?;
+    let started = Instant::now();
+    let cluster = testenv::cluster::Cluster::start_with(
+        &cp,
+        cluster_bins,
+        o.nodes,
+        testenv::cluster::Settings {
+            client_qps: Some(o.client_qps),
+            ..Default::default()
+        },
+    )
+    .await?;
+    wait_nodes_ready(&client, o.nodes).await?;
+    eprintln!("{} nodes Ready after {:.0?}", o.nodes, started.elapsed());
+    let system = match side {
+        Side::None => None,
+        Side::Ours => {
+            let opts =
+                testenv::system::Options::as_up(&cp, bin_dir.to_path_buf(), services.to_vec());
+            let s = testenv::system::start(&client, &opts).await?;
+            // The API server picks up webhook configurations asynchronously.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Some(s)
+        }
+    };
+    let metrics_addrs: Vec<(String, String)> = system
+        .iter()
+        .flat_map(|s| &s.webhooks)
+        .filter_map(|(r, _, _)| Some((r.name.clone(), r.metrics.clone()?)))
+        .collect();
+    let mut procs: Vec<(String, u32)> = Vec::new();
+    if let Some(s) = &system {
+        procs.extend(s.webhooks.iter().map(|(r, _, _)| (r.name.clone(), r.id())));
+        if let Some((_, r)) = &s.quota_state {
+            procs.push((r.name.clone(), r.id()));
+        }
+    }
+    procs.sort();
+    let cp_pids = cp.pids();
+    for (name, pid) in CLUSTER.into_iter().zip(cp_pids) {
+        procs.push((name.to_owned(), pid));
+    }
+    procs.extend(cluster.pids().into_iter().map(|(n, p)| (n.to_owned(), p)));
+
+    let namespaces: Vec<String> = (0..o.namespaces).map(|i| format!("bench-{i:03}")).collect();
+    let (dep, job) = shares(o);
+    let per_step = (dep + job) * o.namespaces;
+    create_namespaces(&client, &namespaces, side, per_step * o.steps).await?;
+
+    let tracker = Arc::new(Mutex::new(Tracker::default()));
+    let watch = tokio::spawn(track(client.clone(), tracker.clone()));
+    let ticks = clock_ticks();
+    let read = |procs: &[(String, u32)]| -> Vec<Option<Sample>> {
+        procs
+            .iter()
+            .map(|(_, pid)| sample(*pid, ticks).ok())
+            .collect()
+    };
+    let mut steps = Vec::new();
+    for s in 0..o.steps {
+        let before = read(&procs);
+        let metrics_before = scrape(&client).await?;
+        let ours_before = scrape_ours(&metrics_addrs).await;
+        let t0 = Instant::now();
+        if let Ok(mut t) = tracker.lock() {
+            t.step = s;
+        }
+        let failed = submit(&client, &namespaces, s, dep, job).await;
+        if failed > 0 {
+            eprintln!("step {}: {failed} workloads refused or failed", s + 1);
+        }
+        let deadline = t0 + o.step_timeout;
+        loop {
+            let (created, started) = tracker.lock().map(|t| t.counts(s)).unwrap_or_default();
+            if (created >= per_step && started >= created) || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let after = read(&procs);
+        let metrics_after = scrape(&client).await?;
+        let ours_after = scrape_ours(&metrics_addrs).await;
+        let mut step = tracker
+            .lock()
+            .map(|t| t.step_figures(s, t0))
+            .unwrap_or_default();
+        step.total = tracker.lock().map(|t| t.pods.len()).unwrap_or_default();
+        step.post_pods = post_pods(&metrics_before, &metrics_after);
+        step.webhooks = webhook_latency(&metrics_before, &metrics_after);
+        step.inside = inside_latency(&ours_before, &ours_after);
+        step.procs = procs
+            .iter()
+            .zip(before.iter().zip(&after))
+            .filter_map(|((name, _), (b, a))| {
+                let (b, a) = (b.as_ref()?, a.as_ref()?);
+                Some((
+                    name.clone(),
+                    a.cpu_secs - b.cpu_secs,
+                    a.rss_kib,
+                    a.rss_kib as i64 - b.rss_kib as i64,
+                ))
+            })
+            .collect();
+        eprintln!(
+            "step {}: {} of {per_step} Pods created, {} started, {:.0} s; the cluster holds {}",
+            s + 1,
+            step.created,
+            step.started,
+            step.wall_secs,
+            step.total
+        );
+        steps.push(step);
+    }
+    watch.abort();
+    drop(system);
+    drop(cluster);
+    cp.stop();
+    Ok(steps)
+}
+
+async fn wait_nodes_ready(client: &kube::Client, nodes: usize) -> Result<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let ready = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        if ready >= nodes {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{ready} of {nodes} nodes Ready after 300 s");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The namespaces, and with our webhooks each one's ElasticQuota (room for every Pod the run
+/// puts there, with a margin: the run measures cost, not refusals).
+async fn create_namespaces(
+    client: &kube::Client,
+    namespaces: &[String],
+    side: Side,
+    pods: usize,
+) -> Result<()> {
+    let eq = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "scheduling.sigs.k8s.io",
+        "v1alpha1",
+        "ElasticQuota",
+    ));
+    let per_ns = pods / namespaces.len().max(1);
+    for ns in namespaces {
+        let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &n)
+            .await
+            .with_context(|| format!("namespace {ns}"))?;
+        if side == Side::None {
+            continue;
+        }
+        // 100m and 128Mi a Pod, half as much again as the run puts there.
+        let q: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+            "metadata": {"name": quota_of(ns), "namespace": ns},
+            "spec": {"max": {"cpu": format!("{}m", per_ns * 150),
+                             "memory": format!("{}Mi", per_ns * 192)}}
+        }))?;
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &eq);
+        // quota-state answers QV once it leads: retry for a while.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while let Err(e) = api.create(&PostParams::default(), &q).await {
+            if Instant::now() > deadline {
+                bail!("ElasticQuota in {ns}: {e}");
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}
+
+fn quota_of(ns: &str) -> String {
+    format!("q-{ns}")
+}
+
+/// The Pod template of step `s` in `ns`.
+fn template(ns: &str, app: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"labels": {"app": app, BENCH_LABEL: "cluster",
+                                "quota.scheduling.koordinator.sh/name": quota_of(ns)}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/ml/worker:1.0",
+                                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                               "limits": {"memory": "256Mi"}}}]}
+    })
+}
+
+/// Step `s`'s workloads: in each namespace a Deployment of `dep` replicas and a Job of `job`
+/// Pods, all at once. Returns how many were not created.
+async fn submit(
+    client: &kube::Client,
+    namespaces: &[String],
+    s: usize,
+    dep: usize,
+    job: usize,
+) -> usize {
+    let calls = namespaces.iter().flat_map(|ns| {
+        let web = format!("web-{s}");
+        let batch = format!("batch-{s}");
+        let d: Result<Deployment, _> = serde_json::from_value(json!({
+            "metadata": {"name": web},
+            "spec": {"replicas": dep, "selector": {"matchLabels": {"app": web}},
+                     "template": template(ns, &web)}
+        }));
+        let mut job_template = template(ns, &batch);
+        job_template["spec"]["restartPolicy"] = json!("Never");
+        let j: Result<Job, _> = serde_json::from_value(json!({
+            "metadata": {"name": batch},
+            "spec": {"completions": job, "parallelism": job, "template": job_template}
+        }));
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+        let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+        [
+            futures::future::Either::Left(async move {
+                deployments
+                    .create(&PostParams::default(), &d.map_err(|e| e.to_string())?)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("{ns}/{web}: {e}"))
+            }),
+            futures::future::Either::Right(async move {
+                jobs.create(&PostParams::default(), &j.map_err(|e| e.to_string())?)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("{ns}/{batch}: {e}"))
+            }),
+        ]
+    });
+    futures::stream::iter(calls)
+        .buffer_unordered(16)
+        .filter_map(|r| async move { r.err().inspect(|e| eprintln!("  {e}")) })
+        .count()
+        .await
+}
+
+/// Every Pod of the run the watch has seen: when it appeared, in which step, and when it first
+/// showed Running (or finished).
+#[derive(Default)]
+struct Tracker {
+    step: usize,
+    pods: HashMap<String, Seen>,
+}
+
+struct Seen {
+    step: usize,
+    created: Instant,
+    started: Option<Instant>,
+}
+
+impl Tracker {
+    fn observe(&mut self, pod: &Pod, now: Instant) {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        let step = self.step;
+        let seen = self.pods.entry(uid).or_insert(Seen {
+            step,
+            created: now,
+            started: None,
+        });
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if seen.started.is_none() && matches!(phase, Some("Running" | "Succeeded" | "Failed")) {
+            seen.started = Some(now);
+        }
+    }
+
+    fn counts(&self, step: usize) -> (usize, usize) {
+        let mine = self.pods.values().filter(|p| p.step == step);
+        let (mut created, mut started) = (0, 0);
+        for p in mine {
+            created += 1;
+            started += usize::from(p.started.is_some());
+        }
+        (created, started)
+    }
+
+    fn step_figures(&self, step: usize, t0: Instant) -> Step {
+        let mine: Vec<&Seen> = self.pods.values().filter(|p| p.step == step).collect();
+        let secs = |t: Instant| t.saturating_duration_since(t0).as_secs_f64();
+        let mut start_latency: Vec<f64> = mine
+            .iter()
+            .filter_map(|p| {
+                Some(
+                    p.started?
+                        .saturating_duration_since(p.created)
+                        .as_secs_f64(),
+                )
+            })
+            .collect();
+        start_latency.sort_by(f64::total_cmp);
+        Step {
+            created: mine.len(),
+            started: start_latency.len(),
+            create_secs: mine.iter().map(|p| secs(p.created)).fold(0.0, f64::max),
+            wall_secs: mine
+                .iter()
+                .filter_map(|p| p.started.map(secs))
+                .fold(0.0, f64::max),
+            start_latency,
+            ..Step::default()
+        }
+    }
+}
+
+/// Follows the run's Pods into `tracker` until aborted.
+async fn track(client: kube::Client, tracker: Arc<Mutex<Tracker>>) {
+    use kube::runtime::WatchStreamExt as _;
+    let api: Api<Pod> = Api::all(client);
+    let cfg = watcher::Config::default().labels(&format!("{BENCH_LABEL}=cluster"));
+    let mut events = watcher(api, cfg).default_backoff().boxed();
+    while let Some(e) = events.next().await {
+        let now = Instant::now();
+        let pod = match e {
+            Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
+            Ok(_) => continue,
+            Err(e) => {
+                eprintln!("pod watch: {e}");
+                continue;
+            }
+        };
+        if let Ok(mut t) = tracker.lock() {
+            t.observe(&pod, now);
+        }
+    }
+}
+
+/// The API server's metrics text.
+async fn scrape(client: &kube::Client) -> Result<String> {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("metrics request")?;
+    Ok(client.request_text(req).await?)
+}
+
+/// A histogram's cumulative buckets by upper bound, summed over every series `keep` accepts,
+/// grouped by `key`.
+fn buckets<K: Ord>(
+    text: &str,
+    metric: &str,
+    keep: impl Fn(&BTreeMap<&str, &str>) -> bool,
+    key: impl Fn(&BTreeMap<&str, &str>) -> K,
+) -> BTreeMap<K, BTreeMap<OrdF64, f64>> {
+    let prefix = format!("{metric}_bucket{{");
+    let mut out: BTreeMap<K, BTreeMap<OrdF64, f64>> = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let labels: BTreeMap<&str, &str> = labels
+            .split("\",")
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once("=\"")?;
+                Some((k, v.trim_end_matches('"')))
+            })
+            .collect();
+        if !keep(&labels) {
+            continue;
+        }
+        let le = match labels.get("le") {
+            Some(&"+Inf") => f64::INFINITY,
+            Some(v) => match v.parse() {
+                Ok(v) => v,
+                Err(_) => continue,
+            },
+            None => continue,
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        *out.entry(key(&labels))
+            .or_default()
+            .entry(OrdF64(le))
+            .or_default() += value;
+    }
+    out
+}
+
+/// An `f64` bucket bound, ordered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OrdF64(f64);
+impl Eq for OrdF64 {}
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// p50 and p99 of the increase between two readings of one histogram, interpolated within a
+/// bucket as Prometheus's `histogram_quantile` does.
+fn quantiles(before: Option<&BTreeMap<OrdF64, f64>>, after: &BTreeMap<OrdF64, f64>) -> Quantiles {
+    let delta: Vec<(f64, f64)> = after
+        .iter()
+        .map(|(le, v)| {
+            let b = before.and_then(|b| b.get(le)).copied().unwrap_or(0.0);
+            (le.0, v - b)
+        })
+        .collect();
+    let count = delta.last().map_or(0.0, |(_, c)| *c);
+    let q = |q: f64| -> Option<f64> {
+        if count <= 0.0 {
+            return None;
+        }
+        let rank = q * count;
+        let mut lower = (0.0, 0.0);
+        for &(le, c) in &delta {
+            if c >= rank {
+                if le.is_infinite() {
+                    return Some(lower.0);
+                }
+                let width = c - lower.1;
+                let within = if width > 0.0 {
+                    (rank - lower.1) / width
+                } else {
+                    1.0
+                };
+                return Some(lower.0 + (le - lower.0) * within);
+            }
+            lower = (le, c);
+        }
+        Some(lower.0)
+    };
+    Quantiles {
+        p50: q(0.5),
+        p99: q(0.99),
+        count,
+    }
+}
+
+fn post_pods(before: &str, after: &str) -> Quantiles {
+    let metric = "apiserver_request_duration_seconds";
+    let keep = |l: &BTreeMap<&str, &str>| {
+        l.get("verb") == Some(&"POST")
+            && l.get("resource") == Some(&"pods")
+            && l.get("subresource").is_none_or(|s| s.is_empty())
+            && l.get("dry_run").is_none_or(|s| s.is_empty())
+    };
+    let b = buckets(before, metric, keep, |_| ());
+    let a = buckets(after, metric, keep, |_| ());
+    a.get(&())
+        .map(|a| quantiles(b.get(&()), a))
+        .unwrap_or_default()
+}
+
+/// Each of our services' metrics text, by service name (empty when unreachable).
+async fn scrape_ours(addrs: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, addr) in addrs {
+        let text = match testenv::system::http_get(addr, "/metrics").await {
+            Ok((200, body)) => body,
+            Ok((code, _)) => {
+                eprintln!("{name} metrics: HTTP {code}");
+                String::new()
+            }
+            Err(e) => {
+                eprintln!("{name} metrics: {e}");
+                String::new()
+            }
+        };
+        out.push((name.clone(), text));
+    }
+    out
+}
+
+/// Time inside each of our webhooks over a step, keyed `<path>.<service>` as the start of the
+/// API server's webhook names.
+fn inside_latency(
+    before: &[(String, String)],
+    after: &[(String, String)],
+) -> BTreeMap<String, Quantiles> {
+    let metric = "controller_runtime_webhook_latency_seconds";
+    let key = |l: &BTreeMap<&str, &str>| {
+        l.get("webhook")
+            .copied()
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_owned()
+    };
+    let mut out = BTreeMap::new();
+    for (service, text) in after {
+        let earlier = before
+            .iter()
+            .find(|(s, _)| s == service)
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_default();
+        let b = buckets(earlier, metric, |_| true, key);
+        for (path, a) in buckets(text, metric, |_| true, key) {
+            let q = quantiles(b.get(&path), &a);
+            if q.count > 0.0 {
+                out.insert(format!("{path}.{service}"), q);
+            }
+        }
+    }
+    out
+}
+
+fn webhook_latency(before: &str, after: &str) -> BTreeMap<(String, String, String), Quantiles> {
+    let metric = "apiserver_admission_webhook_admission_duration_seconds";
+    let key = |l: &BTreeMap<&str, &str>| {
+        let get = |k: &str| l.get(k).copied().unwrap_or_default().to_owned();
+        (get("name"), get("type"), get("operation"))
+    };
+    let b = buckets(before, metric, |_| true, key);
+    let a = buckets(after, metric, |_| true, key);
+    a.iter()
+        .map(|(k, a)| (k.clone(), quantiles(b.get(k), a)))
+        .filter(|(_, q)| q.count > 0.0)
+        .collect()
+}
+
+fn ms(s: Option<f64>) -> String {
+    s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s * 1e3))
+}
+
+/// Milliseconds to two places (times inside a service are well under one).
+fn ms2(s: Option<f64>) -> String {
+    s.map_or_else(|| "-".to_owned(), |s| format!("{:.2}", s * 1e3))
+}
+
+fn pct(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted.get(i).copied()
+}
+
+fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
+    println!(
+        "\n{} simulated nodes, {} namespaces, {} Pods in {} steps (each: a Deployment of {} and a Job of {} Pods per namespace)\n",
+        o.nodes,
+        o.namespaces,
+        o.pods,
+        o.steps,
+        shares(o).0,
+        shares(o).1
+    );
+    println!("### The cluster: with no webhooks and with ours\n");
+    println!(
+        "| Pods held | side | created | Pods created/s | start p50 / p99 (ms) | all started after (s) | POST pods p50 / p99 (ms) | kube-apiserver CPU per Pod | etcd CPU per Pod | our services CPU per Pod, RSS |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let steps = sides.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+    for i in 0..steps {
+        for (side, s) in sides {
+            let Some(st) = s.get(i) else { continue };
+            let cpu_of = |name: &str| {
+                st.procs
+                    .iter()
+                    .find(|p| p.0 == name)
+                    .map_or_else(|| "-".to_owned(), |p| per_pod(p.1, st.created))
+            };
+            let ours: Vec<_> = st
+                .procs
+                .iter()
+                .filter(|p| !CLUSTER.contains(&p.0.as_str()))
+                .collect();
+            let ours = if ours.is_empty() {
+                "-".to_owned()
+            } else {
+                format!(
+                    "{}, {:.0} MiB",
+                    per_pod(ours.iter().map(|p| p.1).sum(), st.created),
+                    ours.iter().map(|p| p.2).sum::<u64>() as f64 / 1024.0
+                )
+            };
+            println!(
+                "| {} | {} | {} of {} | {:.0} | {} / {} | {:.0} | {} / {} | {} | {} | {ours} |",
+                st.total,
+                side.name(),
+                st.started,
+                st.created,
+                st.created as f64 / st.create_secs.max(1e-3),
+                ms(pct(&st.start_latency, 0.5)),
+                ms(pct(&st.start_latency, 0.99)),
+                st.wall_secs,
+                ms(st.post_pods.p50),
+                ms(st.post_pods.p99),
+                cpu_of("kube-apiserver"),
+                cpu_of("etcd"),
+            );
+        }
+    }
+    for (side, s) in sides {
+        println!("\n### Per process, {}\n", side.name());
+        println!(
+            "| process | Pods held | CPU per Pod created | share of a core | RSS | RSS growth per Pod |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- |");
+        let names: Vec<&String> = s
+            .first()
+            .map(|st| st.procs.iter().map(|p| &p.0).collect())
+            .unwrap_or_default();
+        for name in names {
+            for st in s {
+                let Some(p) = st.procs.iter().find(|p| &p.0 == name) else {
+                    continue;
+                };
+                println!(
+                    "| {name} | {} | {} | {:.0} % | {:.0} MiB | {:.2} KiB |",
+                    st.total,
+                    per_pod(p.1, st.created),
+                    p.1 / st.wall_secs.max(1e-3) * 100.0,
+                    p.2 as f64 / 1024.0,
+                    p.3 as f64 / st.created.max(1) as f64,
+                );
+            }
+        }
+    }
+    for (side, s) in sides.iter().filter(|(side, _)| *side == Side::Ours) {
+        println!(
+            "\n### What each webhook adds, {} (kube-apiserver's apiserver_admission_webhook_admission_duration_seconds over each step)\n",
+            side.name()
+        );
+        println!(
+            "| webhook | type | operation | Pods held | calls | p50 (ms) | p99 (ms) | inside the service, every operation: p50 / p99 (ms) |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        let keys: std::collections::BTreeSet<&(String, String, String)> =
+            s.iter().flat_map(|st| st.webhooks.keys()).collect();
+        for k in keys {
+            for st in s {
+                let Some(q) = st.webhooks.get(k) else {
+                    continue;
+                };
+                let inside = st
+                    .inside
+                    .iter()
+                    .find(|(path, _)| k.0.starts_with(&format!("{path}.")))
+                    .map_or_else(
+                        || "-".to_owned(),
+                        |(_, i)| format!("{} / {}", ms2(i.p50), ms2(i.p99)),
+                    );
+                println!(
+                    "| {} | {} | {} | {} | {:.0} | {} | {} | {inside} |",
+                    k.0,
+                    k.1,
+                    k.2,
+                    st.total,
+                    q.count,
+                    ms(q.p50),
+                    ms(q.p99)
+                );
+            }
+        }
+    }
+    println!(
+        "\nStart latency: from the bench's watch seeing a Pod to it seeing the Pod Running (a Job's Pod: or finished). The API server's latency histograms have coarse buckets (webhooks: 5, 25, 100 ms…; POST: 5, 25, 50 ms…): a p50 inside the first bucket is interpolated, read it as \"under 5 ms\"."
+    );
+}
+
+fn per_pod(secs: f64, pods: usize) -> String {
+    if pods == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.0} µs", secs / pods as f64 * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_within_the_bucket_and_subtract_the_earlier_reading() {
+        let text = |a: u32, b: u32, c: u32| {
+            format!(
+                "m_bucket{{name=\"x\",le=\"0.005\"}} {a}\nm_bucket{{name=\"x\",le=\"0.025\"}} {b}\nm_bucket{{name=\"x\",le=\"+Inf\"}} {c}\nm_count{{name=\"x\"}} {c}\n"
+            )
+        };
+        let key = |l: &BTreeMap<&str, &str>| l.get("name").copied().unwrap_or("").to_owned();
+        let before = buckets(&text(10, 10, 10), "m", |_| true, key);
+        let after = buckets(&text(60, 110, 110), "m", |_| true, key);
+        let q = quantiles(before.get("x"), &after["x"]);
+        assert_eq!(q.count, 100.0);
+        // 50 of 100 new observations lie under 5 ms: the median is the first bucket's top.
+        assert_eq!(q.p50, Some(0.005));
+        // The 99th lies in (5, 25] ms at 49/50 of the way.
+        let p99 = q.p99.unwrap_or_default();
+        assert!((p99 - (0.005 + 0.020 * 49.0 / 50.0)).abs() < 1e-9, "{p99}");
+    }
+
+    #[test]
+    fn an_unchanged_histogram_has_no_quantiles() {
+        let text = "m_bucket{le=\"1\"} 5\nm_bucket{le=\"+Inf\"} 5\n";
+        let b = buckets(text, "m", |_| true, |_| ());
+        let q = quantiles(b.get(&()), &b[&()]);
+        assert_eq!((q.p50, q.p99, q.count), (None, None, 0.0));
+    }
+
+    #[test]
+    fn shares_split_a_step_two_to_one() {
+        let o = Options {
+            nodes: 1,
+            pods: 30_000,
+            namespaces: 100,
+            steps: 3,
+            step_timeout: Duration::from_secs(1),
+            client_qps: 1,
+        };
+        assert_eq!(shares(&o), (67, 33));
+    }
+}
