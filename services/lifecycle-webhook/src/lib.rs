@@ -1,4 +1,4 @@
-//! Drain before delete (`docs/drain.md`): a Pod that opts in is asked to drain when it is
+//! Drain before delete (`docs/lifecycle-webhook.md`): a Pod that opts in is asked to drain when it is
 //! deleted or evicted, and the deletion is refused (and retried by its sender) until the Pod
 //! says it has drained or its deadline passes. Rule functions and answers carry the ids LD-1 …
 //! LD-11.

@@ -1,4 +1,4 @@
-//! The drain rules (`docs/drain.md`, ids LD-1 … LD-11), in the order a review meets them, and
+//! The drain rules (`docs/lifecycle-webhook.md`, ids LD-1 … LD-13), in the order a review meets them, and
 //! the two validators that run them: Pod deletions and Pod evictions.
 
 use std::net::IpAddr;

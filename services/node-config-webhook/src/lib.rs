@@ -1,4 +1,4 @@
-//! Koordinator's node and ConfigMap admission (`../shared/spec/node-config.md`): Node status
+//! Koordinator's node and ConfigMap admission (`docs/spec/node-config.md`): Node status
 //! resource amplification (NS), Node label conflicts with SLO node strategies (NV), and the SLO
 //! controller ConfigMap (CM). Rule functions and denials carry the spec's ids.
 

@@ -27,7 +27,7 @@ pub struct NodeValidator;
 impl Validator for NodeValidator {
     type Object = Node;
 
-    /// Item 3: capacity and allocatable quantities as Go's decoder parses them.
+    /// Capacity and allocatable quantities as Go's decoder parses them.
     fn check_decoded(&self, node: &Node) -> Result<(), String> {
         let status = node.status.as_ref();
         crate::node_status::check_status_quantities(

@@ -198,7 +198,7 @@ fn amplify(
     Ok(applied)
 }
 
-/// A Node's capacity and allocatable checked as Go's decoder parses them (item 3), for both
+/// A Node's capacity and allocatable checked as Go's decoder parses them, for both
 /// Node endpoints.
 pub fn check_status_quantities(
     capacity: Option<&BTreeMap<String, Quantity>>,
@@ -216,7 +216,7 @@ pub struct NodeStatusAmplifier;
 impl Mutator for NodeStatusAmplifier {
     type Object = Node;
 
-    /// Item 3: capacity and allocatable quantities as Go's decoder parses them.
+    /// Capacity and allocatable quantities as Go's decoder parses them.
     fn check_decoded(&self, node: &Node) -> Result<(), String> {
         let status = node.status.as_ref();
         check_status_quantities(
@@ -419,11 +419,11 @@ mod tests {
         assert_eq!(n, before);
     }
 
-    /// Item 5: the annotations' JSON errors are `encoding/json`'s for upstream's Go types
+    /// The annotations' JSON errors are `encoding/json`'s for upstream's Go types
     /// (`map[v1.ResourceName]extension.Ratio`, `v1.ResourceList`), and a `null` entry is Go's
     /// zero value rather than an error.
     #[test]
-    fn item_5_annotation_errors_name_upstreams_go_types() {
+    fn annotation_errors_name_upstreams_go_types() {
         let a = json!({"cpu": "8", "memory": "16Gi"});
         let fail = |ann: serde_json::Value| {
             run(&node(ann.clone(), a.clone()), &node(ann, a.clone()))

@@ -1,4 +1,4 @@
-//! Item 1 of the upstream-parity issue: Koordinator's handlers (controller-runtime) answer an
+//! Koordinator's handlers (controller-runtime) answer an
 //! object they cannot decode with the review refused, `status.code` 400 and the decoder's error,
 //! so the API server refuses the Node even though these webhooks' failure policy is `Ignore`
 //! (an HTTP error would have let it through). `review` prints that answer and exits 0.
@@ -32,7 +32,7 @@ fn review(path: &str, body: &Value) -> (Option<i32>, Value, String) {
 }
 
 #[test]
-fn item_1_an_undecodable_node_is_refused_with_code_400() {
+fn an_undecodable_node_is_refused_with_code_400() {
     for (path, sub) in [("/validate-node", ""), ("/mutate-node-status", "status")] {
         let body = json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

@@ -1,4 +1,4 @@
-//! Every node-config case in ../shared/fixtures/reviews/node-config and examples/node-config,
+//! Every node-config case in fixtures/reviews/node-config and examples/node-config,
 //! through the handler in-process and through `node-config-webhook review`.
 
 use admission_testing::fixtures::{check_in_process, check_with_binary, fixtures_root, run_all};
@@ -7,7 +7,7 @@ use std::path::Path;
 #[test]
 fn node_config_fixtures_pass_in_process() {
     let app = node_config_webhook::app();
-    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = fixtures_root();
     match run_all(&root, "node-config", |c| check_in_process(&app, c)) {
         Ok(n) => assert!(n >= 58, "only {n} cases found"),
         Err(e) => panic!("{e}"),
@@ -35,7 +35,7 @@ fn node_config_fixtures_pass_in_process() {
 #[test]
 fn node_config_fixtures_pass_through_the_review_command() {
     let bin = Path::new(env!("CARGO_BIN_EXE_node-config-webhook"));
-    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = fixtures_root();
     match run_all(&root, "node-config", |c| check_with_binary(bin, c)) {
         Ok(n) => assert!(n >= 58, "only {n} cases found"),
         Err(e) => panic!("{e}"),
@@ -47,9 +47,5 @@ fn node_config_fixtures_pass_through_the_review_command() {
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn node_config_variants_keep_every_property() {
-    admission_testing::variants::check_domain(
-        &node_config_webhook::app(),
-        env!("CARGO_MANIFEST_DIR"),
-        "node-config",
-    );
+    admission_testing::variants::check_domain(&node_config_webhook::app(), "node-config");
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{AdmitPodRequest, Amount};
+use quota_protocol::proto::quota_state_client::QuotaStateClient;
+use quota_protocol::proto::{AdmitPodRequest, Amount};
 
 #[derive(Parser)]
 struct Args {

@@ -15,9 +15,9 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::ledger::{Ledger, QuotaSpec};
-use crate::tree::annotation;
-use crate::tree::keys::CHILD_REQUEST;
-use crate::types::ElasticQuota;
+use quota_protocol::tree::annotation;
+use quota_protocol::tree::keys::CHILD_REQUEST;
+use quota_protocol::types::ElasticQuota;
 
 mod pod;
 pub mod protobuf;

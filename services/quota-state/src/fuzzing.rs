@@ -11,12 +11,12 @@ use tonic::Request;
 
 use crate::auth::Policy;
 use crate::ledger::{Ledger, QuotaSpec, ReservationLimits};
-use crate::proto::quota_state_server::QuotaState;
-use crate::proto::{
+use quota_protocol::proto::quota_state_server::QuotaState;
+use quota_protocol::proto::{
     AdmitPodRequest, AdmitPodsRequest, CheckWorkloadRequest, LookupRequest, ReleaseRequest,
     ValidateQuotaRequest,
 };
-use crate::types::ElasticQuota;
+use quota_protocol::types::ElasticQuota;
 
 /// Runs `data`: chunks of `[kind][length: 2 bytes LE][payload]`, each decoded as one gRPC
 /// request (AdmitPod, Release, Lookup, ValidateQuota, AdmitPods, CheckWorkload), an
@@ -75,7 +75,7 @@ pub fn run(data: &[u8]) {
                     let requests = m
                         .requests
                         .iter()
-                        .map(|(k, a)| Ok((k.clone(), crate::amount_of_wire(k, a)?)))
+                        .map(|(k, a)| Ok((k.clone(), quota_protocol::wire::amount_of_wire(k, a)?)))
                         .collect::<Result<_, String>>();
                     ledger.observe_pod_usage(&m.namespace, &m.name, &m.quota_label, requests);
                 }

@@ -4,7 +4,7 @@
 //! grammars (DNS-1123 labels and subdomains, label values, qualified names), and no maintained
 //! crate offers them without pulling in a client library.
 
-use crate::proto::{
+use quota_protocol::proto::{
     AdmitPodRequest, CheckWorkloadRequest, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
 };
 
@@ -225,7 +225,7 @@ pub fn validate_quota(r: &ValidateQuotaRequest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::Amount;
+    use quota_protocol::proto::Amount;
 
     fn pod(ns: &str, name: &str) -> AdmitPodRequest {
         AdmitPodRequest {

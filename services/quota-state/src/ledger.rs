@@ -42,9 +42,9 @@ use admission_kit::Operation;
 pub use admission_kit::compat::resources::{Amount, AmountError, Amounts};
 use admission_kit::compat::resources::{NANO_PER_UNIT, list_text};
 
-use crate::tree::{self, PodIndex, QuotaLookup, QuotaRef, TreeGates};
-use crate::types::ElasticQuota;
-pub use crate::workload::{WorkloadCheck, WorkloadOutcome};
+use quota_protocol::tree::{self, PodIndex, QuotaLookup, QuotaRef, TreeGates};
+use quota_protocol::types::ElasticQuota;
+pub use quota_protocol::workload::{WorkloadCheck, WorkloadOutcome};
 
 mod peers;
 mod view;
@@ -1016,7 +1016,7 @@ struct LedgerQuotas<'a> {
     state: &'a State,
 }
 
-impl crate::workload::Quotas for LedgerQuotas<'_> {
+impl quota_protocol::workload::Quotas for LedgerQuotas<'_> {
     fn max(&self, quota: &str) -> Result<Option<&Amounts>, String> {
         match self.view.specs.get(quota).map(Vec::as_slice) {
             None | Some([]) => Ok(None),
@@ -1025,7 +1025,7 @@ impl crate::workload::Quotas for LedgerQuotas<'_> {
         }
     }
 
-    fn chain(&self, quota: &str) -> Result<Vec<crate::workload::Level<'_>>, String> {
+    fn chain(&self, quota: &str) -> Result<Vec<quota_protocol::workload::Level<'_>>, String> {
         static NONE: std::sync::LazyLock<Amounts> = std::sync::LazyLock::new(Amounts::new);
         let chain = self.view.chain(quota);
         if let Some(n) = chain.iter().find_map(|q| self.state.uncountable.get(q)) {
@@ -1038,7 +1038,7 @@ impl crate::workload::Quotas for LedgerQuotas<'_> {
             .iter()
             .filter_map(|q| {
                 let qs = self.view.spec(q)?;
-                Some(crate::workload::Level {
+                Some(quota_protocol::workload::Level {
                     name: &qs.info.name,
                     limit: &qs.limit,
                     used: self.state.subtree.get(q).unwrap_or(&NONE),
@@ -1943,7 +1943,7 @@ impl Ledger {
             view: &view,
             state: &s,
         };
-        crate::workload::decide(&*view.topology, &quotas, w)
+        quota_protocol::workload::decide(&*view.topology, &quotas, w)
     }
 
     /// The quotas named `names` that exist, what QN needs to know of `namespace`, and the quota
@@ -2503,7 +2503,7 @@ mod tests {
     /// WQ-2 against an ancestor, WQ-3 against usage and reservations, and nothing reserved.
     #[test]
     fn wq_workload_checks_read_the_chain_and_reserve_nothing() {
-        use crate::workload::Fit;
+        use quota_protocol::workload::Fit;
         let l = Ledger::new(Duration::from_secs(30));
         let mut org = quota("org", None, 8);
         org.info.is_parent = true;
@@ -2671,10 +2671,10 @@ mod tests {
         assert_eq!(l.used("q")["cpu"].milli(), 2000);
     }
 
-    /// Item 3: sub-milli requests are counted exactly (upstream's `Quantity.Add`): four pods of
+    /// Sub-milli requests are counted exactly (upstream's `Quantity.Add`): four pods of
     /// `500u` fill a `2m` quota, the fifth is refused with the exact amounts.
     #[test]
-    fn item_3_sub_milli_requests_count_exactly() {
+    fn sub_milli_requests_count_exactly() {
         let l = Ledger::new(Duration::from_secs(30));
         let two_milli = Amount::from_milli(2, QuantityFormat::DecimalSI);
         l.upsert_quota(QuotaSpec::simple(

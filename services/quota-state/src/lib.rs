@@ -21,11 +21,6 @@ pub mod remembered;
 pub mod synthetic;
 pub mod usage;
 
-// The protocol, the tree rules and the quota types live in `quota-protocol`, which the webhook
-// shares without linking this server; re-exported so paths here read as before.
-pub use quota_protocol::wire::{amount_of_wire, format_code, operation_code, wire_amount};
-pub use quota_protocol::{coalesce, proto, tree, types, wire, workload};
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -33,15 +28,17 @@ use std::time::{Duration, Instant};
 use admission_kit::Operation;
 use auth::{Caller, Policy};
 use ledger::{Amounts, Ledger, PodCheck, PodOutcome, WorkloadCheck, WorkloadOutcome};
-use proto::quota_state_server::QuotaState;
-use proto::{
+use quota_protocol::proto::quota_state_server::QuotaState;
+use quota_protocol::proto::{
     AdmitPodAnswer, AdmitPodRequest, AdmitPodResponse, AdmitPodsRequest, AdmitPodsResponse,
     CheckWorkloadRequest, CheckWorkloadResponse, LookupRequest, LookupResponse, ReleaseRequest,
     ReleaseResponse, ValidateQuotaRequest, ValidateQuotaResponse, WorkloadFit,
 };
+use quota_protocol::tree::TreeGates;
+use quota_protocol::types::ElasticQuota;
+use quota_protocol::wire::{amount_of_wire, wire_amount};
+use quota_protocol::{proto, workload};
 use tonic::{Request, Response, Status};
-use tree::TreeGates;
-use types::ElasticQuota;
 
 /// The gRPC service over a ledger.
 #[derive(Clone)]

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use admission_kit::server::mtls::MtlsFiles;
 use anyhow::Context as _;
 use clap::Parser;
+use quota_protocol::proto::quota_state_server::QuotaStateServer;
 use quota_state::auth::Policy;
 use quota_state::ledger::{Ledger, ReservationLimits};
 use quota_state::metrics::Metrics;
-use quota_state::proto::quota_state_server::QuotaStateServer;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -21,8 +21,8 @@ use kube::api::{Api, Patch, PatchParams};
 
 use crate::ledger::{Ledger, PodKey, UsageWrite};
 use crate::metrics::Metrics;
-use crate::tree::keys::CHILD_REQUEST;
-use crate::types::ElasticQuota;
+use quota_protocol::tree::keys::CHILD_REQUEST;
+use quota_protocol::types::ElasticQuota;
 
 /// Writes in flight at once within a round: enough to drain a round quickly, few enough not to
 /// crowd the API server (each write is also admitted through scheduling-webhook's quota rules).

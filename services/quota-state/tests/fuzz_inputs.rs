@@ -3,7 +3,7 @@
 //! sequences of well-formed calls with extreme amounts, names and sizes. Nothing may panic.
 
 use prost::Message;
-use quota_state::proto::{
+use quota_protocol::proto::{
     AdmitPodRequest, AdmitPodsRequest, Amount, LookupRequest, ReleaseRequest,
 };
 use rand::rngs::StdRng;

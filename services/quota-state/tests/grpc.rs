@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use admission_kit::compat::go::QuantityFormat;
 use admission_kit::server::mtls::Pki;
-use quota_state::auth::Policy;
-use quota_state::ledger::{Amount, Amounts, Ledger, QuotaSpec};
-use quota_state::metrics::Metrics;
-use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::quota_state_server::QuotaStateServer;
-use quota_state::proto::{
+use quota_protocol::proto::quota_state_client::QuotaStateClient;
+use quota_protocol::proto::quota_state_server::QuotaStateServer;
+use quota_protocol::proto::{
     AdmitPodRequest, AdmitPodsRequest, CheckWorkloadRequest, LookupRequest, Operation,
     ReleaseRequest, ValidateQuotaRequest,
 };
+use quota_state::auth::Policy;
+use quota_state::ledger::{Amount, Amounts, Ledger, QuotaSpec};
+use quota_state::metrics::Metrics;
 
 fn cpu(n: i64) -> Amounts {
     Amounts::from([(
@@ -136,7 +136,7 @@ async fn admit_release_and_health_over_grpc() {
         check_admission: true,
         requests: [(
             "cpu".to_owned(),
-            quota_state::proto::Amount {
+            quota_protocol::proto::Amount {
                 milli: n * 1000,
                 ..Default::default()
             },
@@ -270,7 +270,7 @@ fn admit(ns: &str, name: &str, quota: &str, cpu_milli: i128) -> AdmitPodRequest 
 }
 
 /// Pod `name` in namespace `team`, quota `q`, asking for `cpu` as the wire carries it.
-fn admit_wire(name: &str, cpu: quota_state::proto::Amount) -> AdmitPodRequest {
+fn admit_wire(name: &str, cpu: quota_protocol::proto::Amount) -> AdmitPodRequest {
     AdmitPodRequest {
         requests: [("cpu".to_owned(), cpu)].into(),
         ..admit_nano("team", name, "q", 0)
@@ -278,7 +278,7 @@ fn admit_wire(name: &str, cpu: quota_state::proto::Amount) -> AdmitPodRequest {
 }
 
 fn admit_nano(ns: &str, name: &str, quota: &str, cpu_nano: i128) -> AdmitPodRequest {
-    let a = quota_state::wire_amount(&Amount {
+    let a = quota_protocol::wire::wire_amount(&Amount {
         nano: cpu_nano,
         format: QuantityFormat::DecimalSI,
     });
@@ -386,7 +386,7 @@ fn workload(ns: &str, quota: &str, cpu_milli: i64) -> CheckWorkloadRequest {
         name: "job".into(),
         requests: [(
             "cpu".to_owned(),
-            quota_state::proto::Amount {
+            quota_protocol::proto::Amount {
                 milli: cpu_milli,
                 ..Default::default()
             },
@@ -400,7 +400,7 @@ fn workload(ns: &str, quota: &str, cpu_milli: i64) -> CheckWorkloadRequest {
 /// each answer counted; malformed input refused as for the other calls.
 #[tokio::test]
 async fn check_workload_answers_fits_and_refuses_bad_input() {
-    use quota_state::proto::WorkloadFit;
+    use quota_protocol::proto::WorkloadFit;
     let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
     ledger.upsert_quota(QuotaSpec::simple("q", "team", None, cpu(10)));
     ledger.observe_pod("team", "running", "q", cpu(8));
@@ -436,7 +436,7 @@ async fn check_workload_answers_fits_and_refuses_bad_input() {
         workload("team", "q", -1),
         CheckWorkloadRequest {
             requests: (0..65)
-                .map(|i| (format!("r{i}"), quota_state::proto::Amount::default()))
+                .map(|i| (format!("r{i}"), quota_protocol::proto::Amount::default()))
                 .collect(),
             ..workload("team", "q", 1)
         },
@@ -516,14 +516,14 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
         admit("team", "p/../x", "q", 1),
         admit_wire(
             "p",
-            quota_state::proto::Amount {
+            quota_protocol::proto::Amount {
                 format: 9,
                 ..Default::default()
             },
         ),
         admit_wire(
             "p",
-            quota_state::proto::Amount {
+            quota_protocol::proto::Amount {
                 milli: 1,
                 sub_milli_nano: 1_000_000,
                 ..Default::default()
@@ -545,10 +545,10 @@ async fn amounts_are_exact_and_bad_input_is_refused() {
     );
 }
 
-/// Item 3 over the wire: sub-milli requests count exactly (four `500u` pods fill `2m`), and a
+/// Over the wire: sub-milli requests count exactly (four `500u` pods fill `2m`), and a
 /// request from a peer that predates `sub_milli_nano` counts its rounded thousandths.
 #[tokio::test]
-async fn item_3_sub_milli_requests_count_exactly_over_grpc() {
+async fn sub_milli_requests_count_exactly_over_grpc() {
     let ledger = Arc::new(Ledger::new(Duration::from_secs(30)));
     let two_milli = Amounts::from([(
         "cpu".to_owned(),
@@ -567,7 +567,7 @@ async fn item_3_sub_milli_requests_count_exactly_over_grpc() {
     }
     let older_peer = admit_wire(
         "d",
-        quota_state::proto::Amount {
+        quota_protocol::proto::Amount {
             milli: 1,
             ..Default::default()
         },

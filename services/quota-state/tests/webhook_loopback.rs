@@ -32,7 +32,7 @@ fn quota_state_at(url: String, options: &[(&'static str, &str)]) -> Context {
 /// Serves `svc` as a plaintext quota-state on a loopback port (as one that predates AdmitPods
 /// and CheckWorkload when `older`); a context asking it.
 async fn loopback_quota_state(svc: quota_state::Service, older: bool) -> Context {
-    use quota_state::proto::quota_state_server::QuotaStateServer;
+    use quota_protocol::proto::quota_state_server::QuotaStateServer;
     // Held from bind to serve: no other socket can take the port in between.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -56,41 +56,41 @@ async fn loopback_quota_state(svc: quota_state::Service, older: bool) -> Context
 struct BeforeBatches(quota_state::Service);
 
 #[tonic::async_trait]
-impl quota_state::proto::quota_state_server::QuotaState for BeforeBatches {
+impl quota_protocol::proto::quota_state_server::QuotaState for BeforeBatches {
     async fn admit_pod(
         &self,
-        r: tonic::Request<quota_state::proto::AdmitPodRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::AdmitPodResponse>, tonic::Status> {
+        r: tonic::Request<quota_protocol::proto::AdmitPodRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::AdmitPodResponse>, tonic::Status> {
         self.0.admit_pod(r).await
     }
     async fn admit_pods(
         &self,
-        _: tonic::Request<quota_state::proto::AdmitPodsRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::AdmitPodsResponse>, tonic::Status> {
+        _: tonic::Request<quota_protocol::proto::AdmitPodsRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::AdmitPodsResponse>, tonic::Status> {
         Err(tonic::Status::unimplemented("unknown method AdmitPods"))
     }
     async fn release(
         &self,
-        r: tonic::Request<quota_state::proto::ReleaseRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::ReleaseResponse>, tonic::Status> {
+        r: tonic::Request<quota_protocol::proto::ReleaseRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::ReleaseResponse>, tonic::Status> {
         self.0.release(r).await
     }
     async fn lookup(
         &self,
-        r: tonic::Request<quota_state::proto::LookupRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::LookupResponse>, tonic::Status> {
+        r: tonic::Request<quota_protocol::proto::LookupRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::LookupResponse>, tonic::Status> {
         self.0.lookup(r).await
     }
     async fn validate_quota(
         &self,
-        r: tonic::Request<quota_state::proto::ValidateQuotaRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::ValidateQuotaResponse>, tonic::Status> {
+        r: tonic::Request<quota_protocol::proto::ValidateQuotaRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::ValidateQuotaResponse>, tonic::Status> {
         self.0.validate_quota(r).await
     }
     async fn check_workload(
         &self,
-        _: tonic::Request<quota_state::proto::CheckWorkloadRequest>,
-    ) -> Result<tonic::Response<quota_state::proto::CheckWorkloadResponse>, tonic::Status> {
+        _: tonic::Request<quota_protocol::proto::CheckWorkloadRequest>,
+    ) -> Result<tonic::Response<quota_protocol::proto::CheckWorkloadResponse>, tonic::Status> {
         Err(tonic::Status::unimplemented("unknown method CheckWorkload"))
     }
 }

@@ -1,5 +1,5 @@
 //! Admission webhooks for Kthena: the pinned model registry (`registry.volcano.sh/v1alpha1`:
-//! Model, AutoscalingPolicy, AutoscalingPolicyBinding, as `../shared/spec/registry.md` describes
+//! Model, AutoscalingPolicy, AutoscalingPolicyBinding, as `docs/spec/registry.md` describes
 //! them; rules MV, MM, PV, PM, BV) and Kthena v1.0 beside it (`workload.serving.volcano.sh` and
 //! `networking.serving.volcano.sh`, `docs/spec/kthena-v1.md`; rules MB, AP, MS, MR). Rule
 //! functions are named by their spec ids.

@@ -481,7 +481,7 @@ pub fn validate_model(model: &ModelObj) -> ErrorList {
     errs
 }
 
-/// Item 3: the quantities `encoding/json` parses while decoding a Model (each worker's resources,
+/// The quantities `encoding/json` parses while decoding a Model (each worker's resources,
 /// each backend's environment divisors), refused as Kthena's decoder refuses them (HX-05).
 fn check_quantities(model: &ModelObj) -> Result<(), String> {
     use admission_kit::compat::resources::{check_env, check_requirements};
@@ -830,10 +830,10 @@ mod tests {
         assert_eq!(m, before);
     }
 
-    /// Item 3: a worker quantity `ParseQuantity` rejects fails Kthena's decode (HX-05), answered
+    /// A worker quantity `ParseQuantity` rejects fails Kthena's decode (HX-05), answered
     /// with its plain-text 400; one it accepts is admitted.
     #[test]
-    fn item_3_an_unparsable_worker_quantity_fails_the_decode() {
+    fn an_unparsable_worker_quantity_fails_the_decode() {
         let review = |cpu: &str| {
             let mut b = backend(json!({}));
             b["workers"][0]["resources"] = json!({"limits": {"cpu": cpu}});

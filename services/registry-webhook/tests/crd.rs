@@ -1,4 +1,4 @@
-//! Our generated CRDs agree with the upstream ones (../shared/fixtures/crds/kthena): group,
+//! Our generated CRDs agree with the upstream ones (fixtures/crds/kthena): group,
 //! versions, names, scope, subresources, and every field name.
 
 use std::collections::BTreeSet;
@@ -60,7 +60,7 @@ fn paths(
 }
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root();
     // Kthena v1.0's groups are in their own folder.
     let dir = if file.contains(".serving.volcano.sh_") {
         "crds/kthena-v1.0.0"

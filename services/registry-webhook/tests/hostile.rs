@@ -372,8 +372,7 @@ async fn hostile_clients_stay_within_the_memory_limit_and_good_reviews_are_answe
         );
     }
     // Memory goes back after the bursts: within 35 s (two of the server's 15-s trim retries),
-    // RSS is back within 24 MiB of idle (it stayed 30 to 36 MiB above before the server
-    // returned free memory, and 25.5 MiB above in a CI run before it retried).
+    // RSS is back within 24 MiB of idle.
     let mut rss = status_kib(pid, "VmRSS:");
     for _ in 0..35 {
         if rss < idle + 24 * 1024 {

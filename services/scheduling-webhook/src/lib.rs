@@ -1,5 +1,5 @@
 //! Koordinator's Pod, Pod binding, Reservation and ElasticQuota admission
-//! (`../shared/spec/scheduling.md`). Rules carry the spec's ids (PM-, PV-, PB-, RM-, QM-, QV-).
+//! (`docs/spec/scheduling.md`). Rules carry the spec's ids (PM-, PV-, PB-, RM-, QM-, QV-).
 //!
 //! With `--quota-state-url`, every quota question goes to quota-state over gRPC
 //! ([`quota_client`]): it holds the ElasticQuota tree and the usage from its own watches and

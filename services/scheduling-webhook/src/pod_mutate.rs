@@ -518,7 +518,7 @@ impl Mutator for PodMutator {
         false
     }
 
-    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    /// A quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, pod: &Pod) -> Result<(), String> {
         admission_kit::compat::resources::check_pod(pod)
     }

@@ -489,7 +489,7 @@ impl Mutator for QuotaDefaulter {
         true
     }
 
-    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    /// A quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
         check_quota_quantities(q)
     }
@@ -563,7 +563,7 @@ impl Validator for QuotaValidator {
         true
     }
 
-    /// Item 3: a quantity Go's decoder refuses fails the decode here too.
+    /// A quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
         check_quota_quantities(q)
     }
@@ -723,7 +723,7 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
         )
     } else {
         // Decoded as Go decodes a ResourceList: a quantity that does not parse is refused with
-        // apimachinery's text (item 3), JSON errors in encoding/json's words (item 5).
+        // apimachinery's text, JSON errors in encoding/json's words.
         let mut sw: BTreeMap<String, String> =
             match admission_kit::compat::go::decode_resource_list(&current) {
                 Ok(m) => m.into_iter().map(|(k, q)| (k, q.canonical())).collect(),

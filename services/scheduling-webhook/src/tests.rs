@@ -186,11 +186,11 @@ fn pv_4_amounts_are_exact_and_never_clamped() {
     assert!(e.contains("cpu=1e40 is too large to be counted"), "{e}");
 }
 
-/// Item 3: sub-milli requests add exactly, as upstream's `Quantity.Add`: three containers of
+/// Sub-milli requests add exactly, as upstream's `Quantity.Add`: three containers of
 /// `500u` cpu are `1500u` (they fit a `2m` quota that rounded thousandths, 3m, would exceed), and
 /// a refusal prints the exact amounts.
 #[test]
-fn item_3_pv_4_adds_sub_milli_amounts_exactly() {
+fn pv_4_adds_sub_milli_amounts_exactly() {
     let q = |used: &str| {
         json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
         "metadata": {"name": "q", "namespace": "team", "annotations": {"quota.scheduling.koordinator.sh/child-request": format!("{{\"cpu\":\"{used}\"}}")}},
@@ -668,7 +668,7 @@ fn koordinator_metrics_are_recorded_with_upstream_names() {
 }
 
 /// Runs one CREATE review through the endpoint at `path` the way the server does, answering a
-/// decode error as controller-runtime does (item 1).
+/// decode error as controller-runtime does.
 fn answer(path: &str, resource: &str, object: Value, state: Vec<Value>) -> Value {
     let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u-3", "operation": "CREATE", "name": object["metadata"]["name"],
@@ -688,7 +688,7 @@ const FORMAT: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 #[test]
-fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
+fn an_unparsable_quantity_fails_the_decode_with_code_400() {
     for (path, resource, object) in [
         (
             QM,
@@ -730,7 +730,7 @@ fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
 }
 
 #[test]
-fn item_3_qm_4_prints_quantities_as_go_prints_them() {
+fn qm_4_prints_quantities_as_go_prints_them() {
     // Sub-milli values keep their value; spellings Go keeps are kept; others are canonical.
     let object = quota(
         "q",
@@ -747,7 +747,7 @@ fn item_3_qm_4_prints_quantities_as_go_prints_them() {
 }
 
 #[test]
-fn item_3_qm_4_refuses_an_unparsable_shared_weight_with_go_texts() {
+fn qm_4_refuses_an_unparsable_shared_weight_with_go_texts() {
     for (weight, detail) in [
         (r#"{"cpu":"abc"}"#, FORMAT),
         (r#"{"cpu":"1K"}"#, "unable to parse quantity's suffix"),
@@ -790,7 +790,7 @@ fn item_3_qm_4_refuses_an_unparsable_shared_weight_with_go_texts() {
 }
 
 #[test]
-fn item_3_pv_5_rounds_a_negative_fraction_away_from_zero() {
+fn pv_5_rounds_a_negative_fraction_away_from_zero() {
     // Go's Value() of -100m is -1 (not 0), so "must be greater than zero" does not apply; 100m
     // is 1; 0 is refused.
     let gpu = |v: &str| {
@@ -822,10 +822,10 @@ fn pm_1_7_batch_cpu_of_a_huge_request_does_not_overflow() {
     assert!(!huge.starts_with('-'), "{huge}");
 }
 
-/// Item 3 in QV-S: quantities compare exactly and print as Go prints them (sub-milli values,
+/// QV-S: quantities compare exactly and print as Go prints them (sub-milli values,
 /// spellings Go keeps); the shared-weight annotation decodes as a Go ResourceList.
 #[test]
-fn item_3_qv_s_compares_and_prints_quantities_as_go() {
+fn qv_s_compares_and_prints_quantities_as_go() {
     let create = |spec: Value, annotations: Value| {
         let mut q = quota("q", json!({}), spec);
         q["metadata"]["annotations"] = annotations;
@@ -879,7 +879,7 @@ fn item_3_qv_s_compares_and_prints_quantities_as_go() {
 /// value reaches the mutators before any schema; upstream's decoder reads it as the zero value
 /// and decides, so do we (it used to be a decode error, code 400).
 #[test]
-fn round_3_item_3_null_items_read_as_go_zero_values() {
+fn null_items_read_as_go_zero_values() {
     let mut p = pod(
         json!({"koordinator.sh/qosClass": "LS", "x": null}),
         containers(json!({"cpu": "1"})),
@@ -926,7 +926,7 @@ fn round_3_item_3_null_items_read_as_go_zero_values() {
 /// An ElasticQuota or Reservation without `spec` or `metadata` is Go's zero
 /// spec or metadata, defaulted as any other (it used to fail "missing field").
 #[test]
-fn round_3_item_4_objects_without_spec_or_metadata_are_zero_values() {
+fn objects_without_spec_or_metadata_are_zero_values() {
     let a = answer(
         QM,
         "elasticquotas",
@@ -974,7 +974,7 @@ fn round_3_item_4_objects_without_spec_or_metadata_are_zero_values() {
 /// re-encoded object carries them; other spellings are left as written (F-1), and an unmutated
 /// quota gets no patch.
 #[test]
-fn round_3_item_5_qm_6_reprints_what_go_decoded_to_another_value() {
+fn qm_6_reprints_what_go_decoded_to_another_value() {
     let object = quota(
         "q",
         json!({}),
@@ -1039,7 +1039,7 @@ fn pm_fix_1_batch_cpu_and_gpu_beyond_int64_keep_exact_values() {
 /// is not an RFC 3339 time, fails upstream's decode (code 400, Go's words); good ones and `null`
 /// are admitted and left as sent.
 #[test]
-fn round_3_item_2_reservation_ttl_and_expires_decode_as_go() {
+fn reservation_ttl_and_expires_decode_as_go() {
     let reservation = |spec: Value| json!({"metadata": {"name": "r"}, "spec": spec});
     for (spec, message) in [
         (

@@ -1,4 +1,4 @@
-//! Kubeflow Training Operator v1 job validation (`../shared/spec/training.md`): PyTorchJob,
+//! Kubeflow Training Operator v1 job validation (`docs/spec/training.md`): PyTorchJob,
 //! TFJob, XGBoostJob, PaddleJob and JAXJob (v1.9.0 rules, TR-01..TR-16 with the FIX rows), and
 //! the v1.8.x MXJob endpoint that only warns (TR-17); and Kubeflow Trainer v2.3
 //! (`docs/spec/trainer-v2.md`): TrainJob, TrainingRuntime, ClusterTrainingRuntime.

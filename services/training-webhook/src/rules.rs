@@ -262,7 +262,7 @@ impl<J: JobKind> Validator for JobValidator<J> {
     }
 }
 
-/// Item 3: the quantities Go's typed decode of a job parses (minimum resources and every
+/// The quantities Go's typed decode of a job parses (minimum resources and every
 /// replica's pod template), refused here as upstream's decoder refuses them.
 fn check_quantities<J: JobKind>(spec: &J) -> Result<(), BadQuantity> {
     let min = spec

@@ -1,4 +1,4 @@
-//! Our generated CRDs agree with the upstream ones (../shared/fixtures/crds/training): group,
+//! Our generated CRDs agree with the upstream ones (fixtures/crds/training): group,
 //! version, names, scope, subresources (status, and scale paths), and the field names of spec,
 //! replica specs, run and elastic policies and status.
 
@@ -11,7 +11,7 @@ use training_webhook::crd;
 use training_webhook::types::{JAXJob, MXJob, PaddleJob, PyTorchJob, TFJob, XGBoostJob};
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root();
     let path = root.join("crds/training").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml_ng::from_str(&text).unwrap()

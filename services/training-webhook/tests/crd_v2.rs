@@ -1,4 +1,4 @@
-//! Our Trainer v2.3 CRDs agree with upstream's (../shared/fixtures/crds/kubeflow-trainer-v2.3.0):
+//! Our Trainer v2.3 CRDs agree with upstream's (fixtures/crds/kubeflow-trainer-v2.3.0):
 //! group, version, names, scope, subresources, the field names of every object the rules read,
 //! and every default upstream declares on them (the API server fills those in before any webhook
 //! runs, so a missing one would change what the rules see). Subtrees the rules do not read are
@@ -13,7 +13,7 @@ use training_webhook::v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRunt
 use training_webhook::v2_crd;
 
 fn upstream(file: &str) -> CustomResourceDefinition {
-    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root();
     let path = root.join("crds/kubeflow-trainer-v2.3.0").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml_ng::from_str(&text).unwrap()

@@ -1,4 +1,4 @@
-//! Every training case in ../shared/fixtures/reviews/training and examples/training,
+//! Every training case in fixtures/reviews/training and examples/training,
 //! through the handler in-process and through `training-webhook review`.
 
 use admission_testing::fixtures::{
@@ -9,7 +9,7 @@ use std::path::Path;
 #[test]
 fn training_fixtures_pass_in_process() {
     let app = training_webhook::app();
-    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = fixtures_root();
     match run_all(&root, "training", |c| check_in_process(&app, c)) {
         Ok(n) => assert!(n >= 43, "only {n} cases found"),
         Err(e) => panic!("{e}"),
@@ -19,7 +19,7 @@ fn training_fixtures_pass_in_process() {
 #[test]
 fn training_fixtures_pass_through_the_review_command() {
     let bin = Path::new(env!("CARGO_BIN_EXE_training-webhook"));
-    let root = fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = fixtures_root();
     match run_all(&root, "training", |c| check_with_binary(bin, c)) {
         Ok(n) => assert!(n >= 43, "only {n} cases found"),
         Err(e) => panic!("{e}"),
@@ -31,11 +31,7 @@ fn training_fixtures_pass_through_the_review_command() {
 /// `ADMISSION_VARIANTS_SEED` make another or a longer run.
 #[test]
 fn training_variants_keep_every_property() {
-    admission_testing::variants::check_domain(
-        &training_webhook::app(),
-        env!("CARGO_MANIFEST_DIR"),
-        "training",
-    );
+    admission_testing::variants::check_domain(&training_webhook::app(), "training");
 }
 
 /// The training webhook with the TrainJob defaulter on the fixed clock the Trainer v2 cases were
@@ -85,21 +81,4 @@ fn trainer_v2_fixtures_pass() {
 fn trainer_v2_variants_keep_every_property() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     admission_testing::variants::check_cases(&app_on_fixed_clock(), &root, "trainer-v2");
-}
-
-/// With `TRAINER_V2_VARIANTS_DIR` set, writes the fuzzer's variants of Trainer v2.3's cases there
-/// as case files (with the case's cluster state), for the differential run against upstream's
-/// handlers (`tools/upstream-oracle/trainer-v2.3.0/compare.py`); otherwise does nothing.
-#[test]
-fn trainer_v2_variants_for_upstream_comparison() {
-    let Ok(dir) = std::env::var("TRAINER_V2_VARIANTS_DIR") else {
-        return;
-    };
-    let n = admission_testing::variants::write_for_comparison(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
-        "trainer-v2",
-        Path::new(&dir),
-    )
-    .unwrap();
-    eprintln!("{n} variants written to {dir}");
 }

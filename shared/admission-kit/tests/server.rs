@@ -465,7 +465,7 @@ fn assert_errored(code: StatusCode, out: &Value) {
 
 /// Kthena's answer to a review it cannot decode: plain-text HTTP 400 with its texts.
 #[tokio::test]
-async fn item_1_plain_text_decode_errors_get_http_400() {
+async fn plain_text_decode_errors_get_http_400() {
     install_crypto_provider();
     let ss = SelfSigned::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
     let certs = CertStore::new();

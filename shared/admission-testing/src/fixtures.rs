@@ -1,7 +1,7 @@
-//! The case runner for `../shared/fixtures/{reviews,examples}/<domain>/*.json`, shared by every
+//! The case runner for `fixtures/{reviews,examples}/<domain>/*.json`, shared by every
 //! service's fixture tests. A case runs through the handler in-process ([`check_in_process`]) or
 //! through the service binary's `review` command ([`check_with_binary`]); both check the same
-//! expectations (`../shared/README.md`).
+//! expectations (`fixtures/README.md`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -53,13 +53,13 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
-/// The fixtures root: `$ADMISSION_FIXTURES_DIR`, or `../shared/fixtures` beside the workspace.
-pub fn fixtures_root(manifest_dir: &str) -> PathBuf {
+/// The fixtures root: `$ADMISSION_FIXTURES_DIR`, or the workspace's `fixtures/`.
+pub fn fixtures_root() -> PathBuf {
     if let Some(d) = std::env::var_os("ADMISSION_FIXTURES_DIR") {
         return PathBuf::from(d);
     }
-    // services/<svc> → workspace → its parent holds shared/.
-    Path::new(manifest_dir).join("../../../shared/fixtures")
+    // This crate sits two levels below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 /// Every `*.json` case of `reviews/<domain>` and `examples/<domain>`, sorted.
@@ -295,7 +295,7 @@ pub fn run_all(
     let files = case_files(root, domain);
     if files.is_empty() {
         return Err(format!(
-            "no fixture files under {}/{{reviews,examples}}/{domain}: set ADMISSION_FIXTURES_DIR or check out shared/ beside the workspace",
+            "no fixture files under {}/{{reviews,examples}}/{domain}: the workspace's fixtures/ or $ADMISSION_FIXTURES_DIR",
             root.display()
         ));
     }

@@ -145,10 +145,15 @@ pub fn bodies(case: &Case, index: usize, per_case: usize, seed: u64) -> Vec<(Vec
 /// into `dir` as case files (`{"path", "state", "review"}`, the case's cluster state kept), for a
 /// differential run against upstream's handlers (`tools/upstream-oracle/*`). Bodies that are
 /// not JSON texts are left out: they fit no case file (and are decode failures either way).
-/// `ADMISSION_VARIANTS_PER_CASE` and `ADMISSION_VARIANTS_SEED` choose the variants. Returns how
-/// many files were written.
-pub fn write_for_comparison(root: &Path, domain: &str, dir: &Path) -> std::io::Result<usize> {
-    let (per_case, seed) = bounds_from_env();
+/// `per_case` and `seed` choose the variants, as in [`run`]. Returns how many files were
+/// written.
+pub fn write_for_comparison(
+    root: &Path,
+    domain: &str,
+    dir: &Path,
+    per_case: usize,
+    seed: u64,
+) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
     let mut written = 0;
     for (i, file) in crate::fixtures::case_files(root, domain).iter().enumerate() {
@@ -179,8 +184,8 @@ pub fn write_for_comparison(root: &Path, domain: &str, dir: &Path) -> std::io::R
 /// The test each service runs: [`run`] over its domain's cases with [`bounds_from_env`],
 /// printing the report and panicking with every broken property (and when too few variants
 /// ran to mean anything).
-pub fn check_domain(app: &App, manifest_dir: &str, domain: &str) {
-    check_cases(app, &crate::fixtures::fixtures_root(manifest_dir), domain);
+pub fn check_domain(app: &App, domain: &str) {
+    check_cases(app, &crate::fixtures::fixtures_root(), domain);
 }
 
 /// [`check_domain`] on the cases under `root/{reviews,examples}/<domain>` (a service's own).

@@ -1,5 +1,5 @@
-//! Faults under load, through the real API server: a steady stream of creations (25 a second,
-//! above the 20 the reliability issue asks for) while a webhook is rolled, quota-state's leader
+//! Faults under load, through the real API server: a steady stream of creations (25 a
+//! second) while a webhook is rolled, quota-state's leader
 //! is killed, or kube-apiserver restarts; every answer is counted and classified. Replicas sit
 //! behind a real HAProxy standing in for their Service (`testenv::lb`). Every webhook here runs
 //! with `--client-ca-file`: the API server presents its admission client certificate
@@ -553,7 +553,7 @@ async fn quota_state_leader_killed_answers_as_documented_and_keeps_the_quota() {
             .metadata
             .annotations
             .unwrap_or_default()
-            .get(quota_state::tree::keys::CHILD_REQUEST)
+            .get(quota_protocol::tree::keys::CHILD_REQUEST)
             .cloned()
             .unwrap_or_default();
         let want = json!({"cpu": MAX.to_string()});

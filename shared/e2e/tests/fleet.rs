@@ -10,8 +10,8 @@ use e2e::quota::{create_retrying, pod};
 use e2e::{Env, eventually, metric};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::proto::{AdmitPodRequest, Amount, ReleaseRequest};
+use quota_protocol::proto::quota_state_client::QuotaStateClient;
+use quota_protocol::proto::{AdmitPodRequest, Amount, ReleaseRequest};
 use serde_json::json;
 use testenv::system::{Options, System, quota_state_client_files_of, quota_state_client_secret};
 

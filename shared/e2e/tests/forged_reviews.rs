@@ -26,7 +26,7 @@ use e2e::{Env, eventually, metric};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
-use quota_state::tree::keys::CHILD_REQUEST;
+use quota_protocol::tree::keys::CHILD_REQUEST;
 use testenv::system::{Options, System};
 
 /// The resident memory of process `pid`, in MiB.

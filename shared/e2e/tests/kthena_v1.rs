@@ -1,6 +1,6 @@
 //! Kthena v1.0 through the real kube-apiserver with upstream's CRDs
-//! (`../shared/fixtures/crds/kthena-v1.0.0`): every published example manifest of our kinds
-//! (`../shared/fixtures/examples/raw/kthena-v1.0.0`) is created (dry run) with registry-webhook
+//! (`fixtures/crds/kthena-v1.0.0`): every published example manifest of our kinds
+//! (`fixtures/examples/raw/kthena-v1.0.0`) is created (dry run) with registry-webhook
 //! registered, and admitted, mutated or refused as upstream's handlers at v1.0.0 decide it.
 //!
 //! The expected answers (`kthena_v1_examples.json`) are upstream's: each example, as the API
@@ -103,7 +103,7 @@ fn at<'a>(v: &'a Value, pointer: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kthena_v1_examples_are_decided_as_upstream() {
     let env = Env::new("e2e-kthena-v1").await;
-    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root();
     // Upstream's v1.0 CRDs, and the pinned registry's (the service also watches those).
     let mut files: Vec<_> = ["crds/kthena-v1.0.0", "crds/kthena"]
         .iter()

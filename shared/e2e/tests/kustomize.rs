@@ -2,7 +2,7 @@
 //! kustomize and every object passes the real API server's validation (server-side dry run),
 //! with no cert-manager object in it (managed certificates need none). Each cert-manager variant
 //! (`kustomize/with-cert-manager/<service>`: the overlay plus its cert-manager component) passes
-//! the same dry run with cert-manager's CRDs installed (`../shared/fixtures/crds/cert-manager`),
+//! the same dry run with cert-manager's CRDs installed (`fixtures/crds/cert-manager`),
 //! so its Issuers and Certificates are validated for real; and so does the monitoring variant
 //! (`kustomize/with-monitoring`) with the Prometheus operator's CRDs.
 
@@ -214,7 +214,7 @@ async fn cert_manager_and_monitoring_variants_pass_server_dry_run_with_their_crd
     let env = Env::new("e2e-kustomize-cm").await;
     let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let fixtures = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = admission_testing::fixtures::fixtures_root();
     for set in ["crds/cert-manager", "crds/prometheus-operator"] {
         for f in std::fs::read_dir(fixtures.join(set)).unwrap().flatten() {
             if f.path().extension().is_some_and(|e| e == "yaml") {

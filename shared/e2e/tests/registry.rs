@@ -295,12 +295,12 @@ async fn slow_webhook_is_treated_per_failure_policy() {
     }
 }
 
-/// Item 4 of the upstream-parity issue, on the kit's state: a lookup the watch cache cannot
+/// On the kit's state: a lookup the watch cache cannot
 /// answer goes to the API server. The cache here watches one ConfigMap by name (as
 /// `App::watch_one` does), so every other name is a cache miss by construction: found through
 /// the live read, an absent one confirmed by it (and remembered, so asked once), each counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_4_a_cache_miss_is_read_from_the_api_server() {
+async fn a_cache_miss_is_read_from_the_api_server() {
     use admission_kit::cluster::state::WatchState;
     use admission_kit::review::app::WatchSpec;
     use admission_kit::review::lookup::{ClusterState, TypeKey};

@@ -12,8 +12,8 @@ use e2e::{Env, Webhook, eventually};
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use quota_protocol::proto::quota_state_server::QuotaStateServer;
 use quota_state::ledger::Ledger;
-use quota_state::proto::quota_state_server::QuotaStateServer;
 use serde_json::json;
 
 /// quota-state in-process: ledger fed by watches of the test's API server, gRPC on loopback in

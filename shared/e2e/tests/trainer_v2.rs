@@ -1,6 +1,6 @@
 //! Kubeflow Trainer v2.3 through the real kube-apiserver with upstream's CRDs
-//! (`../shared/fixtures/crds/kubeflow-trainer-v2.3.0`): every published example manifest
-//! (`../shared/fixtures/examples/raw/kubeflow-trainer-v2.3.0`) is created with training-webhook
+//! (`fixtures/crds/kubeflow-trainer-v2.3.0`): every published example manifest
+//! (`fixtures/examples/raw/kubeflow-trainer-v2.3.0`) is created with training-webhook
 //! registered, and admitted, mutated or refused as upstream's handlers at v2.3.0 decide it: the
 //! runtimes first (created, since TrainJobs name them), then the TrainJobs (dry run). Two more
 //! TrainJobs show the refusals a user meets first: one naming a runtime that does not exist, and
@@ -26,7 +26,7 @@ struct Example {
     object: Value,
 }
 
-/// The extra TrainJobs of the issue: a missing runtime, and an override the runtime forbids.
+/// Two TrainJobs besides the examples: a missing runtime, and an override the runtime forbids.
 fn extra_trainjobs() -> Vec<Example> {
     let job = |name: &str, spec: Value| {
         json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
@@ -125,7 +125,7 @@ fn at<'a>(v: &'a Value, pointer: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trainer_v2_examples_are_decided_as_upstream() {
     let env = Env::new("e2e-trainer-v2").await;
-    let root = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let root = admission_testing::fixtures::fixtures_root();
     let mut files: Vec<_> = std::fs::read_dir(root.join("crds/kubeflow-trainer-v2.3.0"))
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -18,8 +18,8 @@ use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use quota_state::proto::quota_state_client::QuotaStateClient;
-use quota_state::tree::keys::CHILD_REQUEST;
+use quota_protocol::proto::quota_state_client::QuotaStateClient;
+use quota_protocol::tree::keys::CHILD_REQUEST;
 use serde_json::json;
 use testenv::system::{Options, spawn_quota_state};
 
@@ -255,7 +255,7 @@ async fn callers_are_authenticated(
     quota: &str,
     ns: &str,
 ) {
-    use quota_state::proto::{
+    use quota_protocol::proto::{
         AdmitPodRequest, Amount, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
     };
     let webhook = testenv::system::quota_state_client_files(client, opts)

@@ -3,7 +3,7 @@
 //! scheduling-webhook started as `cargo xtask up` starts them and a quota of 32 GPUs:
 //!
 //! - a PyTorchJob of 1 Master + 7 Workers × 8 GPUs (upstream's CRD from
-//!   `../shared/fixtures/crds/training`) is refused at creation with the arithmetic; one of
+//!   `fixtures/crds/training`) is refused at creation with the arithmetic; one of
 //!   4 × 8 is created;
 //! - with 24 GPUs held by pods, a job of 2 × 8 is created with a warning naming 8 free;
 //! - a Deployment scaled from 2 to 40 one-GPU replicas is refused, from 2 to 3 admitted; the
@@ -78,7 +78,7 @@ kinds:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn workloads_are_judged_whole_at_submission() {
     let env = Env::new("e2e-workload").await;
-    let fixtures = admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = admission_testing::fixtures::fixtures_root();
     let pytorch_crd =
         std::fs::read_to_string(fixtures.join("crds/training/kubeflow.org_pytorchjobs.yaml"))
             .unwrap();

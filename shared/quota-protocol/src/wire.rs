@@ -120,11 +120,11 @@ mod tests {
         assert!(amount_of_wire("cpu", &rest).is_err());
     }
 
-    /// Item 3 across a rolling upgrade: a peer built before `sub_milli_nano` reads the rounded
+    /// Across a rolling upgrade: a peer built before `sub_milli_nano` reads the rounded
     /// thousandths (Go's MilliValue, what it always counted); an amount from such a peer reads
     /// as its thousandths.
     #[test]
-    fn item_3_sub_milli_amounts_and_older_peers() {
+    fn sub_milli_amounts_and_older_peers() {
         let a = Amount {
             nano: 500_000, // 500u
             format: QuantityFormat::DecimalSI,

@@ -4,7 +4,7 @@
 //! A pass is replayed only when everything it could depend on is unchanged, so the key is
 //! deliberately coarse: the content of every file of the repository that git does not ignore
 //! (a test may read any of them: the layer check reads the kit's sources, the link check the
-//! docs), every file of `../shared` (fixtures, specs), the toolchain (`rustc -vV`), `RUSTFLAGS`,
+//! docs), every file under `$ADMISSION_FIXTURES_DIR` when the fixtures are read from there, the toolchain (`rustc -vV`), `RUSTFLAGS`,
 //! the tool cache's entries (each named by its version), and what the step runs (a test
 //! binary's size and modification time, the binaries a step starts). Any change reruns
 //! everything; a failure is never recorded; `cargo xtask test --rerun` ignores the record. A
@@ -43,10 +43,11 @@ pub struct Record {
 }
 
 impl Record {
-    /// Reads the record at `path` for the repository at `root` (its `../shared` beside it);
-    /// with `rerun`, nothing recorded is replayed.
+    /// Reads the record at `path` for the repository at `root`; with `rerun`, nothing recorded
+    /// is replayed.
     pub fn open(root: &Path, path: PathBuf, rerun: bool) -> Result<Self> {
-        let tree = tree_key(root)?;
+        let elsewhere = std::env::var_os("ADMISSION_FIXTURES_DIR").map(PathBuf::from);
+        let tree = tree_key(root, elsewhere.as_deref())?;
         let before = if rerun {
             BTreeMap::new()
         } else {
@@ -120,8 +121,9 @@ pub fn files_stamp(files: &[PathBuf]) -> String {
     out
 }
 
-/// The key of the tree and toolchain: see the module documentation.
-fn tree_key(root: &Path) -> Result<String> {
+/// The key of the tree and toolchain: see the module documentation. `elsewhere`: fixtures read
+/// from outside the tree (`$ADMISSION_FIXTURES_DIR`), which count file by file.
+fn tree_key(root: &Path, elsewhere: Option<&Path>) -> Result<String> {
     let mut lines = Vec::new();
     let listed = Command::new("git")
         .args([
@@ -148,26 +150,26 @@ fn tree_key(root: &Path) -> Result<String> {
     for f in files {
         lines.push(format!("{f} {}", content(&root.join(&f))));
     }
-    let shared = root.join("../shared");
-    let mut stack = vec![shared.clone()];
-    let mut shared_files = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir)
-            .with_context(|| dir.display().to_string())?
-            .flatten()
-        {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                shared_files.push(p);
+    if let Some(dir) = elsewhere {
+        let mut stack = vec![dir.to_path_buf()];
+        let mut outside = Vec::new();
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d)
+                .with_context(|| d.display().to_string())?
+                .flatten()
+            {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    outside.push(p);
+                }
             }
         }
-    }
-    shared_files.sort();
-    for p in shared_files {
-        let rel = p.strip_prefix(&shared).unwrap_or(&p).display().to_string();
-        lines.push(format!("../shared/{rel} {}", content(&p)));
+        outside.sort();
+        for p in outside {
+            lines.push(format!("{} {}", p.display(), content(&p)));
+        }
     }
     let rustc = Command::new("rustc")
         .arg("-vV")
@@ -239,7 +241,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-cache-{}", std::process::id()));
         let repo = dir.join("repo");
         std::fs::create_dir_all(repo.join("target")).unwrap();
-        std::fs::create_dir_all(dir.join("shared/fixtures")).unwrap();
+        let outside = dir.join("fixtures");
+        std::fs::create_dir_all(&outside).unwrap();
         let git = |args: &[&str]| {
             assert!(
                 Command::new("git")
@@ -254,15 +257,18 @@ mod tests {
         git(&["init", "-q"]);
         std::fs::write(repo.join(".gitignore"), "target/\n").unwrap();
         std::fs::write(repo.join("a.md"), "one").unwrap();
-        std::fs::write(dir.join("shared/fixtures/x.json"), "{}").unwrap();
-        let k1 = tree_key(&repo).unwrap();
+        std::fs::write(outside.join("x.json"), "{}").unwrap();
+        let key = |elsewhere: Option<&Path>| tree_key(&repo, elsewhere).unwrap();
+        let k1 = key(None);
         std::fs::write(repo.join("target/out"), "ignored").unwrap();
-        assert_eq!(tree_key(&repo).unwrap(), k1, "ignored files do not count");
+        assert_eq!(key(None), k1, "ignored files do not count");
         std::fs::write(repo.join("a.md"), "two").unwrap();
-        let k2 = tree_key(&repo).unwrap();
+        let k2 = key(None);
         assert_ne!(k2, k1, "an edited (untracked) file counts");
-        std::fs::write(dir.join("shared/fixtures/x.json"), "[]").unwrap();
-        assert_ne!(tree_key(&repo).unwrap(), k2, "../shared counts");
+        let k3 = key(Some(&outside));
+        assert_ne!(k3, k2, "fixtures read from elsewhere count");
+        std::fs::write(outside.join("x.json"), "[]").unwrap();
+        assert_ne!(key(Some(&outside)), k3, "and so does each of their files");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -23,6 +23,7 @@ mod cluster_bench;
 mod counts;
 mod footprint;
 mod fuzz;
+mod given;
 mod image;
 mod runner;
 mod soak;
@@ -113,6 +114,27 @@ enum Cmd {
     /// kube-controller-manager, kube-scheduler, kubectl, kwok) with Go from the module proxy,
     /// and install the rest; each cached once built.
     Tools,
+    /// List what differs between the given facts kept here (`fixtures/`, `docs/spec/`) and
+    /// another copy of the project brief (`DIR/fixtures`, `DIR/spec`); exits 1 on a difference.
+    GivenDiff {
+        /// The brief's folder (for example `../shared`).
+        dir: PathBuf,
+    },
+    /// Write the variant fuzzer's variants of a domain's cases as case files, for a differential
+    /// run against upstream's own handlers (`tools/upstream-oracle/*`).
+    Variants {
+        /// `registry`, `scheduling`, `node-config`, `training` (the given cases), `kthena-v1` or
+        /// `trainer-v2` (the cases of registry-webhook's and training-webhook's own `fixtures/`).
+        domain: String,
+        /// Folder the case files are written to (created if missing).
+        out: PathBuf,
+        /// Variants per case.
+        #[arg(long, default_value_t = admission_testing::variants::DEFAULT_PER_CASE)]
+        per_case: usize,
+        /// Seed of the variants.
+        #[arg(long, default_value_t = admission_testing::variants::DEFAULT_SEED)]
+        seed: u64,
+    },
     /// Build the libFuzzer targets (`fuzz/`, nightly, cargo-fuzz) and run each from its seeds.
     Fuzz {
         /// Executions per target (seeded: `-seed=1`).
@@ -274,10 +296,26 @@ enum Cmd {
     },
 }
 
-/// The given fixtures (`../shared/fixtures`, or `$ADMISSION_FIXTURES_DIR`).
+/// The given fixtures (the workspace's `fixtures/`, or `$ADMISSION_FIXTURES_DIR`).
 fn fixtures() -> PathBuf {
-    // The kit resolves the root from a crate directory two levels below the workspace.
-    admission_testing::fixtures::fixtures_root(&root().join("shared/xtask").display().to_string())
+    admission_testing::fixtures::fixtures_root()
+}
+
+/// [`Cmd::Variants`]: the cases of `domain` from wherever they live.
+fn variants(domain: &str, out: &Path, per_case: usize, seed: u64) -> Result<()> {
+    let cases = match domain {
+        "kthena-v1" => root().join("services/registry-webhook/fixtures"),
+        "trainer-v2" => root().join("services/training-webhook/fixtures"),
+        "registry" | "scheduling" | "node-config" | "training" => fixtures(),
+        other => bail!("no domain {other}"),
+    };
+    let n = admission_testing::variants::write_for_comparison(&cases, domain, out, per_case, seed)
+        .with_context(|| out.display().to_string())?;
+    if n == 0 {
+        bail!("no case of {domain} under {}", cases.display());
+    }
+    println!("{n} variants written to {}", out.display());
+    Ok(())
 }
 
 fn root() -> PathBuf {
@@ -380,6 +418,16 @@ fn main() -> ExitCode {
                 bail!("fuzz targets crashed: {}", failed.join(", "))
             }
         }),
+        Cmd::GivenDiff { dir } => match given::run(&root(), &dir) {
+            Ok(true) => return ExitCode::from(1),
+            other => other.map(|_| ()),
+        },
+        Cmd::Variants {
+            domain,
+            out,
+            per_case,
+            seed,
+        } => variants(&domain, &out, per_case, seed),
         Cmd::Instructions { update } => instruction_counts(update),
         Cmd::Image {
             services,

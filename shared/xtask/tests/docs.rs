@@ -1,6 +1,6 @@
 //! The README and the pages of `docs/` hold together: every relative link reaches a file, and
 //! a heading of it when it names one (GitHub's anchors), and every `cargo xtask <command>` they
-//! name is a command of this xtask.
+//! name is a command of this xtask; the README stays short and long pages have headings.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,9 +9,17 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// README.md and every page of docs/.
+/// README.md, CONTRIBUTING.md, CHANGELOG.md, the fixtures' README and every page of docs/.
 fn pages() -> Vec<PathBuf> {
-    let mut pages = vec![root().join("README.md")];
+    let mut pages: Vec<PathBuf> = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "fixtures/README.md",
+    ]
+    .iter()
+    .map(|p| root().join(p))
+    .collect();
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .expect("docs/")
         .flatten()
@@ -145,4 +153,47 @@ fn anchors_follow_github() {
         anchor("### quota-state's security model"),
         "quota-states-security-model"
     );
+}
+
+/// The README is the front door: set-up, install, layout and where to read on. Everything else
+/// has a page under docs/.
+#[test]
+fn the_readme_stays_within_300_lines() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move detail to docs/"
+    );
+}
+
+/// A reader scans a page by its headings: no page runs 80 lines without one (code blocks and
+/// tables count as lines too).
+#[test]
+fn long_pages_have_headings_to_scan() {
+    let mut bare = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let mut since = 0;
+        let mut in_code = false;
+        let mut worst = 0;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+            }
+            if !in_code && line.starts_with('#') {
+                since = 0;
+            } else {
+                since += 1;
+                worst = worst.max(since);
+            }
+        }
+        if worst > 80 {
+            bare.push(format!(
+                "{}: {worst} lines under one heading",
+                page.display()
+            ));
+        }
+    }
+    assert!(bare.is_empty(), "{}", bare.join("\n"));
 }

@@ -20,8 +20,7 @@ fn repo() -> PathBuf {
 }
 
 fn fixtures() -> PathBuf {
-    // tools/admission-check sits as deep as services/<svc>: the same fixtures root.
-    admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR"))
+    admission_testing::fixtures::fixtures_root()
 }
 
 fn check(args: &[&str]) -> Output {
@@ -852,7 +851,7 @@ fn a_refusal_resting_on_absent_state_is_undecided() {
     );
 }
 
-/// The whole upstream corpus (`../shared/fixtures/examples/raw/`, every folder) as a platform
+/// The whole upstream corpus (`fixtures/examples/raw/`, every folder) as a platform
 /// team would run it, with Koordinator's profile: every manifest file is decided (a result per
 /// object) or named on stderr as unreadable, and every workload whose Pod template a Pod
 /// endpoint sees had its template checked (no silent pass of a template a Pod rule refuses).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differences between upstream's Trainer v2.3 handlers and training-webhook on case files.
 
-    TRAINER_V2_VARIANTS_DIR=/tmp/tv cargo test -p training-webhook --test fixtures trainer_v2_variants_for_upstream_comparison
+    cargo xtask variants trainer-v2 /tmp/tv
     ./compare.py /tmp/trainer-oracle target/debug/training-webhook /tmp/tv/*.json
 
 Compared: the decision, the refusal's code and text (as a set of field errors where upstream's

@@ -1,7 +1,7 @@
 // Command trainer-v2.3.0 answers admission reviews with Kubeflow Trainer's own webhooks at
 // v2.3.0, served by controller-runtime as upstream serves them, the TrainJob validator with the
 // runtimes of each case's `state` (a fake client, as upstream's tests build it) and the TrainJob
-// defaulter on a fixed clock (2026-01-01T00:00:00Z). The oracle for issue 31's Trainer rules; not
+// defaulter on a fixed clock (2026-01-01T00:00:00Z). The oracle for our Trainer v2.3 rules; not
 // part of any build or test run. Build with build.sh.
 //
 //	trainer-v2.3.0 answer CASE.json...   upstream's decision, warnings and patch for each case

@@ -110,7 +110,9 @@ impl From<wire::Pod> for WatchedPod {
             ..Pod::default()
         };
         let mut labels = p.metadata.labels.unwrap_or_default();
-        let quota = labels.remove(crate::tree::keys::NAME).unwrap_or_default();
+        let quota = labels
+            .remove(quota_protocol::tree::keys::NAME)
+            .unwrap_or_default();
         Self {
             metadata: ObjectMeta {
                 name: p.metadata.name,
@@ -180,7 +182,7 @@ mod tests {
         (
             (slim.quota.clone(), slim.requests.clone()),
             (
-                crate::tree::pod_quota_label(&full).to_owned(),
+                quota_protocol::tree::pod_quota_label(&full).to_owned(),
                 pod_requests(&full),
             ),
         )
@@ -213,8 +215,7 @@ mod tests {
             assert_eq!(slim, full, "{p}");
         }
         // Every Pod of the review fixtures too.
-        let root =
-            admission_testing::fixtures::fixtures_root(env!("CARGO_MANIFEST_DIR")).join("reviews");
+        let root = admission_testing::fixtures::fixtures_root().join("reviews");
         let mut seen = 0;
         for dir in std::fs::read_dir(&root).unwrap().flatten() {
             for f in std::fs::read_dir(dir.path()).unwrap().flatten() {

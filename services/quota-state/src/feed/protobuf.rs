@@ -571,7 +571,7 @@ mod tests {
                 namespace: Some("n".into()),
                 uid: Some(format!("uid-{name}")),
                 resource_version: Some(rv.into()),
-                labels: [(crate::tree::keys::NAME.to_owned(), "q".to_owned())].into(),
+                labels: [(quota_protocol::tree::keys::NAME.to_owned(), "q".to_owned())].into(),
             }),
             spec: Some(wire::Spec {
                 containers: vec![wire::Container {
@@ -594,7 +594,7 @@ mod tests {
     fn from_json(name: &str, rv: &str, cpu: &str) -> WatchedPod {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "namespace": "n", "uid": format!("uid-{name}"),
-                         "resourceVersion": rv, "labels": {(crate::tree::keys::NAME): "q"}},
+                         "resourceVersion": rv, "labels": {(quota_protocol::tree::keys::NAME): "q"}},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
                      "overhead": {"cpu": "10m"}},
             "status": {"phase": "Running"}

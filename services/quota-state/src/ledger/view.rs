@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Amount, Amounts, GroupKey, QuotaSpec, State, UNCHECKED, add};
-use crate::tree::{self, Topology};
+use quota_protocol::tree::{self, Topology};
 
 /// The quota tree as admissions read it, built from the quotas as they were at one moment.
 /// Built off the ledger's lock and installed under it in a step that moves only the usage whose

@@ -19,7 +19,14 @@ pub fn compile_error(original: &str) -> Option<String> {
         Ok(r) => r,
         Err((what, fragment)) => return fail(what, &fragment),
     };
-    let pattern = rewritten.as_str();
+    let pattern = rewritten.text.as_str();
+    // Fragments are found in the rewritten text and quoted from the original.
+    let quote = |r: std::ops::Range<usize>| {
+        let r = rewritten.original(r);
+        original
+            .get(r.start..r.end.min(original.len()))
+            .unwrap_or(original)
+    };
     let parsed = ast::parse::ParserBuilder::new()
         .nest_limit(1000)
         .build()
@@ -28,12 +35,12 @@ pub fn compile_error(original: &str) -> Option<String> {
         Ok(tree) => tree,
         Err(e) => {
             let span = e.span();
-            let at = |s: &ast::Span| pattern.get(s.start.offset..s.end.offset).unwrap_or(pattern);
-            let from = pattern.get(span.start.offset..).unwrap_or(pattern);
+            let at = |s: &ast::Span| quote(s.start.offset..s.end.offset);
+            let from = quote(span.start.offset..usize::MAX);
             return match e.kind() {
                 ErrorKind::ClassUnclosed => fail("missing closing ]", from),
-                ErrorKind::GroupUnclosed => fail("missing closing )", pattern),
-                ErrorKind::GroupUnopened => fail("unexpected )", pattern),
+                ErrorKind::GroupUnclosed => fail("missing closing )", original),
+                ErrorKind::GroupUnopened => fail("unexpected )", original),
                 ErrorKind::RepetitionMissing => fail(
                     "missing argument to repetition operator",
                     repetition_op(from),
@@ -53,7 +60,7 @@ pub fn compile_error(original: &str) -> Option<String> {
                 | ErrorKind::GroupNameInvalid
                 | ErrorKind::GroupNameUnexpectedEof
                 | ErrorKind::GroupNameDuplicate { .. } => fail("invalid named capture", from),
-                ErrorKind::NestLimitExceeded(_) => fail("expression nests too deeply", pattern),
+                ErrorKind::NestLimitExceeded(_) => fail("expression nests too deeply", original),
                 ErrorKind::UnicodeClassInvalid => fail("invalid character class range", at(span)),
                 ErrorKind::FlagUnrecognized
                 | ErrorKind::FlagDanglingNegation
@@ -67,8 +74,8 @@ pub fn compile_error(original: &str) -> Option<String> {
             };
         }
     };
-    if let Some((what, fragment)) = go_only_limits(&tree, pattern) {
-        return fail(what, &fragment);
+    if let Some((what, range)) = go_only_limits(&tree) {
+        return fail(what, quote(range));
     }
     // Unknown Unicode class names are found when the tree is translated.
     match regex_syntax::hir::translate::TranslatorBuilder::new()
@@ -78,8 +85,10 @@ pub fn compile_error(original: &str) -> Option<String> {
     {
         Err(e) => {
             let s = e.span();
-            let fragment = pattern.get(s.start.offset..s.end.offset).unwrap_or(pattern);
-            fail("invalid character class range", fragment)
+            fail(
+                "invalid character class range",
+                quote(s.start.offset..s.end.offset),
+            )
         }
         Ok(_) => None,
     }
@@ -98,14 +107,16 @@ const ASCII_CLASSES: [&str; 14] = [
 /// (literals to Go, class syntax to `regex-syntax`). Refuses, in Go's words, a named group Go
 /// refuses and an unknown `[:name:]` class. One pass; every look-ahead is bounded by what it
 /// consumes, so the work stays linear whatever the pattern.
-fn to_rust_syntax(p: &str) -> Result<String, (&'static str, String)> {
+fn to_rust_syntax(p: &str) -> Result<Rewritten, (&'static str, String)> {
     let b = p.as_bytes();
     let mut out = String::with_capacity(p.len() + 8);
+    let mut marks = Vec::new();
     let mut i = 0;
     // Inside a class: the byte offset of its first member (a `]` there is a literal).
     let mut class: Option<usize> = None;
     let is_octal = |k: usize| b.get(k).is_some_and(|c| (b'0'..=b'7').contains(c));
     while i < b.len() {
+        marks.push((out.len(), i));
         let rest = &p[i..];
         let Some(c) = rest.chars().next() else { break };
         if c == '\\' {
@@ -241,7 +252,32 @@ fn to_rust_syntax(p: &str) -> Result<String, (&'static str, String)> {
         out.push(c);
         i += c.len_utf8();
     }
-    Ok(out)
+    marks.push((out.len(), p.len()));
+    Ok(Rewritten { text: out, marks })
+}
+
+/// The rewritten pattern, and where each of its pieces came from, so that Go's error quotes the
+/// pattern as the user wrote it (`[[a`, not `[\\[a`).
+struct Rewritten {
+    text: String,
+    /// `(offset in text, offset in the original)` at the start of every rewritten piece, in
+    /// order, and both ends last.
+    marks: Vec<(usize, usize)>,
+}
+
+impl Rewritten {
+    /// The original's range for `range` of the text: a start inside a piece moves back to the
+    /// piece's start, an end forward to its end.
+    fn original(&self, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let after = |o: usize| self.marks.partition_point(|&(t, _)| t <= o);
+        let start = after(range.start)
+            .checked_sub(1)
+            .and_then(|k| self.marks.get(k))
+            .map_or(0, |m| m.1);
+        let end_at = self.marks.partition_point(|&(t, _)| t < range.end);
+        let end = self.marks.get(end_at).map_or(usize::MAX, |m| m.1);
+        start..end.max(start)
+    }
 }
 
 /// Whether the text after a `{` is a Go repeat count, `n}`, `n,}` or `n,m}` with no leading
@@ -278,13 +314,8 @@ fn repetition_op(rest: &str) -> &str {
 }
 
 /// What Go refuses that `regex-syntax` accepts, first in pattern order.
-fn go_only_limits(node: &Ast, pattern: &str) -> Option<(&'static str, String)> {
-    let text = |s: &ast::Span| {
-        pattern
-            .get(s.start.offset..s.end.offset)
-            .unwrap_or(pattern)
-            .to_owned()
-    };
+fn go_only_limits(node: &Ast) -> Option<(&'static str, std::ops::Range<usize>)> {
+    let text = |s: &ast::Span| s.start.offset..s.end.offset;
     match node {
         Ast::Repetition(r) => {
             if let ast::RepetitionKind::Range(range) = &r.op.kind {
@@ -300,16 +331,16 @@ fn go_only_limits(node: &Ast, pattern: &str) -> Option<(&'static str, String)> {
                 let nested = ast::Span::new(inner.op.span.start, r.op.span.end);
                 return Some(("invalid nested repetition operator", text(&nested)));
             }
-            go_only_limits(&r.ast, pattern)
+            go_only_limits(&r.ast)
         }
-        Ast::Flags(f) => flags_limit(&f.flags, pattern),
+        Ast::Flags(f) => flags_limit(&f.flags),
         Ast::Group(g) => {
             if let ast::GroupKind::NonCapturing(flags) = &g.kind
-                && let Some(hit) = flags_limit(flags, pattern)
+                && let Some(hit) = flags_limit(flags)
             {
                 return Some(hit);
             }
-            go_only_limits(&g.ast, pattern)
+            go_only_limits(&g.ast)
         }
         Ast::Assertion(a) => match a.kind {
             ast::AssertionKind::StartLine
@@ -320,24 +351,21 @@ fn go_only_limits(node: &Ast, pattern: &str) -> Option<(&'static str, String)> {
             | ast::AssertionKind::NotWordBoundary => None,
             _ => Some(("invalid escape sequence", text(&a.span))),
         },
-        Ast::Alternation(a) => a.asts.iter().find_map(|n| go_only_limits(n, pattern)),
-        Ast::Concat(c) => c.asts.iter().find_map(|n| go_only_limits(n, pattern)),
+        Ast::Alternation(a) => a.asts.iter().find_map(go_only_limits),
+        Ast::Concat(c) => c.asts.iter().find_map(go_only_limits),
         _ => None,
     }
 }
 
 /// Go knows the flags `i`, `m`, `s` and `U`; `x` (and `u`, `R`) are Perl syntax it refuses.
-fn flags_limit(flags: &ast::Flags, pattern: &str) -> Option<(&'static str, String)> {
+fn flags_limit(flags: &ast::Flags) -> Option<(&'static str, std::ops::Range<usize>)> {
     flags.items.iter().find_map(|item| match item.kind {
         ast::FlagsItemKind::Flag(
             ast::Flag::IgnoreWhitespace | ast::Flag::Unicode | ast::Flag::CRLF,
         ) => {
             let start = flags.span.start.offset.saturating_sub(2);
             let end = item.span.end.offset;
-            Some((
-                "invalid or unsupported Perl syntax",
-                pattern.get(start..end).unwrap_or(pattern).to_owned(),
-            ))
+            Some(("invalid or unsupported Perl syntax", start..end))
         }
         _ => None,
     })
@@ -406,6 +434,18 @@ mod tests {
     #[test]
     fn as_go_compiles_them() {
         let cases: &[(&str, &str)] = &[
+            // Quoted as written, where ours parses a rewriting.
+            ("[[a", "error parsing regexp: missing closing ]: `[[a`"),
+            ("[&~a", "error parsing regexp: missing closing ]: `[&~a`"),
+            ("\\Q.*\\E[", "error parsing regexp: missing closing ]: `[`"),
+            (
+                "\\Q.*\\Ex{1001}",
+                "error parsing regexp: invalid repeat count: `{1001}`",
+            ),
+            (
+                "\\012[z-a]",
+                "error parsing regexp: invalid character class range: `z-a`",
+            ),
             (
                 "a{2}{3}",
                 "error parsing regexp: invalid nested repetition operator: `{2}{3}`",
@@ -523,12 +563,28 @@ mod tests {
         }
     }
     /// Patterns built to make a look-ahead rescan the rest are decided in one pass (a quadratic
-    /// rewrite of 200 KB would take minutes here).
+    /// rewrite of 200 KB would take minutes here), and decided as Go 1.26's `regexp.Compile`
+    /// decides them (its answers taken by running it on the same patterns). The `\\x{` one is
+    /// the same refusal, but Go's fragment runs to the offending character (`\\x{\\`).
+    /// Fragments quote the pattern as written, not its rewriting (`[[:`, not `[\\[:`).
     #[test]
-    fn long_hostile_patterns_are_decided() {
-        for unit in ["{", "\\x{", "(?P<", "[[:", "{1,", "\\Q"] {
+    fn long_hostile_patterns_are_decided_as_go_decides_them() {
+        fn whole(head: &str, p: &str) -> Option<String> {
+            Some(format!("error parsing regexp: {head}: `{p}`"))
+        }
+        // Go's answer, given the whole pattern.
+        type Go = fn(&str) -> Option<String>;
+        let cases: [(&str, Go); 6] = [
+            ("{", |_| None),
+            ("\\x{", |_| whole("invalid escape sequence", "\\x{")),
+            ("(?P<", |p| whole("invalid named capture", p)),
+            ("[[:", |p| whole("missing closing ]", p)),
+            ("{1,", |_| None),
+            ("\\Q", |_| None),
+        ];
+        for (unit, want) in cases {
             let pattern = unit.repeat(200_000 / unit.len());
-            let _ = compile_error(&pattern);
+            assert_eq!(compile_error(&pattern), want(&pattern), "{unit} repeated");
         }
     }
 }

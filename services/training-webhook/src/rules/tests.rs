@@ -346,10 +346,10 @@ fn aggregate_drops_duplicates_and_brackets_several() {
     );
 }
 
-/// Item 3: a quantity `ParseQuantity` rejects (minimum resources, a replica's pod template)
+/// A quantity `ParseQuantity` rejects (minimum resources, a replica's pod template)
 /// fails the Training Operator's decode: refused with code 400 and apimachinery's text.
 #[test]
-fn item_3_an_unparsable_quantity_fails_the_decode_with_code_400() {
+fn an_unparsable_quantity_fails_the_decode_with_code_400() {
     let mut with_template = replica("pytorch", "img", Some(1));
     with_template["template"]["spec"]["containers"][0]["resources"] =
         json!({"requests": {"memory": "1Gi2"}});

@@ -1283,10 +1283,10 @@ mod tests {
         }
     }
 
-    /// Item 3: apimachinery's `ParseQuantity`, case by case: which texts it accepts, its three
+    /// Apimachinery's `ParseQuantity`, case by case: which texts it accepts, its three
     /// errors, nano rounding away from zero, the BinarySI cap, and the spelling it keeps.
     #[test]
-    fn item_3_quantities_parse_as_apimachinery_parses_them() {
+    fn quantities_parse_as_apimachinery_parses_them() {
         let err = |s: &str| parse_quantity(s).err();
         for s in ["", "abc", "0x10", "1..2", "1e3.5", " 1", "1 ", "1.5.", "x1"] {
             assert_eq!(err(s), Some(QuantityError::Format), "{s:?}");
@@ -1371,7 +1371,7 @@ mod tests {
 
     /// The check without a value agrees with the parser on every text of the item-3 tables.
     #[test]
-    fn item_3_the_check_agrees_with_the_parser() {
+    fn the_check_agrees_with_the_parser() {
         for t in [
             "",
             "abc",
@@ -1422,7 +1422,7 @@ mod tests {
 
     /// Exact comparison: sub-milli values, binary against decimal, huge and negative values.
     #[test]
-    fn item_3_quantities_compare_exactly() {
+    fn quantities_compare_exactly() {
         use std::cmp::Ordering::*;
         let cmp = |a: &str, b: &str| {
             parse_quantity(a)
@@ -1441,10 +1441,10 @@ mod tests {
         assert_eq!(cmp("0.15", "150m"), Equal);
     }
 
-    /// Item 3: a quantity in JSON is trimmed first (`UnmarshalJSON`), `null` is zero, and a
+    /// A quantity in JSON is trimmed first (`UnmarshalJSON`), `null` is zero, and a
     /// decode error carries apimachinery's text first.
     #[test]
-    fn item_3_json_quantities_trim_and_refuse_as_go() {
+    fn json_quantities_trim_and_refuse_as_go() {
         let q: Quantity = serde_json::from_str("\" 1Gi \"").unwrap();
         assert_eq!(q.value().canonical(), "1Gi");
         assert_eq!(
@@ -1972,9 +1972,9 @@ mod json_error_tests {
         }
     }
 
-    /// Item 5: the scanner states Go names inside literals, numbers and strings.
+    /// The scanner states Go names inside literals, numbers and strings.
     #[test]
-    fn item_5_go_texts_inside_values() {
+    fn go_texts_inside_values() {
         for (input, go) in [
             (
                 "{\"cpu\": 1,}",
@@ -2038,10 +2038,10 @@ mod json_error_tests {
         assert_eq!(go_quote("µs"), "\"µs\"");
     }
 
-    /// Item 2 of the upstream-parity issue: `%q` escapes what Go's `IsPrint` rejects, and only
+    /// `%q` escapes what Go's `IsPrint` rejects, and only
     /// that.
     #[test]
-    fn item_2_go_quote_escapes_what_go_does_not_print() {
+    fn go_quote_escapes_what_go_does_not_print() {
         for (input, quoted) in [
             ("a\u{a0}b", "\"a\\u00a0b\""),
             ("\u{ad}", "\"\\u00ad\""),

@@ -348,11 +348,6 @@ impl BadQuantity {
     }
 }
 
-/// Checks one quantity as `Quantity.UnmarshalJSON` would.
-pub fn check_quantity(path: &str, q: &Quantity) -> Result<(), BadQuantity> {
-    quantity_ok(q).map_err(|e| e.under(path))
-}
-
 fn quantity_ok(q: &Quantity) -> Result<(), BadQuantity> {
     crate::compat::go::check_quantity_text(crate::compat::go::json_trim(&q.0)).map_err(|error| {
         BadQuantity {
@@ -665,10 +660,10 @@ mod tests {
         assert_eq!(r["memory"].canonical(), "9223372036854775807");
     }
 
-    /// Item 3: sub-milli amounts add exactly, as Go's `Quantity.Add` (three `500u` are `1500u`,
+    /// Sub-milli amounts add exactly, as Go's `Quantity.Add` (three `500u` are `1500u`,
     /// not `3m`), and print as Go prints the sum.
     #[test]
-    fn item_3_sub_milli_amounts_add_exactly() {
+    fn sub_milli_amounts_add_exactly() {
         let s = spec(json!({"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "500u", "memory": "1"}}},
             {"name": "b", "resources": {"requests": {"cpu": "500u", "memory": "100n"}}},
@@ -695,9 +690,9 @@ mod tests {
         );
     }
 
-    /// Item 3: the decode check names the quantity's full path, whatever the nesting.
+    /// The decode check names the quantity's full path, whatever the nesting.
     #[test]
-    fn item_3_bad_quantities_are_named_by_path() {
+    fn bad_quantities_are_named_by_path() {
         let at = |v: serde_json::Value| check_pod_spec("spec", &spec(v)).map_err(|e| e.path);
         assert_eq!(
             at(json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]})),

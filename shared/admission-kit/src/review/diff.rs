@@ -29,8 +29,7 @@ use serde_json::{Error, Map, Value};
 
 /// The patch from `before` to `after`: `json_patch::diff` of their `Value`s, where
 /// - `metadata.labels` or `metadata.annotations` emptied by the edit is removed whole (Go's
-///   `omitempty`: upstream's re-encoded object has no map, so its patch removes the map; issue
-///   14 item 5; a map that was already empty is left alone, FIX F-1);
+///   `omitempty`: upstream's re-encoded object has no map, so its patch removes the map; a map that was already empty is left alone, FIX F-1);
 /// - an empty value (`null`, `{}`, `[]` or an object of only such) added under a key the object
 ///   lacked is left out: it changes the text but nothing a decoder reads (typed
 ///   objects create such values when a rule reaches into an absent parent and writes nothing).

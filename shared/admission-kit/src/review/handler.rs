@@ -1804,10 +1804,10 @@ mod tests {
         assert_eq!(out["spec"]["items"].as_array().unwrap().len(), 3);
     }
 
-    /// Item 5: Go's `omitempty` drops an emptied labels or annotations map, so the patch removes
+    /// Go's `omitempty` drops an emptied labels or annotations map, so the patch removes
     /// the map; a map that was already empty is not touched.
     #[test]
-    fn item_5_removing_the_last_annotation_removes_the_map() {
+    fn removing_the_last_annotation_removes_the_map() {
         let raw = r#"{"metadata":{"name":"n","annotations":{"a":"1"},"labels":{}}}"#;
         let (p, out) = run_as(raw, |v: &mut Value| {
             v["metadata"]["annotations"]
@@ -1838,10 +1838,10 @@ mod tests {
         );
     }
 
-    /// Item 5: an empty value added where the object had nothing (`resources: {}`) is not a
+    /// An empty value added where the object had nothing (`resources: {}`) is not a
     /// patch operation; the same add beside a real edit leaves only the real edit.
     #[test]
-    fn item_5_adding_an_empty_value_is_not_a_patch_operation() {
+    fn adding_an_empty_value_is_not_a_patch_operation() {
         let raw = r#"{"spec":{"containers":[{"name":"a"}]}}"#;
         let rv = RawValue::from_string(raw.to_owned()).unwrap();
         let before: Value = serde_json::from_str(raw).unwrap();

@@ -1,50 +1,33 @@
 //! Gives memory back to the system after a burst. glibc's malloc keeps what a burst freed in its
-//! arenas: after 100 reviews of 7 MiB, or 2,000 connections opened and closed, a webhook's RSS
-//! stayed at 58 to 64 MiB where it idles at 27 (debug build; `services/registry-webhook/tests/
-//! hostile.rs`), and the next burst started from there towards the Deployment's limit.
+//! arenas (after 100 reviews of 7 MiB, or 2,000 connections opened and closed, a webhook stayed
+//! at twice its idle size), and the next burst starts from there towards the Deployment's limit.
 //! `malloc_trim(0)` returns the free pages. Every five seconds, when no review is in flight and
 //! the resident size grew by 4 MiB or more since the last trim, it is called: a steady server
 //! never pays for it. Memory freed after a trim (connections closing later, the end of a burst
 //! that was trimmed in a pause) does not raise the resident size, so it would never count as
 //! growth: while the resident size stays 4 MiB or more above the lowest it has been, an idle
-//! server also trims again every [`RETRY`] (a CI run kept 25 MiB above idle for 20 s after the
-//! hostile-client bursts that way).
+//! server also trims again every [`RETRY`].
 //!
 //! A setting would not do: `M_TRIM_THRESHOLD` only trims the top of the heap, and freed chunks
 //! below it stay resident.
 //!
 //! The same module sizes glibc's per-thread cache ([`tune_malloc`]), the cheapest cut of a
-//! review's cost.
+//! review's cost. The figures behind each setting: docs/performance.md, "The allocator".
 
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The glibc tunables every service runs with: a per-thread cache of 100 freed chunks per size
-/// class (glibc's default is 7) for chunks of at most 128 bytes (default 1 KiB). A review builds
-/// and drops trees of thousands of small values (decoded objects, `serde_json::Value`s for the
-/// typed diff); with 7 cached chunks most frees and mallocs fall through to the arena's bins and
-/// `malloc_consolidate`. Under callgrind (`cargo xtask instructions`, same LTO build): the Model
-/// validation 259,507 -> 240,684 instructions, its mutation 1,195,806 -> 1,152,862. Larger caches
-/// cut more (500 chunks up to 1 KiB: 229,698 and 966,936) but pin what they hold, and the pages
-/// under it, away from the trimming above: after the hostile test's 2,000 connections the server
-/// stayed at 53.7 MiB instead of going back to 31 MiB and failed its memory bound. This setting
-/// left the hostile test's figures as without it (31.6 MiB).
-///
-/// And a fixed mmap threshold of 1 MiB: glibc raises its threshold each time a mapped chunk is
-/// freed (up to 32 MiB), so after the first 7 MiB body the next ones came from the arenas, and
-/// what they left behind there was returned by the trims only in part: at the end of the hostile
-/// test the server sat at 32.8 to 54.0 MiB (idle 28; 54.0 failed its bound of idle + 24 MiB in a
-/// clean-clone run). Fixed, every body of a megabyte or more is mapped and unmapped whole: 32.1
-/// to 33.0 MiB in three runs. Reviews of normal size (kilobytes) never reach it.
-///
-/// And one arena: tokio's workers are not the main thread, so glibc gave each its own
-/// arena, whose heaps it shrinks and grows again as the requests come and go, and a watch's
-/// buffers and the cache they fill landed in different ones. With one, in `cargo xtask
-/// footprint` (5,000 Pods, two runs each side by side): scheduling-webhook 220 and 226 µs of CPU
-/// per Pod instead of 236 and 264, quota-state 194 and 194 instead of 204 and 224,
-/// scheduling-webhook's peak RSS 22 instead of 27 to 29 MiB, and with PB on its RSS per cached
-/// Pod 1.5 KiB instead of 2.5. A service is one worker by default; given more, they share the
-/// arena's lock (an operator's own `glibc.malloc.arena_max` wins).
+/// The glibc tunables every service runs with (figures: docs/performance.md, "The allocator"):
+/// - a per-thread cache of 100 freed chunks per size class (default 7) for chunks of at most 128
+///   bytes (default 1 KiB): a review builds and drops trees of thousands of small values, and
+///   with 7 most frees fall through to the arena's bins; larger caches pin what they hold away
+///   from the trimming above;
+/// - a fixed mmap threshold of 1 MiB: glibc raises its threshold each time a mapped chunk is
+///   freed, after which large bodies come from the arenas and are trimmed back only in part;
+///   fixed, every body of a megabyte or more is mapped and unmapped whole;
+/// - one arena: tokio's workers are not the main thread, so glibc gives each its own, which it
+///   shrinks and grows as requests come and go. A service given more workers shares the arena's
+///   lock (an operator's own `glibc.malloc.arena_max` wins).
 pub const MALLOC_TUNABLES: &str = "glibc.malloc.tcache_count=100:glibc.malloc.tcache_max=128:\
 glibc.malloc.mmap_threshold=1048576:glibc.malloc.arena_max=1";
 
