@@ -196,7 +196,10 @@ pub async fn member(
     let namespaces = Arc::new(AtomicBool::new(false));
     let ns_feed = feed_namespaces(&cluster, client.clone(), ledger.clone(), namespaces.clone());
     let pods = async {
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff = admission_kit::cluster::backoff::Backoff::new(
+            Duration::from_millis(200),
+            Duration::from_secs(10),
+        );
         let mut broken_since: Option<std::time::Instant> = None;
         loop {
             let error = member_pass(&cluster, &client, &ledger, &namespaces, || {
@@ -208,7 +211,7 @@ pub async fn member(
                 if let Some(since) = broken_since.take() {
                     tracing::info!(cluster = %cluster, broken_for = ?since.elapsed(), "member Pod watch back; usage relisted");
                 }
-                backoff = Duration::from_millis(200);
+                backoff.reset();
             })
             .await;
             ledger.member_watch(&cluster, false);
@@ -218,8 +221,7 @@ pub async fn member(
                 broken_since = Some(std::time::Instant::now());
                 tracing::warn!(cluster = %cluster, error = %error, "member Pod watch broken: its usage is kept as last seen and its reservations held until it lists again");
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(10));
+            tokio::time::sleep(backoff.next_delay()).await;
         }
     };
     tokio::select! {

@@ -2,6 +2,8 @@
 //! affinity, engine config, LoRA adapters, model-level autoscaling), validating and mutating.
 //!
 //! Run: `cargo bench -p registry-webhook --bench review`.
+// criterion_group! defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 

@@ -2,6 +2,8 @@
 //! torchrun, env, GPU and RDMA resources, affinity, tolerations and volumes).
 //!
 //! Run: `cargo bench -p training-webhook --bench review`.
+// criterion_group! defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 

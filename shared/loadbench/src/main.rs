@@ -248,6 +248,7 @@ fn main() -> Result<()> {
 }
 
 /// Pins the calling thread (and the threads it starts later) to one CPU.
+#[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
 fn pin_to(cpu: usize) -> Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it, and
     // sched_setaffinity reads it for the calling thread.

@@ -74,6 +74,7 @@ fn sweep_stale() {
     }
 }
 
+#[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
 pub(crate) fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, StartError> {
     let out = fs::File::create(log).map_err(io(log.display().to_string()))?;
     let err = out.try_clone().map_err(io("log"))?;
@@ -340,6 +341,7 @@ impl ControlPlane {
     /// Stops kube-apiserver (SIGTERM, as a rolling upgrade does; SIGKILL after `grace`) and
     /// starts it again on the same address with the same flags (etcd keeps running); returns
     /// once it is ready, with how the stop went. Its log goes to `kube-apiserver-<n>.log`.
+    #[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
     pub async fn restart_apiserver(&mut self, grace: Duration) -> Result<Restart, StartError> {
         let Some((program, args)) = self.apiserver_cmd.clone() else {
             return Err(StartError::NotReady(

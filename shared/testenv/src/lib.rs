@@ -30,6 +30,7 @@ pub struct Shared {
 static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
 static CLEANUP: Mutex<Option<(Vec<u32>, PathBuf)>> = Mutex::new(None);
 
+#[allow(unsafe_code)] // kill(2): libc has no safe wrapper.
 extern "C" fn cleanup_at_exit() {
     if let Ok(mut g) = CLEANUP.lock()
         && let Some((pids, dir)) = g.take()
@@ -50,6 +51,7 @@ extern "C" fn cleanup_at_exit() {
 /// parent-death signal fires only when the process ends; an `atexit` hook kills them and
 /// removes their directory when the test binary exits, failed tests included. Tests share it
 /// and isolate themselves by namespace.
+#[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
 pub fn shared() -> Result<Shared, String> {
     SHARED
         .get_or_init(|| {

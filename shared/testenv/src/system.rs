@@ -84,6 +84,7 @@ impl Running {
 }
 
 impl Drop for Running {
+    #[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
     fn drop(&mut self) {
         // SAFETY: kill(2) on our own child.
         unsafe {

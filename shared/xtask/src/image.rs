@@ -251,37 +251,11 @@ fn rfc3339(secs: u64) -> String {
 
 /// cargo-cyclonedx, installed into the tool cache when missing.
 pub fn cargo_cyclonedx() -> Result<PathBuf> {
-    let root =
-        testenv::tools::cache_dir().join(format!("cargo-cyclonedx-{CARGO_CYCLONEDX_VERSION}"));
-    let bin = root.join("bin/cargo-cyclonedx");
-    if !bin.is_file() {
-        eprintln!(
-            "installing cargo-cyclonedx {CARGO_CYCLONEDX_VERSION} from crates.io, first time only"
-        );
-        let mut c = Command::new("cargo");
-        for (key, _) in std::env::vars_os() {
-            if key.to_str().is_some_and(crate::is_package_variable) {
-                c.env_remove(key);
-            }
-        }
-        let ok = c
-            .args([
-                "install",
-                "--locked",
-                "--version",
-                CARGO_CYCLONEDX_VERSION,
-                "--root",
-            ])
-            .arg(&root)
-            .arg("cargo-cyclonedx")
-            .status()
-            .context("cargo install cargo-cyclonedx")?
-            .success();
-        if !ok {
-            bail!("cargo install cargo-cyclonedx failed");
-        }
-    }
-    Ok(bin)
+    crate::policy::cargo_tool(
+        "cargo-cyclonedx",
+        CARGO_CYCLONEDX_VERSION,
+        "cargo-cyclonedx",
+    )
 }
 
 /// Where the checkout's paths are mapped in what the images hold (binaries and SBOMs), so

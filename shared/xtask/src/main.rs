@@ -25,6 +25,7 @@ mod footprint;
 mod fuzz;
 mod given;
 mod image;
+mod policy;
 mod runner;
 mod soak;
 mod stages;
@@ -673,6 +674,13 @@ fn test(jobs: usize, rerun: bool) -> Result<()> {
             bail!("{} doc tests failed", own.failed.max(1));
         }
         Ok(own.passed)
+    });
+    // The habits: the dependency policy and the declared minimum Rust version.
+    step(&mut record, &mut totals, "dependency policy", "", || {
+        policy::dependency_policy(&root())
+    });
+    step(&mut record, &mut totals, "minimum Rust version", "", || {
+        policy::minimum_rust_version(&root())
     });
     // Every fuzz target, bounded and seeded: a crash fails the run.
     step(&mut record, &mut totals, "fuzz targets", "", || {

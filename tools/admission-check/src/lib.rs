@@ -19,6 +19,7 @@ pub mod defaults;
 pub mod input;
 pub mod locate;
 pub mod report;
+/// What a rule id looks like (`MV-03`, `NS-FIX-1`, `QV-C1`, `QV-S`).
 pub mod rule_id;
 pub mod rules;
 pub mod suite;

@@ -902,16 +902,17 @@ pub fn spawn_writer(
     changed: Arc<tokio::sync::Notify>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff =
+            super::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
         let secs = |d: Duration| d.as_secs().max(1);
         let mut leader = loop {
             if let Err(e) =
                 check_lease_owner(&client, &m.namespace, &m.lease, &m.policy.service).await
             {
                 metrics.errors.inc();
-                tracing::error!(lease = %m.lease, error = %e, retry_in = ?backoff, "certificate writer Lease not taken; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
+                let wait = backoff.next_delay();
+                tracing::error!(lease = %m.lease, error = %e, retry_in = ?wait, "certificate writer Lease not taken; retrying");
+                tokio::time::sleep(wait).await;
                 continue;
             }
             let built = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &m.lease)
@@ -925,9 +926,9 @@ pub fn spawn_writer(
                 Ok(manager) => break manager.watch().await.0,
                 Err(e) => {
                     metrics.errors.inc();
-                    tracing::warn!(lease = %m.lease, error = %e, retry_in = ?backoff, "cannot set up the certificate writer Lease; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    let wait = backoff.next_delay();
+                    tracing::warn!(lease = %m.lease, error = %e, retry_in = ?wait, "cannot set up the certificate writer Lease; retrying");
+                    tokio::time::sleep(wait).await;
                 }
             }
         };
@@ -952,14 +953,13 @@ pub fn spawn_writer(
             let now = m.with_current_clients();
             let wait = match reconcile(&client, &now, &registrar, &metrics, &mut state).await {
                 Ok(w) => {
-                    backoff = Duration::from_millis(200);
+                    backoff.reset();
                     w.min(m.check_interval)
                 }
                 Err(e) => {
                     metrics.errors.inc();
-                    tracing::warn!(secret = %m.secret, error = %e, retry_in = ?backoff, "certificate reconciliation failed; retrying");
-                    let w = backoff;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    let w = backoff.next_delay();
+                    tracing::warn!(secret = %m.secret, error = %e, retry_in = ?w, "certificate reconciliation failed; retrying");
                     w
                 }
             };

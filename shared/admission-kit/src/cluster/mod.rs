@@ -4,6 +4,7 @@
 //!
 //! May use: [`crate::compat`], [`crate::review`], [`crate::server`].
 
+pub mod backoff;
 pub mod managed;
 pub mod peers;
 pub mod registration;

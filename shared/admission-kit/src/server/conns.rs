@@ -128,6 +128,7 @@ impl Connections {
 
 /// The default cap: the soft file descriptor limit less room for everything else the process
 /// opens (watches, the metrics port, certificate files), at least 64.
+#[allow(unsafe_code)] // getrlimit: libc has no safe wrapper.
 pub fn default_cap() -> usize {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -178,6 +178,7 @@ impl<'w> tracing_subscriber::fmt::FormatFields<'w> for UnprintedSpanFields {
     }
 }
 
+/// How log lines are written (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// One JSON object per line (the default: machine-read audit trail).

@@ -81,6 +81,7 @@ const GROWTH: usize = 4 * 1024 * 1024;
 const RETRY: Duration = Duration::from_secs(15);
 
 /// Returns free heap memory to the system (glibc); elsewhere a no-op.
+#[allow(unsafe_code)] // malloc_trim: libc has no safe wrapper.
 pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it takes the arena locks
@@ -91,6 +92,7 @@ pub fn release_free_memory() {
 }
 
 /// The process's resident size in bytes (Linux), `None` elsewhere.
+#[allow(unsafe_code)] // sysconf: libc has no safe wrapper.
 pub fn resident_bytes() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;

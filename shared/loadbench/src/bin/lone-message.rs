@@ -102,6 +102,7 @@ async fn serve() -> Result<()> {
 
 /// This process's CPU (µs, user and system) and context switches so far, its ended threads
 /// included (which `/proc/<pid>/task` would miss).
+#[allow(unsafe_code)] // libc calls (process and resource controls) with no safe wrapper.
 fn usage() -> Result<(f64, f64)> {
     // SAFETY: getrusage writes the zeroed struct it is given and reads nothing else.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
