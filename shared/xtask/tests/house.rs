@@ -50,7 +50,7 @@ fn citations(text: &str) -> Vec<String> {
     let lower = text.to_ascii_lowercase();
     let mut found = Vec::new();
     for (n, line) in lower.lines().enumerate() {
-        for word in ["issue ", "issues ", "issue #", "item_", "round_"] {
+        for word in ["issue ", "issues ", "issue #", "item_", "item-", "round_"] {
             for (i, _) in line.match_indices(word) {
                 let before = line[..i].chars().last();
                 if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -88,6 +88,7 @@ fn citations_are_recognised() {
     assert_eq!(n("// see issue N item N"), 1);
     assert_eq!(n("// see Issue #N"), 1);
     assert_eq!(n("fn item_N_quantities() {}"), 1);
+    assert_eq!(n("every text of the item-N tables"), 1);
     assert_eq!(n("fn round_N_item_N_x() {}"), 1);
     assert_eq!(n("the CA issues N certificates; issues/1996, tissue N"), 1);
     assert_eq!(n("a_round_N and issue numbers"), 0);
