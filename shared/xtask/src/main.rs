@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod bench;
 mod cache;
@@ -29,11 +29,11 @@ mod policy;
 mod runner;
 mod soak;
 mod stages;
+mod test_command;
+mod up;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::GroupVersionKind;
 
 #[derive(Parser)]
 #[command(
@@ -43,26 +43,6 @@ use kube::core::GroupVersionKind;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-}
-
-/// `cargo xtask up` options.
-#[derive(clap::Args, Debug, Default)]
-struct UpArgs {
-    /// Only these services (comma-separated; all by default). scheduling-webhook without
-    /// quota-state evaluates quotas in-process from its own watches.
-    #[arg(long, value_delimiter = ',')]
-    services: Vec<String>,
-    /// Fixed ports from this one on: quota-state's gRPC and metrics ports, then each webhook's
-    /// webhook and metrics ports, in name order (free ports when not given).
-    #[arg(long)]
-    port_base: Option<u16>,
-    /// Do not create the services' sample objects.
-    #[arg(long)]
-    no_samples: bool,
-    /// Simulated nodes (kwok) beside kube-controller-manager and kube-scheduler, so that
-    /// Deployments and Jobs get Pods that are scheduled and run; 0 starts none of the three.
-    #[arg(long, default_value_t = 3)]
-    nodes: usize,
 }
 
 /// How `bench` and `stages` load a server.
@@ -99,7 +79,7 @@ impl LoadArgs {
 enum Cmd {
     /// Start etcd + kube-apiserver, every webhook service and its webhooks, apply the samples,
     /// and run until Ctrl-C.
-    Up(UpArgs),
+    Up(up::UpArgs),
     /// Build the tools if needed, then run fmt check, clippy and every test.
     Test {
         /// Test binaries run at once (the end-to-end ones mostly wait on their own control
@@ -406,7 +386,7 @@ fn main() -> ExitCode {
                     println!("pre-commit:     {}", p.display());
                 }
             }),
-        Cmd::Test { jobs, rerun } => test(jobs, rerun),
+        Cmd::Test { jobs, rerun } => test_command::test(jobs, rerun),
         Cmd::Fuzz {
             runs,
             seconds,
@@ -510,7 +490,7 @@ fn main() -> ExitCode {
             .enable_all()
             .build()
             .context("runtime")
-            .and_then(|rt| rt.block_on(up(args))),
+            .and_then(|rt| rt.block_on(up::up(args))),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -530,268 +510,6 @@ fn run(mut c: Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Executions per fuzz target in the test command (seconds each).
-const FUZZ_RUNS_IN_TEST: u64 = 100_000;
-
-/// The README's test command.
-/// Free space a clean clone's test command fills (target/ about 5 GiB, the fuzz build 2.5 GiB,
-/// with room for test data): below it, rustc fails late with an LLVM I/O error.
-const DISK_NEEDED_GIB: u64 = 10;
-
-/// Warns (does not fail: a warm tree needs far less) when the target directory's file system
-/// has less than [`DISK_NEEDED_GIB`] free. Reads `df`, to need no file-system crate for one
-/// number.
-fn warn_if_disk_is_short() {
-    let out = Command::new("df")
-        .args(["-Pk"])
-        .arg(root())
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    let free_kib = out
-        .lines()
-        .nth(1)
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(kib) = free_kib
-        && kib < DISK_NEEDED_GIB * 1024 * 1024
-    {
-        eprintln!(
-            "warning: {:.1} GiB free where the build goes; a clean build of everything the tests \
-             need takes about {DISK_NEEDED_GIB} GiB (remove old target directories first)",
-            kib as f64 / (1024.0 * 1024.0)
-        );
-    }
-}
-
-fn test(jobs: usize, rerun: bool) -> Result<()> {
-    let started = Instant::now();
-    tools()?;
-    eprintln!("tools ready after {:.0?}", started.elapsed());
-    warn_if_disk_is_short();
-    let mut fmt = cargo();
-    fmt.args(["fmt", "--all", "--", "--check"]);
-    run(fmt, "cargo fmt --all -- --check")?;
-    let mut clippy = cargo();
-    clippy.args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    run(
-        clippy,
-        "cargo clippy --workspace --all-targets -- -D warnings",
-    )?;
-    eprintln!("==> cargo test --workspace --no-run (every test binary, built once)");
-    let mut build = cargo();
-    build.args(["test", "--workspace", "--no-run"]);
-    let bins = runner::build(build)?;
-    // The release build, once: every service for its image and review-loop for the instruction
-    // counts, linked side by side. The images come before the test binaries, which include their
-    // end-to-end test (it fails on a missing images.json, so none is left from an earlier run).
-    let mut failed_early = Vec::new();
-    let out = root().join("target/images");
-    let _ = std::fs::remove_file(out.join(images::MANIFEST));
-    let svcs = services()?;
-    let mut release: Vec<&str> = svcs.iter().map(String::as_str).collect();
-    release.push("instructions");
-    let release_dir = build_profile(TEST_RELEASE_PROFILE, &release)?;
-    let imaging = Instant::now();
-    let imaged = image::build(
-        &root(),
-        &release_dir,
-        &image::Options {
-            services: svcs.clone(),
-            out,
-            profile: TEST_RELEASE_PROFILE.into(),
-            extra_tags: Vec::new(),
-            push: false,
-        },
-    );
-    match imaged {
-        Ok(b) => eprintln!(
-            "{} images built in {:.0?} (release build done after {:.0?})",
-            b.images.len(),
-            imaging.elapsed(),
-            started.elapsed()
-        ),
-        Err(e) => {
-            eprintln!("cargo xtask image: {e:#}");
-            failed_early.push("cargo xtask image".to_owned());
-        }
-    }
-    // What passed on this very tree before is replayed, not run again (see cache.rs).
-    let mut record =
-        cache::Record::open(&root(), root().join("target/xtask-test-record.json"), rerun)?;
-    let mut totals = runner::Totals::default();
-    let mut to_run = Vec::new();
-    let mut inputs_of = std::collections::HashMap::new();
-    for b in bins {
-        let inputs = cache::files_stamp(std::slice::from_ref(&b.executable));
-        match record.replay(&b.name, &inputs) {
-            Some(passed) => {
-                println!("     Running {} (cached: {passed} passed)", b.name);
-                totals.passed += passed;
-            }
-            None => {
-                inputs_of.insert(b.name.clone(), inputs);
-                to_run.push(b);
-            }
-        }
-    }
-    eprintln!(
-        "==> {} test binaries, {jobs} at a time ({} replayed; tests built after {:.0?})",
-        to_run.len(),
-        totals.passed,
-        started.elapsed()
-    );
-    // The fuzz targets build beside the test binaries, at the lowest priority (unless their
-    // pass is replayed): most of the end-to-end binaries' time is waiting.
-    let fuzz_build = (!record.holds("fuzz targets", ""))
-        .then(|| std::thread::spawn(|| fuzz::build(&root(), fuzz::Priority::Background)));
-    let ran = runner::run(to_run, jobs, &root().join("target/xtask-test-times.json"));
-    for (name, passed) in &ran.succeeded {
-        record.passed(name, &inputs_of[name], *passed);
-    }
-    totals.passed += ran.passed;
-    totals.failed += ran.failed + failed_early.len() as u64;
-    totals.failed_binaries.extend(ran.failed_binaries);
-    totals.failed_binaries.extend(failed_early);
-    step(&mut record, &mut totals, "doc tests", "", || {
-        eprintln!("==> cargo test --workspace --doc");
-        let mut doc = cargo();
-        doc.args(["test", "--workspace", "--doc"]);
-        let out = doc.output().context("cargo test --doc")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        print!("{text}");
-        let mut own = runner::Totals::default();
-        runner::count(&text, &mut own);
-        if !out.status.success() || own.failed > 0 {
-            bail!("{} doc tests failed", own.failed.max(1));
-        }
-        Ok(own.passed)
-    });
-    // The habits: the dependency policy and the declared minimum Rust version.
-    step(&mut record, &mut totals, "dependency policy", "", || {
-        policy::dependency_policy(&root())
-    });
-    step(&mut record, &mut totals, "minimum Rust version", "", || {
-        policy::minimum_rust_version(&root())
-    });
-    // Every fuzz target, bounded and seeded: a crash fails the run.
-    step(&mut record, &mut totals, "fuzz targets", "", || {
-        match fuzz_build.map(std::thread::JoinHandle::join) {
-            Some(Ok(built)) => built?,
-            Some(Err(_)) => bail!("the fuzz build's thread panicked"),
-            None => fuzz::build(&root(), fuzz::Priority::Normal)?,
-        }
-        let ran = fuzz::run_built(&root(), &[], FUZZ_RUNS_IN_TEST, None)?;
-        let crashed: Vec<&str> = ran.iter().filter(|r| !r.ok).map(|r| r.target).collect();
-        if !crashed.is_empty() {
-            bail!("fuzz targets crashed: {}", crashed.join(", "));
-        }
-        Ok(ran.len() as u64)
-    });
-    // Instructions per review of the in-process paths against the committed baseline
-    // (callgrind counts, stable on a busy machine; never wall-clock time).
-    let loop_bin = cache::files_stamp(&[release_dir.join("review-loop")]);
-    step(
-        &mut record,
-        &mut totals,
-        "instruction counts",
-        &loop_bin,
-        || instruction_counts_in(&release_dir, false).map(|()| 1),
-    );
-    // Every service under steady load at once for a minute (the dev build, so the figures are
-    // not the README's): no review may fail, no service may exit. The binaries are the ones
-    // `cargo test --workspace` built above (a `cargo build -p …` of them would unify features
-    // differently and compile them again).
-    let soaked: Vec<PathBuf> = svcs
-        .iter()
-        .map(|s| root().join("target/debug").join(s))
-        .collect();
-    step(
-        &mut record,
-        &mut totals,
-        "soak",
-        &cache::files_stamp(&soaked),
-        || {
-            eprintln!(
-                "==> cargo xtask soak --profile dev --minutes 1 (bounded soak, the tests' build)"
-            );
-            soak::run(
-                &root(),
-                &root().join("target/debug"),
-                &soak::Options {
-                    minutes: 1,
-                    calibrate_secs: 5,
-                    fraction: 0.5,
-                    report_every_secs: 15,
-                },
-            )
-            .map(|()| 1)
-        },
-    );
-    // Nothing compiled twice: the same builds again must find every crate fresh (a crate built
-    // again means a feature set or environment differs between two steps of this run).
-    eprintln!("==> the test and release builds again: nothing may compile");
-    match compiled_again(&release) {
-        Ok(again) if again.is_empty() => {
-            eprintln!("nothing compiled: every crate of this run's builds was reused");
-            totals.passed += 1;
-        }
-        Ok(again) => {
-            eprintln!("compiled a second time in one run:\n{}", again.join("\n"));
-            totals.failed += 1;
-            totals.failed_binaries.push("nothing compiled twice".into());
-        }
-        Err(e) => {
-            eprintln!("nothing compiled twice: {e:#}");
-            totals.failed += 1;
-            totals.failed_binaries.push("nothing compiled twice".into());
-        }
-    }
-    record.save();
-    eprintln!("all checks took {:.0?}", started.elapsed());
-    // One closing line over every test binary.
-    println!("{} passed, {} failed", totals.passed, totals.failed);
-    if !totals.failed_binaries.is_empty() {
-        bail!("failed: {}", totals.failed_binaries.join(", "));
-    }
-    Ok(())
-}
-
-/// Runs one step of the test command (`run` returns the tests it passed), or replays its pass
-/// recorded on the same tree with the same `inputs`; counts it in `totals` either way.
-fn step(
-    record: &mut cache::Record,
-    totals: &mut runner::Totals,
-    name: &str,
-    inputs: &str,
-    run: impl FnOnce() -> Result<u64>,
-) {
-    if let Some(passed) = record.replay(name, inputs) {
-        eprintln!("==> {name} (cached: {passed} passed)");
-        totals.passed += passed;
-        return;
-    }
-    match run() {
-        Ok(passed) => {
-            record.passed(name, inputs, passed);
-            totals.passed += passed;
-        }
-        Err(e) => {
-            eprintln!("{name}: {e:#}");
-            totals.failed += 1;
-            totals.failed_binaries.push(name.to_owned());
-        }
-    }
-}
-
 fn services() -> Result<Vec<String>> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(root().join("services"))? {
@@ -802,68 +520,6 @@ fn services() -> Result<Vec<String>> {
     }
     v.sort();
     Ok(v)
-}
-
-fn samples(svc: &str) -> Result<Vec<(String, DynamicObject)>> {
-    use serde::Deserialize;
-    let dir = root().join("services").join(svc).join("examples/samples");
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .collect(),
-        Err(_) => return Ok(Vec::new()),
-    };
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f)?;
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let obj = DynamicObject::deserialize(doc).with_context(|| f.display().to_string())?;
-            out.push((
-                f.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned(),
-                obj,
-            ));
-        }
-    }
-    Ok(out)
-}
-
-/// Creates one sample; `Err(reason)` when the API server refuses it.
-async fn create(
-    client: &kube::Client,
-    obj: &DynamicObject,
-) -> Result<std::result::Result<(), String>> {
-    let tm = obj
-        .types
-        .clone()
-        .context("sample without apiVersion/kind")?;
-    let (group, version) = tm
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", tm.api_version.as_str()));
-    let gvk = GroupVersionKind::gvk(group, version, &tm.kind);
-    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let api: Api<DynamicObject> = match caps.scope {
-        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
-        kube::discovery::Scope::Namespaced => {
-            let ns = obj
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into());
-            Api::namespaced_with(client.clone(), &ns, &ar)
-        }
-    };
-    match api.create(&PostParams::default(), obj).await {
-        Ok(_) => Ok(Ok(())),
-        Err(kube::Error::Api(e)) => Ok(Err(e.message)),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Builds `packages` with cargo profile `profile`; returns the directory of the binaries.
@@ -879,37 +535,6 @@ fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
     // Cargo's directory for a profile: `dev` builds into debug.
     let dir = if profile == "dev" { "debug" } else { profile };
     Ok(root().join("target").join(dir))
-}
-
-/// Runs the test command's two builds again (`cargo test --workspace --no-run`, and the
-/// `quick-release` build of `release`) and returns the `Compiling …` lines cargo printed: none
-/// when everything the run built is reused.
-fn compiled_again(release: &[&str]) -> Result<Vec<String>> {
-    let mut tests = cargo();
-    tests.args(["test", "--workspace", "--no-run"]);
-    let quick = profile_build(TEST_RELEASE_PROFILE, release);
-    let mut again = Vec::new();
-    for (mut cmd, what) in [
-        (tests, "cargo test --workspace --no-run"),
-        (quick, "cargo build --profile quick-release"),
-    ] {
-        let out = cmd.output().with_context(|| what.to_owned())?;
-        if !out.status.success() {
-            bail!(
-                "{what} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        again.extend(
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .map(str::trim)
-                .filter(|l| l.starts_with("Compiling "))
-                .map(|l| format!("{what}: {l}")),
-        );
-    }
-    Ok(again)
 }
 
 /// `cargo build --profile <profile> -p …`, with the path remapping the image profiles are built
@@ -1060,147 +685,4 @@ fn cluster_bench(profile: &str, o: &cluster_bench::Options) -> Result<()> {
         .build()
         .context("runtime")?
         .block_on(cluster_bench::run(&bins, &cluster_bins, bin_dir, svcs, o))
-}
-
-async fn up(args: UpArgs) -> Result<()> {
-    let started = Instant::now();
-    let bins = tools()?;
-    let all = services()?;
-    let svcs = if args.services.is_empty() {
-        all
-    } else {
-        if let Some(unknown) = args.services.iter().find(|s| !all.contains(s)) {
-            bail!(
-                "no service named {unknown}; the services are {}",
-                all.join(", ")
-            );
-        }
-        args.services.clone()
-    };
-    // The build `cargo xtask test` makes (`cargo test` unifies the dependencies' features over
-    // every package and its tests): switching between the two then compiles nothing.
-    let mut build = cargo();
-    build.args(["test", "--workspace", "--no-run"]);
-    run(
-        build,
-        "cargo test --workspace --no-run (the services, as the tests build them)",
-    )?;
-    eprintln!("built after {:.0?}", started.elapsed());
-    let mut cp = testenv::ControlPlane::start(&bins).await?;
-    let client = cp.client().await?;
-    eprintln!(
-        "control plane up at {} (etcd + kube-apiserver {})",
-        cp.server,
-        testenv::tools::KUBERNETES_VERSION
-    );
-    let cluster_bins = testenv::tools::locate_cluster()?;
-    let cluster = if args.nodes > 0 {
-        let c = testenv::cluster::Cluster::start(&cp, &cluster_bins, args.nodes).await?;
-        eprintln!(
-            "kube-controller-manager, kube-scheduler and kwok up with {} simulated nodes (logs in {})",
-            args.nodes,
-            c.dir.display()
-        );
-        Some(c)
-    } else {
-        None
-    };
-    let opts = testenv::system::Options {
-        port_base: args.port_base,
-        ..testenv::system::Options::as_up(&cp, root().join("target/debug"), svcs.clone())
-    };
-    let system = testenv::system::start(&client, &opts).await?;
-    let metrics = |r: &testenv::system::Running| {
-        r.metrics
-            .as_deref()
-            .map(|m| format!("http://{m}/metrics"))
-            .unwrap_or_default()
-    };
-    if let Some((url, r)) = &system.quota_state {
-        println!(
-            "quota-state          gRPC {url}  metrics {}  log {}",
-            metrics(r),
-            r.log.display()
-        );
-    }
-    for (r, url, n) in &system.webhooks {
-        println!(
-            "{:<20} webhooks {url} ({n} registered)  metrics {}  log {}",
-            r.name,
-            metrics(r),
-            r.log.display()
-        );
-    }
-    for s in &system.skipped {
-        eprintln!("{s}: not a webhook service (no endpoint table); not started");
-    }
-    if !args.no_samples {
-        // The API server picks up new webhook configurations asynchronously.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        for svc in &svcs {
-            apply_samples(&client, svc).await?;
-        }
-    }
-    println!(
-        "\nUsable after {:.0?}. The control plane runs until Ctrl-C. In another shell:\n\n  export KUBECONFIG={}\n  export PATH={}:$PATH   # kubectl {}\n  kubectl get nodes\n  kubectl get models,autoscalingpolicies,autoscalingpolicybindings -A\n",
-        started.elapsed(),
-        cp.kubeconfig.display(),
-        cluster_bins
-            .kubectl
-            .parent()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-        testenv::tools::KUBERNETES_VERSION
-    );
-    shutdown_signal().await;
-    eprintln!(
-        "stopping {} services and the control plane",
-        system.webhooks.len() + usize::from(system.quota_state.is_some())
-    );
-    drop(system);
-    drop(cluster);
-    cp.stop();
-    Ok(())
-}
-
-/// Creates a service's sample objects, printing each one's outcome.
-async fn apply_samples(client: &kube::Client, svc: &str) -> Result<()> {
-    for (file, obj) in samples(svc)? {
-        let name = format!(
-            "{}/{}",
-            obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("?"),
-            obj.metadata.name.as_deref().unwrap_or("?")
-        );
-        let expect_refusal = file.contains("refused");
-        // A refusal that depends on the watch cache (a just-created object) may need a moment.
-        let mut result = create(client, &obj).await?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while result.is_err() && !expect_refusal && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            result = create(client, &obj).await?;
-        }
-        match result {
-            Ok(()) => println!("  admitted  {name}  ({file})"),
-            Err(reason) => println!(
-                "  refused   {name}  ({file})\n            {}",
-                reason.replace('\n', "\n            ")
-            ),
-        }
-    }
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {},
-                _ = tokio::signal::ctrl_c() => {},
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
