@@ -83,16 +83,7 @@ pub fn app() -> App {
 /// ([`crd_defaults`]: the API server applies them before any webhook runs), small enough for
 /// `kubectl apply` (`fit_for_kubectl_apply`).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
-    let mut c = K::crd();
-    if c.spec.names.list_kind.is_none() {
-        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
-    }
-    let defaults = crd_defaults(K::crd_name());
-    let refs: Vec<(&str, serde_json::Value)> = defaults
-        .iter()
-        .map(|(p, v)| (p.as_str(), v.clone()))
-        .collect();
-    admission_kit::review::object::crd_defaults(&mut c, &refs);
+    let mut c = admission_kit::review::object::crd_of::<K>(&crd_defaults(K::crd_name()));
     // ModelServing's Pod templates make it 650 KB: `kubectl apply -k` would be refused.
     admission_kit::review::object::fit_for_kubectl_apply(&mut c);
     c

@@ -51,9 +51,7 @@ pub fn open_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
             }
         }
     }
-    if c.spec.names.list_kind.is_none() {
-        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
-    }
+    admission_kit::review::object::name_list_kind(&mut c);
     if c.spec.group.ends_with(".k8s.io") {
         // Groups under k8s.io are protected; scheduler-plugins' CRD carries the same marker.
         c.metadata

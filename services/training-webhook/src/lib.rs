@@ -19,15 +19,10 @@ use types::{
 /// The CRD of a kind with `listKind` spelled out and upstream's one default (`runPolicy.suspend:
 /// false`) as its only one ([`admission_kit::review::object::crd_defaults`]).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
-    let mut c = K::crd();
-    if c.spec.names.list_kind.is_none() {
-        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
-    }
-    admission_kit::review::object::crd_defaults(
-        &mut c,
-        &[(".spec.runPolicy.suspend", serde_json::Value::Bool(false))],
-    );
-    c
+    admission_kit::review::object::crd_of::<K>(&[(
+        ".spec.runPolicy.suspend",
+        serde_json::Value::Bool(false),
+    )])
 }
 
 /// The option naming a fixed time for the TrainJob defaulter (fixtures); empty: the clock.
@@ -36,33 +31,25 @@ pub const CLOCK_OPTION: &str = "trainjob-clock";
 /// The CRD of a Trainer v2 kind with upstream's defaults (spec §2).
 pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     use serde_json::json;
-    let mut c = K::crd();
-    if c.spec.names.list_kind.is_none() {
-        c.spec.names.list_kind = Some(format!("{}List", c.spec.names.kind));
-    }
-    admission_kit::review::object::crd_defaults(
-        &mut c,
-        &[
-            (
-                ".spec.managedBy",
-                json!("trainer.kubeflow.org/trainjob-controller"),
-            ),
-            (".spec.runtimeRef.apiGroup", json!("trainer.kubeflow.org")),
-            (".spec.runtimeRef.kind", json!("ClusterTrainingRuntime")),
-            (".spec.suspend", json!(false)),
-            (".spec.mlPolicy.flux.numProcPerNode", json!(1)),
-            (".spec.mlPolicy.mpi.mpiImplementation", json!("OpenMPI")),
-            (".spec.mlPolicy.mpi.numProcPerNode", json!(1)),
-            (".spec.mlPolicy.mpi.runLauncherAsNode", json!(false)),
-            (".spec.mlPolicy.mpi.sshAuthMountPath", json!("/root/.ssh")),
-            (
-                ".spec.template.spec.replicatedJobs[].groupName",
-                json!("default"),
-            ),
-            (".spec.template.spec.replicatedJobs[].replicas", json!(1)),
-        ],
-    );
-    c
+    admission_kit::review::object::crd_of::<K>(&[
+        (
+            ".spec.managedBy",
+            json!("trainer.kubeflow.org/trainjob-controller"),
+        ),
+        (".spec.runtimeRef.apiGroup", json!("trainer.kubeflow.org")),
+        (".spec.runtimeRef.kind", json!("ClusterTrainingRuntime")),
+        (".spec.suspend", json!(false)),
+        (".spec.mlPolicy.flux.numProcPerNode", json!(1)),
+        (".spec.mlPolicy.mpi.mpiImplementation", json!("OpenMPI")),
+        (".spec.mlPolicy.mpi.numProcPerNode", json!(1)),
+        (".spec.mlPolicy.mpi.runLauncherAsNode", json!(false)),
+        (".spec.mlPolicy.mpi.sshAuthMountPath", json!("/root/.ssh")),
+        (
+            ".spec.template.spec.replicatedJobs[].groupName",
+            json!("default"),
+        ),
+        (".spec.template.spec.replicatedJobs[].replicas", json!(1)),
+    ])
 }
 
 /// The service: upstream paths (controller-runtime's naming), every webhook failurePolicy Fail.

@@ -72,6 +72,27 @@ pub fn fit_for_kubectl_apply(
     }
 }
 
+/// The CRD of `K` as kube-derive generates it, with `listKind` named ([`name_list_kind`]) and
+/// exactly `defaults` ([`crd_defaults`]): what every service's `crd` command prints.
+pub fn crd_of<K: kube::CustomResourceExt>(
+    defaults: &[(impl AsRef<str>, serde_json::Value)],
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    let mut c = K::crd();
+    name_list_kind(&mut c);
+    crd_defaults(&mut c, defaults);
+    c
+}
+
+/// Spells out `listKind` as `<Kind>List`: kube-derive leaves it to the API server's default,
+/// the same value, which upstream's CRDs write out.
+pub fn name_list_kind(
+    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) {
+    if crd.spec.names.list_kind.is_none() {
+        crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+    }
+}
+
 /// Gives a generated CRD exactly the defaults of `defaults`, each a schema path
 /// (`.spec.backends[].workers[].type`; `[]` an array's items, `{}` a map's values) and its
 /// value, as the upstream's CRD has them. schemars writes a `default` for every
