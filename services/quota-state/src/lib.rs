@@ -13,11 +13,13 @@
 pub mod auth;
 pub mod feed;
 pub mod fleet;
+#[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod input;
 pub mod ledger;
 pub mod metrics;
 pub mod remembered;
+#[cfg(feature = "testing")]
 pub mod synthetic;
 pub mod usage;
 

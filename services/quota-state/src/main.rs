@@ -162,15 +162,40 @@ struct Args {
     /// Benchmarks only: fill the ledger with this many synthetic quotas (100 per parent) instead
     /// of watching a cluster (nothing is then rebuilt after a restart). Needs
     /// `--insecure-plaintext`.
+    #[cfg(feature = "testing")]
     #[arg(long, default_value_t = 0, requires = "insecure_plaintext")]
     synthetic_quotas: usize,
     /// Benchmarks only: and this many synthetic running pods spread over them.
+    #[cfg(feature = "testing")]
     #[arg(long, default_value_t = 0)]
     synthetic_pods: usize,
     /// Benchmarks only: and the pods spread over this many member clusters (`m0`, `m1`, …; a
     /// plaintext caller then acts for the cluster its calls name).
+    #[cfg(feature = "testing")]
     #[arg(long, default_value_t = 0)]
     synthetic_members: usize,
+}
+
+/// Benchmarks (`--synthetic-*`, with the `testing` feature): fills the ledger instead of
+/// watching a cluster; whether it did.
+#[cfg(feature = "testing")]
+fn fill_synthetic(args: &Args, ledger: &quota_state::ledger::Ledger) -> bool {
+    if args.synthetic_quotas == 0 {
+        return false;
+    }
+    quota_state::synthetic::fill_fleet(
+        ledger,
+        args.synthetic_quotas,
+        args.synthetic_pods,
+        args.synthetic_members,
+    );
+    true
+}
+
+/// Without the `testing` feature there is nothing to fill.
+#[cfg(not(feature = "testing"))]
+fn fill_synthetic(_: &Args, _: &quota_state::ledger::Ledger) -> bool {
+    false
 }
 
 async fn shutdown() {
@@ -284,13 +309,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     // SERVING: initial lists in, leader, certificate loaded (set below).
     let serving_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut remember: Option<(kube::Client, quota_state::remembered::LeaseAt)> = None;
-    let (quotas_ready, pods_ready) = if args.synthetic_quotas > 0 {
-        quota_state::synthetic::fill_fleet(
-            &ledger,
-            args.synthetic_quotas,
-            args.synthetic_pods,
-            args.synthetic_members,
-        );
+    let (quotas_ready, pods_ready) = if fill_synthetic(&args, &ledger) {
         let done = Arc::new(std::sync::atomic::AtomicBool::new(true));
         (done.clone(), done)
     } else {

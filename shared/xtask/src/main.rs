@@ -417,28 +417,34 @@ fn main() -> ExitCode {
             tag,
             push,
         } => images(services, out, profile, tag, push).map(drop),
-        Cmd::Stages { seconds, load } => build_profile("release", SERVED_UNDER_LOAD)
-            .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds))),
+        Cmd::Stages { seconds, load } => {
+            build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES)
+                .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds)))
+        }
         Cmd::Bench {
             runs,
             seconds,
             load,
-        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
-            let o = load.options(runs, seconds);
-            bench::run(&root(), &bin_dir, &o)?;
-            let mut build = cargo();
-            build.args(["build", "--release", "-p", "quota-state", "--examples"]);
-            run(build, "cargo build --release -p quota-state --examples")?;
-            bench::quota_state(&bin_dir, &o)
-        }),
+        } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
+            |bin_dir| {
+                let o = load.options(runs, seconds);
+                bench::run(&root(), &bin_dir, &o)?;
+                let mut build = cargo();
+                build.args(["build", "--release", "-p", "quota-state", "--examples"]);
+                run(build, "cargo build --release -p quota-state --examples")?;
+                bench::quota_state(&bin_dir, &o)
+            },
+        ),
         Cmd::FleetLatency {
             runs,
             seconds,
             load,
-        } => build_profile("release", SERVED_UNDER_LOAD).and_then(|bin_dir| {
-            testenv::tools::ensure(&root().join("shared/xtask/go"))?;
-            bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
-        }),
+        } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
+            |bin_dir| {
+                testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+                bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
+            },
+        ),
         Cmd::CheckSpeed {
             manifests,
             budget_secs,
@@ -524,12 +530,25 @@ fn services() -> Result<Vec<String>> {
 
 /// Builds `packages` with cargo profile `profile`; returns the directory of the binaries.
 fn build_profile(profile: &str, packages: &[&str]) -> Result<PathBuf> {
-    let build = profile_build(profile, packages);
+    build_profile_with(profile, packages, &[])
+}
+
+/// [`build_profile`] with cargo `features` (`package/feature`) on.
+fn build_profile_with(profile: &str, packages: &[&str], features: &[&str]) -> Result<PathBuf> {
+    let mut build = profile_build(profile, packages);
+    if !features.is_empty() {
+        build.args(["--features", &features.join(",")]);
+    }
     run(
         build,
         &format!(
-            "cargo build --profile {profile} -p {}",
-            packages.join(" -p ")
+            "cargo build --profile {profile} -p {}{}",
+            packages.join(" -p "),
+            if features.is_empty() {
+                String::new()
+            } else {
+                format!(" --features {}", features.join(","))
+            }
         ),
     )?;
     // Cargo's directory for a profile: `dev` builds into debug.
@@ -628,8 +647,11 @@ const SERVED_UNDER_LOAD: &[&str] = &[
     "scheduling-webhook",
 ];
 
+/// quota-state's synthetic fill (`--synthetic-*`), which the load suite and the soak start it with.
+const UNDER_LOAD_FEATURES: &[&str] = &["quota-state/testing"];
+
 fn soak(profile: &str, o: &soak::Options) -> Result<()> {
-    let bin_dir = build_profile(profile, SERVED_UNDER_LOAD)?;
+    let bin_dir = build_profile_with(profile, SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES)?;
     soak::run(&root(), &bin_dir, o)
 }
 
