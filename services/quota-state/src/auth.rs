@@ -23,7 +23,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::server::Connected;
 
 use crate::metrics::Metrics;
-pub use quota_protocol::channel::{mtls_channel, plaintext_channel};
 
 /// The authenticated peer of a connection: the names of its certificate.
 #[derive(Debug, Clone, Default)]

@@ -50,10 +50,8 @@ pub fn member_identity(cluster: &str) -> String {
 pub fn cluster_of_identity(identity: &str) -> Option<&str> {
     identity
         .strip_prefix(MEMBER_IDENTITY_PREFIX)
-        .filter(|c| is_cluster_name(c))
+        .filter(|c| quota_protocol::spec::is_cluster_name(c))
 }
-
-pub use quota_protocol::spec::is_cluster_name;
 
 /// What quota-state knows of one member.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -167,7 +165,7 @@ pub fn member_of(s: &Secret) -> Result<MemberSecret, String> {
     let cluster = text(NAME_KEY)
         .map(|n| n.trim().to_owned())
         .unwrap_or_else(|| secret.clone());
-    if !is_cluster_name(&cluster) {
+    if !quota_protocol::spec::is_cluster_name(&cluster) {
         return Err(format!(
             "member Secret {secret}: cluster name {cluster:?} is not a DNS label (lower-case letters, digits and '-', at most 63)"
         ));

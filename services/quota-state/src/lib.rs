@@ -133,7 +133,7 @@ impl Service {
         if asked.is_empty() || asked == caller.cluster {
             return Ok(std::borrow::Cow::Borrowed(caller));
         }
-        if !fleet::is_cluster_name(asked) {
+        if !quota_protocol::spec::is_cluster_name(asked) {
             return Err(self.invalid(
                 method,
                 format!(

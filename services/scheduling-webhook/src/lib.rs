@@ -12,8 +12,6 @@ pub mod profile;
 pub mod quota;
 pub mod quota_client;
 pub mod reservation;
-/// Resource arithmetic (the kit's).
-pub use admission_kit::compat::resources;
 pub mod types;
 pub mod workload;
 
@@ -138,8 +136,8 @@ fn kube_qos(pod: &Pod) -> &'static str {
         let (req, lim) = (r.requests.unwrap_or_default(), r.limits.unwrap_or_default());
         for k in ["cpu", "memory"] {
             let (q, l) = (
-                req.get(k).map(resources::Amount::of),
-                lim.get(k).map(resources::Amount::of),
+                req.get(k).map(admission_kit::compat::resources::Amount::of),
+                lim.get(k).map(admission_kit::compat::resources::Amount::of),
             );
             if q.is_some_and(|a| !a.is_zero()) || l.is_some_and(|a| !a.is_zero()) {
                 any = true;
@@ -179,9 +177,6 @@ pub fn effective_priority_class(pod: &Pod) -> Option<String> {
         .to_owned(),
     )
 }
-
-/// Field errors aggregated as controller-runtime sends them (the kit's).
-pub use admission_kit::review::field::aggregate;
 
 /// The workload kinds judged whole (WQ, `docs/workload-quota.md`), a webhook each for CREATE
 /// and UPDATE: path, group, version, resource, kind.

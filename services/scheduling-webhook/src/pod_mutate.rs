@@ -19,8 +19,8 @@ use quota_protocol::tree::QuotaLookup;
 
 use crate::quota::{keys, pod_namespace, state_quotas};
 use crate::quota_client;
-use crate::resources::Amount;
 use crate::types::{ElasticQuotaProfile, ResourceList};
+use admission_kit::compat::resources::Amount;
 
 /// Annotation written by PM-2.
 pub const EXTENDED_RESOURCE_SPEC: &str = "node.koordinator.sh/extended-resource-spec";

@@ -9,8 +9,9 @@ use crate::quota::{
     admission_runs, keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission,
 };
 use crate::quota_client::{self, PodAnswer};
-use crate::resources::{Amount, PodRequest, amounts};
-use crate::{aggregate, raw_priority_class, raw_qos};
+use crate::{raw_priority_class, raw_qos};
+use admission_kit::compat::resources::{Amount, PodRequest, amounts};
+use admission_kit::review::field::aggregate;
 
 fn label<'a>(p: &'a Pod, k: &str) -> &'a str {
     p.metadata

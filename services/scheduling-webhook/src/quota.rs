@@ -18,10 +18,10 @@ use quota_protocol::tree::{
 };
 
 use crate::quota_client;
-use crate::resources::{
+use crate::types::{ElasticQuota, ResourceList};
+use admission_kit::compat::resources::{
     Amount, Amounts, PodRequest, amounts, canonical_json, list_text, try_amounts,
 };
-use crate::types::{ElasticQuota, ResourceList};
 
 use keys::*;
 pub use quota_protocol::tree::keys;
@@ -508,7 +508,7 @@ impl Mutator for QuotaDefaulter {
     fn denial(&self, _: &Request<ElasticQuota>, errors: &[admission_kit::FieldError]) -> Status {
         Status {
             code: Some(400),
-            message: crate::aggregate(errors),
+            message: admission_kit::review::field::aggregate(errors),
             ..Status::default()
         }
     }

@@ -319,7 +319,7 @@ fn pm_2_extended_resource_spec_annotation() {
 
 /// PM-4 on a pod whose one container requests `gpu` of `koordinator.sh/gpu`: the container's
 /// requests after the mutation, and its gpu-core, gpu-memory-ratio and gpu.shared.
-fn pm_4_split(gpu: &str) -> (crate::resources::ResourceList, [String; 3]) {
+fn pm_4_split(gpu: &str) -> (admission_kit::compat::resources::ResourceList, [String; 3]) {
     let (_, p) = mutate(
         pod(json!({}), containers(json!({"koordinator.sh/gpu": gpu}))),
         vec![],

@@ -221,9 +221,6 @@ pub fn validate_job<J: JobKind>(req: &Request<SpecView<J>>) -> (ErrorList, Vec<S
     (errs, warnings)
 }
 
-/// Field errors aggregated as controller-runtime sends them (the kit's).
-pub use admission_kit::review::field::aggregate;
-
 /// The validator of one job kind.
 pub struct JobValidator<J>(PhantomData<J>);
 
@@ -254,7 +251,11 @@ impl<J: JobKind> Validator for JobValidator<J> {
     }
 
     fn denial(&self, _: &Request<SpecView<J>>, errors: &[FieldError]) -> Status {
-        Status::failure(403, "Forbidden", aggregate(errors))
+        Status::failure(
+            403,
+            "Forbidden",
+            admission_kit::review::field::aggregate(errors),
+        )
     }
 
     fn allowed_status(&self) -> Option<Status> {

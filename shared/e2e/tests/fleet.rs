@@ -184,7 +184,9 @@ fn grpc(
 ) -> QuotaStateClient<tonic::transport::Channel> {
     let cfg = admission_kit::server::mtls::client(files.clone(), Duration::from_secs(1)).unwrap();
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
-    QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
+    QuotaStateClient::new(
+        quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -243,7 +243,9 @@ fn grpc_client(
         None => admission_kit::server::mtls::client_without_certificate(server_ca).unwrap(),
     };
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
-    QuotaStateClient::new(quota_state::auth::mtls_channel(endpoint, cfg, "quota-state").unwrap())
+    QuotaStateClient::new(
+        quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+    )
 }
 
 /// Every RPC of the real binary with the wrong client certificate, none, or another identity is

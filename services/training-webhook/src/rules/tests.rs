@@ -2,6 +2,7 @@
 
 use super::*;
 use admission_kit::review::envelope::{Gvk, Gvr};
+use admission_kit::review::field::aggregate;
 use serde_json::{Value, json};
 
 fn request<J: JobKind>(op: Operation, obj: Value, old: Option<Value>) -> Request<SpecView<J>> {
