@@ -22,6 +22,15 @@ use quota_state::metrics::Metrics;
     about = "ElasticQuota tree and usage in memory, with atomic check-and-reserve over gRPC."
 )]
 struct Args {
+    /// Log lines: one JSON object per line (the default), or text for people; traces go to
+    /// OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, as every service's do.
+    #[arg(
+        long,
+        env = "QUOTA_STATE_LOG_FORMAT",
+        value_enum,
+        default_value = "json"
+    )]
+    log_format: admission_kit::server::telemetry::LogFormat,
     /// gRPC listen address.
     #[arg(long, env = "QUOTA_STATE_LISTEN", default_value = "0.0.0.0:9090")]
     listen: SocketAddr,
@@ -222,8 +231,16 @@ fn main() -> anyhow::Result<()> {
         .block_on(serve(args))
 }
 
+/// Serves with the kit's telemetry (logs, and traces when configured), flushed at the end.
 async fn serve(args: Args) -> anyhow::Result<()> {
-    tracing_subscriber::fmt().json().init();
+    use admission_kit::server::telemetry::{LogTarget, Telemetry};
+    let telemetry = Telemetry::init("quota-state", args.log_format, LogTarget::Stdout)?;
+    let served = serve_with(args).await;
+    telemetry.shutdown();
+    served
+}
+
+async fn serve_with(args: Args) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ledger = Arc::new(
         Ledger::new(Duration::from_secs(args.reservation_ttl_secs)).with_limits(
