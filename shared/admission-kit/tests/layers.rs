@@ -9,17 +9,25 @@ use std::path::Path;
 const LAYERS: [&str; 5] = ["compat", "review", "server", "cluster", "cli"];
 
 /// Every module of the kit by its path (`review/handler`, `cli`), with the modules its production
-/// code names through `crate::…` or `super::…`.
+/// code names through `crate::…` or `super::…`. A module kept in a directory (`compat/go/`,
+/// its `mod.rs` and the files beside it) is one module: what its files name of each other stays
+/// inside it.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut out = BTreeMap::new();
+    // The module a path inside the kit belongs to: its layer and, below it, its first part.
+    let module_of = |path: &str| path.split('/').take(2).collect::<Vec<_>>().join("/");
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in walk(&src) {
         let rel = file.strip_prefix(&src).unwrap().with_extension("");
         let rel = rel.to_string_lossy().replace('\\', "/");
-        if rel == "lib" || rel.ends_with("/mod") {
+        let full = rel.strip_suffix("/mod").unwrap_or(&rel).to_owned();
+        // lib.rs and the layers' own mod.rs only declare modules.
+        if full == "lib" || (rel.ends_with("/mod") && !full.contains('/')) {
             continue;
         }
-        let layer = rel.split('/').next().unwrap().to_owned();
+        let module = module_of(&full);
+        // What `super::` names from this file.
+        let parent = full.rsplit_once('/').map_or("", |(p, _)| p).to_owned();
         let text = std::fs::read_to_string(&file).unwrap();
         let mut used = BTreeSet::new();
         for line in text.lines() {
@@ -27,7 +35,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
                 break;
             }
             let code = line.split("//").next().unwrap_or("");
-            for (prefix, base) in [("crate::", None), ("super::", Some(layer.as_str()))] {
+            for (prefix, base) in [("crate::", None), ("super::", Some(parent.as_str()))] {
                 for (at, _) in code.match_indices(prefix) {
                     let path: Vec<&str> = code[at + prefix.len()..]
                         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
@@ -40,21 +48,23 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
                         (None, [layer, module, ..]) if LAYERS.contains(layer) => {
                             format!("{layer}/{module}")
                         }
-                        (Some(layer), [module, ..]) if !module.is_empty() => {
-                            format!("{layer}/{module}")
+                        (Some(parent), [module, ..]) if !module.is_empty() => {
+                            module_of(&format!("{parent}/{module}"))
                         }
+                        // `super::*` inside a module's directory.
+                        (Some(parent), [""]) if parent.contains('/') => module_of(parent),
                         _ => panic!(
                             "{rel}: `{prefix}{}` does not name a module by its layer path",
                             path.join("::")
                         ),
                     };
-                    if target != rel {
+                    if target != module {
                         used.insert(target);
                     }
                 }
             }
         }
-        out.insert(rel, used);
+        out.entry(module).or_default().extend(used);
     }
     out
 }
@@ -144,6 +154,12 @@ fn each_module_uses_only_its_layer_and_those_below() {
         imports["server/http"].contains("server/budget"),
         "{imports:#?}"
     );
+    // A module kept in a directory is one module.
+    assert!(
+        imports["compat/resources"].contains("compat/go"),
+        "{imports:#?}"
+    );
+    assert!(!imports.contains_key("compat/go/quantity"), "{imports:#?}");
     assert_eq!(upward(&imports), Vec::<String>::new());
 }
 
