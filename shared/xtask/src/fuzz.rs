@@ -192,19 +192,14 @@ const CODEGEN_UNITS: &str = "16";
 
 /// `cargo fuzz ARGS` in `root`, on the nightly toolchain (under `nice -n 19` when `nice`).
 fn cargo_fuzz_command(fuzz: &Path, root: &Path, args: &[&str], nice: bool) -> Command {
+    // As `cargo()` does: without `cargo run`'s package variables, or ring rebuilds.
     let mut c = if nice {
-        let mut n = Command::new("nice");
+        let mut n = crate::plain("nice");
         n.args(["-n", "19"]).arg(fuzz);
         n
     } else {
-        Command::new(fuzz)
+        crate::plain(fuzz)
     };
-    // As `cargo()` does: without `cargo run`'s package variables, or ring rebuilds.
-    for (key, _) in std::env::vars_os() {
-        if key.to_str().is_some_and(crate::is_package_variable) {
-            c.env_remove(key);
-        }
-    }
     c.current_dir(root)
         .env("RUSTUP_TOOLCHAIN", "nightly")
         .arg("fuzz")

@@ -293,12 +293,7 @@ pub fn remap_rustflags(root: &Path) -> String {
 /// the binaries are built; auditable's list lives inside the binary and needs its own build
 /// wrapper.
 fn write_sbom(root: &Path, tool: &Path, svc: &str, timestamp: u64, out: &Path) -> Result<()> {
-    let mut c = Command::new(tool);
-    for (key, _) in std::env::vars_os() {
-        if key.to_str().is_some_and(crate::is_package_variable) {
-            c.env_remove(key);
-        }
-    }
+    let mut c = crate::plain(tool);
     c.current_dir(root)
         .env("SOURCE_DATE_EPOCH", timestamp.to_string())
         .arg("cyclonedx")

@@ -308,8 +308,14 @@ fn root() -> PathBuf {
 /// tracks some of them, so passing them on made every switch between `cargo xtask …` and plain
 /// `cargo test` rebuild ring and the 21 crates above it.
 fn cargo() -> Command {
-    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut c = plain(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(root());
+    c
+}
+
+/// `program` without the package variables `cargo run` gave the xtask (see [`cargo`]).
+fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
     for (key, _) in std::env::vars_os() {
         if key.to_str().is_some_and(is_package_variable) {
             c.env_remove(key);

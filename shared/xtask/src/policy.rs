@@ -8,19 +8,10 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::plain;
+
 /// cargo-deny release installed when none is in the tool cache.
 const CARGO_DENY_VERSION: &str = "0.20.2";
-
-/// `command` without the package variables `cargo run` gave the xtask (see `crate::cargo`).
-fn plain(command: &str) -> Command {
-    let mut c = Command::new(command);
-    for (key, _) in std::env::vars_os() {
-        if key.to_str().is_some_and(crate::is_package_variable) {
-            c.env_remove(key);
-        }
-    }
-    c
-}
 
 /// The binary `bin` of crates.io's `name` at `version`, installed into the tool cache with
 /// `cargo install --locked` the first time.
