@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use admission_kit::App;
-use admission_kit::review::handler::Context;
 use admission_kit::cluster::state::StaticState;
+use admission_kit::review::handler::Context;
 
 /// A service prepared as `review` prepares it (default gates and options), reading `state`
 /// (YAML or JSON objects, as `--state` takes them).
@@ -17,8 +17,6 @@ pub fn service(app: App, state: &str) -> (App, Context) {
         Ok(p) => p,
         Err(e) => panic!("default gates: {e}"),
     };
-    let ctx = Context::new(Arc::new(s))
-        .with_gates(prepared.gates.clone())
-        .with_options(app.default_options());
+    let ctx = Context::new(Arc::new(s)).with_gates(prepared.gates.clone());
     (prepared.app, ctx)
 }

@@ -30,15 +30,23 @@ pub const PATH_ANNOTATION: &str = "drain.admission-webhooks.io/path";
 /// `--max-drain-timeout`).
 pub const TIMEOUT_ANNOTATION: &str = "drain.admission-webhooks.io/timeout";
 
-/// The service, with the API from its environment and drain calls over HTTP.
-pub fn app() -> App {
-    app_with(rules::Drainer::new(
-        Arc::new(cluster::Kube::from_environment()),
-        Arc::new(call::Http::default()),
-    ))
+/// The service at its default options, with the API from its environment and drain calls
+/// over HTTP.
+pub fn app() -> Result<App, String> {
+    app_from(options::Flags::default())
 }
 
-/// The service with these rules' dependencies (tests give their own API client).
+/// The service under these flags, with the API from its environment and drain calls over HTTP;
+/// `Err` says why the flags cannot be used.
+pub fn app_from(flags: options::Flags) -> Result<App, String> {
+    Ok(app_with(rules::Drainer::new(
+        Arc::new(cluster::Kube::from_environment()),
+        Arc::new(call::Http::default()),
+        flags.options()?,
+    )))
+}
+
+/// The service with these rules' dependencies and options (tests give their own API client).
 pub fn app_with(drainer: rules::Drainer) -> App {
     use FailurePolicy::Ignore;
     admission_kit::server::metrics::drains_known();
@@ -46,24 +54,16 @@ pub fn app_with(drainer: rules::Drainer) -> App {
     let pods = Target::resource("", "v1", "pods", "Pod").operations(&[Operation::Delete]);
     let evictions =
         Target::resource("", "v1", "pods/eviction", "Eviction").operations(&[Operation::Create]);
-    let mut app = App::new(
+    App::new(
         "lifecycle-webhook",
         "Drain before delete: deletions and evictions of opted-in Pods wait until they have drained.",
     )
     // A drain call waits on a Pod: the API server's own limit backs up --review-deadline (≤ 1 s).
     .timeout_seconds(2)
-    .check_at_start(|values| {
-        options::Options::read(|n| values.get(n).map(String::as_str).unwrap_or_default())
-            .map(|_| ())
-    })
     // Ignore: when the service is down, deletions proceed (without a drain).
     .validate("/validate-pod-deletion", pods, Ignore, rules::PodDeletion(drainer.clone()))
     .object_selector(LABEL, &["true"])
     .side_effects(SideEffects::NoneOnDryRun)
     .validate("/validate-pod-eviction", evictions, Ignore, rules::PodEviction(drainer))
-    .side_effects(SideEffects::NoneOnDryRun);
-    for (name, help, default) in options::DECLARED {
-        app = app.option(name, help, default);
-    }
-    app
+    .side_effects(SideEffects::NoneOnDryRun)
 }

@@ -2,5 +2,5 @@
 //! [`lifecycle_webhook::app`].
 
 fn main() -> std::process::ExitCode {
-    admission_kit::cli::main(lifecycle_webhook::app())
+    admission_kit::cli::main_with(lifecycle_webhook::app_from)
 }

@@ -222,12 +222,17 @@ fn ld_1_to_3_nothing_to_drain(pod: &Pod, asked: &Asked<'_>, o: &Options) -> Opti
 pub struct Drainer {
     cluster: Arc<dyn Cluster>,
     caller: Arc<dyn Caller>,
+    options: Options,
 }
 
 impl Drainer {
-    /// Rules asking `cluster` and calling Pods through `caller`.
-    pub fn new(cluster: Arc<dyn Cluster>, caller: Arc<dyn Caller>) -> Self {
-        Self { cluster, caller }
+    /// Rules asking `cluster` and calling Pods through `caller`, under `options`.
+    pub fn new(cluster: Arc<dyn Cluster>, caller: Arc<dyn Caller>, options: Options) -> Self {
+        Self {
+            cluster,
+            caller,
+            options,
+        }
     }
 
     /// The rules in order, for a Pod that opted in; `until` is when the answer is due.
@@ -421,14 +426,10 @@ fn name(pod: &Pod) -> &str {
 
 /// LD-11: runs `decide` with the options, answering within `--review-deadline` whatever the
 /// API or the Pod does: what is not decided by then proceeds, with a warning.
-async fn bounded<F: std::future::Future<Output = Verdict>>(
-    ctx: &Context,
-    decide: impl FnOnce(Options, Instant) -> F,
+async fn bounded<'o, F: std::future::Future<Output = Verdict>>(
+    o: &'o Options,
+    decide: impl FnOnce(&'o Options, Instant) -> F,
 ) -> Verdict {
-    let o = match Options::read(|n| ctx.option(n)) {
-        Ok(o) => o,
-        Err(e) => return warned("LD-11", format!("not decided ({e}); deletion proceeds")),
-    };
     let deadline = o.review_deadline;
     match tokio::time::timeout(deadline, decide(o, Instant::now() + deadline)).await {
         Ok(v) => v,
@@ -557,7 +558,7 @@ impl Validator for PodDeletion {
         true
     }
 
-    async fn validate_async(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
+    async fn validate_async(&self, req: &Request<Pod>, _: &Context) -> Verdict {
         if req.operation != Operation::Delete
             || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
             || !opted_in(&req.object)
@@ -569,19 +570,17 @@ impl Validator for PodDeletion {
             dry_run: req.dry_run,
             eviction: false,
         };
-        bounded(ctx, |o, until| async move {
+        bounded(&self.0.options, |o, until| async move {
             // What the review says may only let it proceed at once; anything more is decided on
             // the Pod as the API server has it.
-            if let Some(v) = ld_1_to_3_nothing_to_drain(&req.object, &asked, &o) {
+            if let Some(v) = ld_1_to_3_nothing_to_drain(&req.object, &asked, o) {
                 return v;
             }
             let pod = match ld_12_the_pod_itself(&req.object, self.0.cluster.as_ref()).await {
                 Ok(pod) => pod,
                 Err(v) => return v,
             };
-            self.0
-                .decide(&pod, asked, &o, Timestamp::now(), until)
-                .await
+            self.0.decide(&pod, asked, o, Timestamp::now(), until).await
         })
         .await
     }
@@ -626,7 +625,7 @@ impl Validator for PodEviction {
             dry_run,
             eviction: true,
         };
-        bounded(ctx, |o, until| async move {
+        bounded(&self.0.options, |o, until| async move {
             // LD-10: the evicted Pod, read from the API.
             let pod = match self.0.cluster.pod(namespace, &req.name).await {
                 Ok(Some(pod)) => pod,
@@ -641,18 +640,16 @@ impl Validator for PodEviction {
             if !opted_in(&pod) {
                 return Verdict::default();
             }
-            if let Some(v) = ld_1_to_3_nothing_to_drain(&pod, &asked, &o) {
+            if let Some(v) = ld_1_to_3_nothing_to_drain(&pod, &asked, o) {
                 return v;
             }
             if let Some(v) =
-                ld_13_eviction_from_the_api_server(ctx.peer(), &pod, &o, self.0.cluster.as_ref())
+                ld_13_eviction_from_the_api_server(ctx.peer(), &pod, o, self.0.cluster.as_ref())
                     .await
             {
                 return v;
             }
-            self.0
-                .decide(&pod, asked, &o, Timestamp::now(), until)
-                .await
+            self.0.decide(&pod, asked, o, Timestamp::now(), until).await
         })
         .await
     }
@@ -698,12 +695,12 @@ mod tests {
         let cluster = Arc::new(Memory::default());
         cluster.nodes.lock().unwrap().push("node-a".into());
         let script = Arc::new(Script::default());
-        let drainer = Drainer::new(cluster.clone(), script.clone());
         let o = Options::with(&[
             ("drain-record-namespace", "ops"),
             ("admin-groups", "drain-admins"),
         ])
         .unwrap();
+        let drainer = Drainer::new(cluster.clone(), script.clone(), o.clone());
         Rig {
             cluster,
             script,
@@ -1030,10 +1027,7 @@ mod tests {
     }
 
     fn context() -> Context {
-        let app = crate::app();
-        let mut options = app.default_options();
-        options.insert("drain-record-namespace", "ops".into());
-        Context::default().with_options(options)
+        Context::default()
     }
 
     /// LD-13: an eviction from an address quota-state does not list as the API server's, on a
@@ -1238,12 +1232,14 @@ mod tests {
             }
         }
         let cluster = Arc::new(Memory::default());
-        let drainer = Drainer::new(cluster.clone(), Arc::new(Silent));
-        let mut options = crate::app().default_options();
-        options.insert("drain-record-namespace", "ops".into());
-        options.insert("review-deadline", "200ms".into());
-        options.insert("drain-call-timeout", "100ms".into());
-        let ctx = Context::default().with_options(options);
+        let options = Options::with(&[
+            ("drain-record-namespace", "ops"),
+            ("review-deadline", "200ms"),
+            ("drain-call-timeout", "100ms"),
+        ])
+        .unwrap();
+        let drainer = Drainer::new(cluster.clone(), Arc::new(Silent), options);
+        let ctx = Context::default();
         let mut p = pod(json!({}));
         p.spec.as_mut().unwrap().node_name = None;
         cluster

@@ -15,7 +15,7 @@ const NODE_STATUS_REVIEW: &str = include_str!("node-status-review.json");
 
 fn bench(c: &mut Criterion) {
     let app = node_config_webhook::app();
-    let ctx = Context::default().with_options(app.default_options());
+    let ctx = Context::default();
     let mut g = c.benchmark_group("node-status-review");
     g.throughput(Throughput::Bytes(NODE_STATUS_REVIEW.len() as u64));
     if let Some(ep) = app.endpoint("/mutate-node-status") {

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 
 use crate::slo::{self, KEYS, Key, Parsed};
 
-/// `/validate-configmap`.
-pub struct SloConfigMapValidator;
+/// `/validate-configmap`, under the service's options.
+pub struct SloConfigMapValidator(pub std::sync::Arc<crate::Options>);
 
 fn keys_to_examine<'a>(
     op: Operation,
@@ -30,14 +30,14 @@ fn check_key(
     text: &str,
     data: &BTreeMap<String, String>,
     cm: &str,
-    ctx: &Context,
+    options: &crate::Options,
 ) -> Result<Parsed, (&'static str, String)> {
     let parsed = slo::parse(key, text, data, cm).map_err(|e| ("CM-2", e))?;
     slo::check_ranges(key, &parsed).map_err(|e| ("CM-3", e))?;
     if key.name == "resource-qos-config" {
         slo::check_network_qos(&parsed, data).map_err(|e| ("CM-4", e))?;
     }
-    if ctx.option("node-strategy-name-need-check") == "true" {
+    if options.node_strategy_name_need_check {
         slo::check_names(key, &parsed).map_err(|e| ("CM-5", e))?;
     }
     slo::check_overlap(key, &parsed).map_err(|e| ("CM-6", e))?;
@@ -53,7 +53,7 @@ impl Validator for SloConfigMapValidator {
             "configmap",
             req.operation.as_str(),
             "SLOConfig",
-            || slo_config(req, ctx),
+            || slo_config(req, ctx, &self.0),
             Verdict::allowed,
         )
     }
@@ -69,17 +69,14 @@ impl Validator for SloConfigMapValidator {
 /// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "zone", "nodeSelector": {"matchLabels": {"zone": "a"}}, "enable": true}]}'}}`
 ///
 /// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: slo-controller-config, namespace: koordinator-system, labels: {koordinator.sh/configmap-type: slo-controller-config}}, data: {resource-threshold-config: '{"clusterStrategy": {"enable": true}, "nodeStrategies": [{"name": "gpu", "nodeSelector": {"matchLabels": {"pool": "gpu"}}, "enable": true}, {"name": "zone", "nodeSelector": {"matchLabels": {"zone": "b"}}, "enable": true}]}'}}`
-fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
+fn slo_config(req: &Request<ConfigMap>, ctx: &Context, options: &crate::Options) -> Verdict {
     // CM-0
     if req.resource.resource != "configmaps"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
     {
         return Verdict::default();
     }
-    let (ns, name) = (
-        ctx.option("config-namespace"),
-        ctx.option("slo-config-name"),
-    );
+    let (ns, name) = (&options.config_namespace, &options.config_name);
     let meta = &req.object.metadata;
     let obj_ns = meta
         .namespace
@@ -100,7 +97,7 @@ fn slo_config(req: &Request<ConfigMap>, ctx: &Context) -> Verdict {
     // CM-1
     let mut parsed = Vec::new();
     for (key, text) in keys_to_examine(req.operation, &data, old) {
-        match check_key(key, text, &data, &cm, ctx) {
+        match check_key(key, text, &data, &cm, options) {
             Ok(p) => parsed.push((key, p)),
             Err((rule, text)) => return Verdict::errored(rule, 400, text),
         }

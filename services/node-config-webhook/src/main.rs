@@ -2,5 +2,5 @@
 //! [`node_config_webhook::app`].
 
 fn main() -> std::process::ExitCode {
-    admission_kit::cli::main(node_config_webhook::app())
+    admission_kit::cli::main_with(|o| Ok(node_config_webhook::app_with(o)))
 }

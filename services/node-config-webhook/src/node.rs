@@ -9,10 +9,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use crate::slo::{self, KEYS};
 
 /// The SLO ConfigMap's data, when it exists in the cluster state.
-pub fn slo_config_data(ctx: &Context) -> Option<BTreeMap<String, String>> {
-    let ns = ctx.option("config-namespace");
-    let name = ctx.option("slo-config-name");
-    let obj = ctx.get::<ConfigMap>(Some(ns), name).ok().flatten()?;
+pub fn slo_config_data(
+    ctx: &Context,
+    options: &crate::Options,
+) -> Option<BTreeMap<String, String>> {
+    let obj = ctx
+        .get::<ConfigMap>(Some(&options.config_namespace), &options.config_name)
+        .ok()
+        .flatten()?;
     Some(
         obj.data
             .get("data")
@@ -21,8 +25,8 @@ pub fn slo_config_data(ctx: &Context) -> Option<BTreeMap<String, String>> {
     )
 }
 
-/// `/validate-node`.
-pub struct NodeValidator;
+/// `/validate-node`, under the service's options.
+pub struct NodeValidator(pub std::sync::Arc<crate::Options>);
 
 impl Validator for NodeValidator {
     type Object = Node;
@@ -42,7 +46,7 @@ impl Validator for NodeValidator {
             "node",
             req.operation.as_str(),
             "SLOManagerConfigConflictForNode",
-            || node_slo_conflicts(req, ctx),
+            || node_slo_conflicts(req, ctx, &self.0),
             Verdict::allowed,
         )
     }
@@ -60,7 +64,7 @@ impl Validator for NodeValidator {
 /// Refused on update: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu, zone: a}}}`
 ///
 /// Admitted on update: `{apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: gpu, zone: b}}}`
-fn node_slo_conflicts(req: &Request<Node>, ctx: &Context) -> Verdict {
+fn node_slo_conflicts(req: &Request<Node>, ctx: &Context, options: &crate::Options) -> Verdict {
     // NV-0, NV-1
     if req.resource.resource != "nodes"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
@@ -79,14 +83,10 @@ fn node_slo_conflicts(req: &Request<Node>, ctx: &Context) -> Verdict {
         return Verdict::default();
     }
     // NV-3: no SLO ConfigMap (or no cache answer; this webhook is Ignore upstream) → allow.
-    let Some(data) = slo_config_data(ctx) else {
+    let Some(data) = slo_config_data(ctx, options) else {
         return Verdict::default();
     };
-    let cm = format!(
-        "{}/{}",
-        ctx.option("config-namespace"),
-        ctx.option("slo-config-name")
-    );
+    let cm = format!("{}/{}", options.config_namespace, options.config_name);
     // NV-4
     for key in &KEYS {
         let Some(text) = data.get(key.name).filter(|t| !t.is_empty()) else {

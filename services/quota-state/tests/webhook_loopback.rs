@@ -16,22 +16,24 @@ fn containers(requests: Value) -> Value {
     json!({"containers": [{"name": "main", "resources": {"requests": requests, "limits": requests}}]})
 }
 
-/// A context asking the quota-state at `url`, with `options` besides the defaults.
-fn quota_state_at(url: String, options: &[(&'static str, &str)]) -> Context {
+/// A context, and the scheduling webhook's handlers' service asking the quota-state at `url`
+/// under `flags` besides.
+fn quota_state_at(url: String, flags: &[&str]) -> (Context, Arc<scheduling_webhook::Service>) {
     let app = scheduling_webhook::app();
-    let mut o = app.default_options();
-    o.insert("quota-state-url", url);
-    for (k, v) in options {
-        o.insert(k, (*v).to_owned());
-    }
-    Context::new(Arc::new(StaticState::default()))
-        .with_gates(Arc::new(app.gates.clone()))
-        .with_options(o)
+    let url = format!("--quota-state-url={url}");
+    let flags = std::iter::once(url.as_str()).chain(flags.iter().copied());
+    let options = scheduling_webhook::options::Options::parse(flags).unwrap();
+    let ctx =
+        Context::new(Arc::new(StaticState::default())).with_gates(Arc::new(app.gates.clone()));
+    (ctx, Arc::new(scheduling_webhook::Service::new(options)))
 }
 
 /// Serves `svc` as a plaintext quota-state on a loopback port (as one that predates AdmitPods
 /// and CheckWorkload when `older`); a context asking it.
-async fn loopback_quota_state(svc: quota_state::Service, older: bool) -> Context {
+async fn loopback_quota_state(
+    svc: quota_state::Service,
+    older: bool,
+) -> (Context, Arc<scheduling_webhook::Service>) {
     use quota_protocol::proto::quota_state_server::QuotaStateServer;
     // Held from bind to serve: no other socket can take the port in between.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -137,13 +139,10 @@ async fn workloads_through_quota_state_current_older_and_absent() {
             quota_state::auth::Policy::Anyone,
             quota_state::metrics::Metrics::new().unwrap(),
         );
-        let c = loopback_quota_state(svc, older).await;
-        let v = scheduling_webhook::workload::WorkloadValidator
-            .validate_async(&review(job(8)), &c)
-            .await;
-        let w = scheduling_webhook::workload::WorkloadValidator
-            .validate_async(&review(job(2)), &c)
-            .await;
+        let (c, webhook) = loopback_quota_state(svc, older).await;
+        let validator = scheduling_webhook::workload::WorkloadValidator(webhook);
+        let v = validator.validate_async(&review(job(8)), &c).await;
+        let w = validator.validate_async(&review(job(2)), &c).await;
         if older {
             assert!(v.allowed() && w.allowed());
             assert!(
@@ -175,11 +174,11 @@ async fn workloads_through_quota_state_current_older_and_absent() {
         }
     }
     // Nobody listening: admitted, with a warning (WQ is registered Ignore in any case).
-    let c = quota_state_at(
+    let (c, webhook) = quota_state_at(
         "http://127.0.0.1:9".into(),
-        &[("quota-state-timeout-ms", "300")],
+        &["--quota-state-timeout-ms=300"],
     );
-    let v = scheduling_webhook::workload::WorkloadValidator
+    let v = scheduling_webhook::workload::WorkloadValidator(webhook)
         .validate_async(&review(job(8)), &c)
         .await;
     assert!(v.allowed());
@@ -213,8 +212,9 @@ async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quot
             quota_state::auth::Policy::Anyone,
             metrics.clone(),
         );
-        let c = loopback_quota_state(svc, older).await;
-        assert!(scheduling_webhook::pod_validate::PodValidator.waits(&c));
+        let (c, webhook) = loopback_quota_state(svc, older).await;
+        let validator = scheduling_webhook::pod_validate::PodValidator(webhook);
+        assert!(validator.waits(&c));
         let requests: Vec<Request<Pod>> = (0..12)
             .map(|i| {
                 let p = json!({"metadata": {"name": format!("p{i}"), "namespace": "team",
@@ -225,12 +225,9 @@ async fn concurrent_pods_through_quota_state_are_admitted_exactly_up_to_the_quot
                 r
             })
             .collect();
-        let verdicts = futures::future::join_all(
-            requests
-                .iter()
-                .map(|r| scheduling_webhook::pod_validate::PodValidator.validate_async(r, &c)),
-        )
-        .await;
+        let verdicts =
+            futures::future::join_all(requests.iter().map(|r| validator.validate_async(r, &c)))
+                .await;
         let refused: Vec<String> = verdicts
             .iter()
             .filter_map(|v| v.refusal.as_ref())

@@ -29,6 +29,12 @@ pub fn denial(errors: &[FieldError]) -> Status {
     Status::message(msg)
 }
 
+/// The service under these of its flags (`--name=value`), as `serve` builds it: for tools that
+/// run it under options. A flag it does not declare is an error.
+pub fn app_from_flags<'a>(flags: impl IntoIterator<Item = &'a str>) -> Result<App, String> {
+    admission_kit::cli::build_with::<admission_kit::cli::NoOptions>(flags, |_| Ok(app()))
+}
+
 /// The service: endpoints at the upstream paths (§1.2), each with upstream's failure policy.
 pub fn app() -> App {
     use FailurePolicy::Fail;

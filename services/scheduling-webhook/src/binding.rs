@@ -1,38 +1,21 @@
 //! `/validate-pod-binding` (spec §5, PB): who may bind pods, when the gate and flags ask for it.
 
+use std::sync::Arc;
+
 use admission_kit::server::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-/// `/validate-pod-binding`.
-pub struct BindingValidator;
+use crate::options::{Options, entries};
 
-fn list(s: &str) -> Vec<&str> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
-}
+/// `/validate-pod-binding`, under the service's options.
+pub struct BindingValidator(pub Arc<Options>);
 
 /// Whether PB is on: its gate, and a list of users allowed to bind.
-pub fn admission_on(ctx: &Context) -> bool {
+pub fn admission_on(o: &Options, ctx: &Context) -> bool {
     ctx.gates().enabled("BindingAdmissionWebhook")
-        && !list(ctx.option("binding-admission-user-name")).is_empty()
-}
-
-/// The pod label keys that bypass PB-6.
-pub fn bypass_labels(ctx: &Context) -> Vec<String> {
-    owned(list(ctx.option("binding-admission-bypass-labels")))
-}
-
-/// The pod annotation keys that bypass PB-6.
-pub fn bypass_annotations(ctx: &Context) -> Vec<String> {
-    owned(list(ctx.option("binding-admission-bypass-annotations")))
-}
-
-fn owned(v: Vec<&str>) -> Vec<String> {
-    v.into_iter().map(str::to_owned).collect()
+        && entries(&o.binding_admission_user_name).next().is_some()
 }
 
 impl Validator for BindingValidator {
@@ -57,10 +40,10 @@ impl Validator for BindingValidator {
     ///
     /// Admitted: `{apiVersion: v1, kind: Binding, metadata: {name: q, namespace: kube-system}, target: {kind: Node, name: n1}}`
     fn validate(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
-        if !admission_on(ctx) {
+        let o = &self.0;
+        if !admission_on(o, ctx) {
             return Verdict::default();
         }
-        let users = list(ctx.option("binding-admission-user-name"));
         // Each outcome counted as upstream's `binding_admission_decisions_total{decision}`.
         let decide = |decision: &str| {
             koord::binding_decision(decision);
@@ -73,31 +56,32 @@ impl Validator for BindingValidator {
             return decide("out_of_scope");
         }
         let username = req.user_info.username.as_deref().unwrap_or_default();
-        if users.iter().any(|u| username.contains(u)) {
+        if entries(&o.binding_admission_user_name).any(|u| username.contains(u)) {
             return decide("allowed_username");
         }
         let ns = req.namespace.as_deref().unwrap_or_default();
-        if list(ctx.option("binding-admission-exclude-namespaces")).contains(&ns) {
+        if entries(&o.binding_admission_exclude_namespaces).any(|n| n == ns) {
             return decide("excluded_ns");
         }
-        let scope = list(ctx.option("binding-admission-namespaces"));
-        if !scope.contains(&"*") && !scope.contains(&ns) {
+        if !entries(&o.binding_admission_namespaces).any(|n| n == "*" || n == ns) {
             return decide("out_of_scope");
         }
         let Some(pod) = ctx.get::<Pod>(Some(ns), &req.name).ok().flatten() else {
             return decide("out_of_scope");
         };
-        let has = |keys: Vec<String>, map: &Option<std::collections::BTreeMap<String, String>>| {
-            keys.iter()
-                .any(|k| map.as_ref().is_some_and(|m| m.contains_key(k)))
+        let has = |keys: &[String], map: &Option<std::collections::BTreeMap<String, String>>| {
+            entries(keys).any(|k| map.as_ref().is_some_and(|m| m.contains_key(k)))
         };
-        if has(bypass_labels(ctx), &pod.metadata.labels) {
+        if has(&o.binding_admission_bypass_labels, &pod.metadata.labels) {
             return decide("bypass_label");
         }
-        if has(bypass_annotations(ctx), &pod.metadata.annotations) {
+        if has(
+            &o.binding_admission_bypass_annotations,
+            &pod.metadata.annotations,
+        ) {
             return decide("bypass_annotation");
         }
-        if req.dry_run || ctx.option("binding-admission-dry-run") == "true" {
+        if req.dry_run || o.binding_admission_dry_run {
             return decide("dry_run");
         }
         koord::binding_decision("denied");

@@ -6,6 +6,7 @@
 //! reserves admitted pods atomically, and this service then does not watch ElasticQuotas. Without it (`review --state`, `serve --state`), the same tree functions run in-process.
 
 pub mod binding;
+pub mod options;
 pub mod pod_mutate;
 pub mod pod_validate;
 pub mod profile;
@@ -14,6 +15,8 @@ pub mod quota_client;
 pub mod reservation;
 pub mod types;
 pub mod workload;
+
+use std::sync::Arc;
 
 use admission_kit::{App, FailurePolicy, Operation, SideEffects, Target};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -217,71 +220,142 @@ fn pods(ops: &'static [Operation]) -> Target {
     Target::resource("", "v1", "pods", "Pod").operations(ops)
 }
 
+/// What the handlers share: the options, quota-state's client, and what is derived once and
+/// kept (the state's quota tree, the kinds of the workload kinds file). One per endpoint table:
+/// nothing of it is process-wide.
+pub struct Service {
+    /// The options in force.
+    pub options: Arc<options::Options>,
+    /// quota-state, when `--quota-state-url` is set.
+    pub quota: quota_client::QuotaClient,
+    /// The cluster state's quotas and their tree, as last derived.
+    pub quotas: quota::QuotaCache,
+    /// The kinds of `--workload-kinds-file`, as last read.
+    pub kinds: workload::KindsFile,
+}
+
+impl Service {
+    /// The service under `options`; nothing is read or connected yet.
+    pub fn new(options: options::Options) -> Self {
+        let options = Arc::new(options);
+        Self {
+            quota: quota_client::QuotaClient::new(options.clone()),
+            quotas: quota::QuotaCache::default(),
+            kinds: workload::KindsFile::default(),
+            options,
+        }
+    }
+}
+
+impl Default for Service {
+    fn default() -> Self {
+        Self::new(options::Options::default())
+    }
+}
+
 /// Whether any rule reads the cluster's Pods under these options and gates: PB-6 reads the bound
 /// pod when binding admission is on (its gate and an allowed user list), QV counts the pods of a
 /// quota when quotas are evaluated in-process (no quota-state, which watches Pods itself). In the
 /// deployed configuration neither does, and this service then neither watches nor caches a Pod.
-pub fn rules_read_pods(settings: &admission_kit::Context) -> bool {
-    !quota_client::enabled(settings) || binding::admission_on(settings)
+pub fn rules_read_pods(o: &options::Options, settings: &admission_kit::Context) -> bool {
+    !o.quota_state() || binding::admission_on(o, settings)
 }
 
 /// What those rules read of a cached Pod besides its namespace and name: PB the bypass labels
 /// and annotations of its options, QV in-process the quota label. Nothing else of a Pod is kept
 /// (673 bytes a Pod with no kept label, 1.3 KiB with one: `cargo xtask footprint`, README).
-pub fn pod_keys(settings: &admission_kit::Context) -> admission_kit::Keep {
-    let mut labels = binding::bypass_labels(settings);
-    if !quota_client::enabled(settings) {
+pub fn pod_keys(o: &options::Options) -> admission_kit::Keep {
+    let owned = |v: &[String]| options::entries(v).map(str::to_owned).collect::<Vec<_>>();
+    let mut labels = owned(&o.binding_admission_bypass_labels);
+    if !o.quota_state() {
         labels.push(quota_protocol::tree::keys::NAME.to_owned());
     }
     admission_kit::Keep {
         labels,
-        annotations: binding::bypass_annotations(settings),
+        annotations: owned(&o.binding_admission_bypass_annotations),
     }
 }
 
-/// The service: upstream paths, failure policies and gates (§1).
+/// The service under these of its flags (`--name=value`), as `serve` builds it: for tools that
+/// run it under options. A flag it does not declare is an error.
+pub fn app_from_flags<'a>(flags: impl IntoIterator<Item = &'a str>) -> Result<App, String> {
+    admission_kit::cli::build_with::<options::Options>(flags, app_with)
+}
+
+/// The service at its default options.
 pub fn app() -> App {
+    app_of(Arc::new(Service::default()), Vec::new())
+}
+
+/// The service under `options`; `Err` when they cannot be used (a workload kinds file that
+/// cannot be read or parsed).
+pub fn app_with(options: options::Options) -> Result<App, String> {
+    let service = Arc::new(Service::new(options));
+    let mapped = workload::mapped_endpoints(&service.options)?;
+    Ok(app_of(service, mapped))
+}
+
+/// The service: upstream paths, failure policies and gates (§1), its handlers sharing `svc`;
+/// `mapped`: the webhooks self-registration adds for the workload kinds file's kinds.
+fn app_of(svc: Arc<Service>, mapped: Vec<admission_kit::review::app::EndpointInfo>) -> App {
     use FailurePolicy::{Fail, Ignore};
     use Operation::{Create, Delete, Update};
+    let o = svc.options.clone();
+    let (reads_pods, keys, binds) = (o.clone(), o.clone(), o.clone());
     App::new(
         "scheduling-webhook",
         "Koordinator admission for Pods, Pod bindings, Reservations and ElasticQuotas.",
     )
     .feature_gates(&GATES)
-    .mutate("/mutate-pod", pods(&[Create]), Fail, pod_mutate::PodMutator)
+    .mutate(
+        "/mutate-pod",
+        pods(&[Create]),
+        Fail,
+        pod_mutate::PodMutator(svc.clone()),
+    )
     .gate("PodMutatingWebhook")
     .validate(
         "/validate-pod",
         pods(&[Create, Update]),
         Fail,
-        pod_validate::PodValidator,
+        pod_validate::PodValidator(svc.clone()),
     )
     .gate("PodValidatingWebhook")
     // PV-4 reserves the pod's requests in quota-state, except on a dry run.
     .side_effects(SideEffects::NoneOnDryRun)
-    .validate_each(WORKLOADS.iter().map(|(path, group, version, resource, kind)| {
-        (*path, Target::resource(group, version, resource, kind))
-    }), Ignore, || workload::WorkloadValidator)
+    .validate_each(
+        WORKLOADS
+            .iter()
+            .map(|(path, group, version, resource, kind)| {
+                (*path, Target::resource(group, version, resource, kind))
+            }),
+        Ignore,
+        || workload::WorkloadValidator(svc.clone()),
+    )
     // WQ-4 on `kubectl scale` and HPAs: the scale subresource of the kinds that have one.
-    .validate_each(SCALES.iter().map(|(path, group, version, resource)| {
-        (*path, scales(group, version, resource))
-    }), Ignore, || workload::WorkloadValidator)
+    .validate_each(
+        SCALES
+            .iter()
+            .map(|(path, group, version, resource)| (*path, scales(group, version, resource))),
+        Ignore,
+        || workload::WorkloadValidator(svc.clone()),
+    )
     // The kinds of --workload-kinds-file (self-registration adds one webhook per kind).
     .validate(
         "/validate-workload",
         Target::unregistered(),
         Ignore,
-        workload::WorkloadValidator,
+        workload::WorkloadValidator(svc.clone()),
     )
     .validate(
         "/validate-pod-binding",
         Target::resource("", "v1", "pods/binding", "Binding").operations(&[Create]),
         Ignore,
-        binding::BindingValidator,
+        binding::BindingValidator(o.clone()),
     )
     .gate("PodValidatingWebhook")
     // With PB off it admits every Binding: not registered then, so a scheduled Pod costs no call.
-    .registered_if(binding::admission_on)
+    .registered_if(move |settings| binding::admission_on(&binds, settings))
     .mutate(
         "/mutate-reservation",
         Target::of::<types::Reservation>().operations(&[Create]),
@@ -293,126 +367,17 @@ pub fn app() -> App {
         "/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
         Target::of::<ElasticQuota>().operations(&[Create]),
         Fail,
-        quota::QuotaDefaulter,
+        quota::QuotaDefaulter(svc.clone()),
     )
     .gate("ElasticMutatingWebhook")
     .validate(
         "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
         Target::of::<ElasticQuota>().operations(&[Create, Update, Delete]),
         Fail,
-        quota::QuotaValidator,
+        quota::QuotaValidator(svc.clone()),
     )
     .gate("ElasticValidatingWebhook")
-    .option(
-        "quota-state-url",
-        "quota-state's gRPC address, asked every quota question (PV-3.2, PV-4 check-and-reserve, PM-3, QM-3, QV): https://host:port with mutual TLS (--quota-state-client-secret, or the --quota-state-*-file options), http://host:port only against a quota-state run with --insecure-plaintext; empty: evaluate in-process from the cluster state.",
-        "",
-    )
-    .option(
-        "quota-state-client-secret",
-        "Secret (namespace/name, or name in $POD_NAMESPACE) holding tls.crt, tls.key and ca.crt for mutual TLS with quota-state (quota-state's managed client Secret, or cert-manager's): read from the API and watched, so a renewal applies at once; instead of the --quota-state-*-file options.",
-        "",
-    )
-    .option(
-        "quota-state-ca-file",
-        "PEM CA that quota-state's serving certificate must chain to (https URLs; reloaded when it changes).",
-        "",
-    )
-    .option(
-        "quota-state-cert-file",
-        "PEM client certificate presented to quota-state (its names must include one quota-state allows, scheduling-webhook by default; reloaded when it changes).",
-        "",
-    )
-    .option("quota-state-key-file", "PEM private key of --quota-state-cert-file.", "")
-    .option(
-        "quota-state-server-name",
-        "Name quota-state's certificate must carry (default: the URL's host).",
-        "",
-    )
-    .option(
-        "quota-state-cluster",
-        "In a fleet (one quota-state for several clusters, docs/fleet-quota.md): this cluster's name as the fleet knows it, sent with every admission and release; quota-state refuses the calls when the client certificate names another cluster (a copied Secret), rather than charge the wrong cluster. Empty: not sent.",
-        "",
-    )
-    .option(
-        "quota-state-calls-in-flight",
-        "AdmitPods calls out to quota-state at once; the pods whose reviews arrive meanwhile go together in the next call. 1 suits a quota-state in the same cluster (fuller batches, less overhead); a fleet member far from its hub sets more, so that a review does not wait a round trip behind the previous batch (docs/fleet-quota.md#latency).",
-        "1",
-    )
-    .option("quota-state-timeout-ms", "Deadline of each quota-state call, in milliseconds (well under timeoutSeconds).", "2000")
-    .option(
-        "quota-unavailable",
-        "When quota-state cannot answer: deny (fail closed) or allow (admit with a warning).",
-        "deny",
-    )
-    .option(
-        "quota-label-scope",
-        "PV-S1 (S-FIX-2, opt-in): `namespace` lets a pod's quota label name only a quota of its namespace or one whose namespaces annotation lists it, and the system, default and root quotas only from --quota-system-namespaces; `any` charges whatever quota the label names, as upstream (the default: upstream's own tests and documents keep quotas in a central namespace and label pods of others).",
-        "any",
-    )
-    .option(
-        "quota-system-namespaces",
-        "PV-S1: comma list of the namespaces whose pods may name the system, default and root quotas.",
-        "kube-system,koordinator-system",
-    )
-    .option(
-        "workload-kinds-file",
-        "WQ-1: a YAML or JSON file of further workload kinds (group, version, kind, resource, policy, and the JSON Pointers of each pod group's replicas and template; docs/workload-quota.md), read at start and whenever it changes (a mounted ConfigMap); a bad file refuses to start, a bad change keeps the kinds read before. Their reviews are sent to /validate-workload.",
-        "",
-    )
-    .option(
-        "workload-gang-kinds",
-        "WQ-3: comma list of built-in workload kinds (Kind or group/Kind, `*` for all) refused, rather than admitted with a warning, when their peak is above what their quota has free now.",
-        "",
-    )
-    .option(
-        "workload-template-rules-deny-kinds",
-        "WQ-6: comma list of workload kinds (Kind or group/Kind, `*` for all) refused, rather than admitted with a warning, when the pod rules would refuse the pods of one of their templates.",
-        "",
-    )
-    .option(
-        "enhanced-validator-config-namespace",
-        "Namespace of the PV-6 ConfigMap.",
-        "koordinator-system",
-    )
-    .option(
-        "enhanced-validator-config-name",
-        "Name of the PV-6 ConfigMap.",
-        "pod-enhanced-validator-config",
-    )
-    .option(
-        "binding-admission-user-name",
-        "PB: comma list of username substrings allowed to bind (empty: off).",
-        "",
-    )
-    .option(
-        "binding-admission-namespaces",
-        "PB: comma list of namespaces enforced (`*` = all).",
-        "",
-    )
-    .option(
-        "binding-admission-exclude-namespaces",
-        "PB: namespaces never enforced.",
-        "kube-system",
-    )
-    .option(
-        "binding-admission-bypass-labels",
-        "PB: pod label keys that bypass the check.",
-        "koordinator.sh/binding-admission-bypass",
-    )
-    .option(
-        "binding-admission-bypass-annotations",
-        "PB: pod annotation keys that bypass the check.",
-        "",
-    )
-    .option(
-        "binding-admission-dry-run",
-        "PB: log instead of deny (true/false).",
-        "false",
-    )
-    .check_at_start(workload::check_mapping)
-    .check_at_start(quota_client::check_options)
-    .registers_also(workload::mapped_endpoints)
+    .registers_also(mapped)
     .watch::<ClusterColocationProfile>()
     .watch::<Namespace>()
     .watch::<PriorityClass>()
@@ -423,11 +388,11 @@ pub fn app() -> App {
     // PB reads the bound pod's labels and annotations, QV (in-process) the pods' quota labels:
     // metadata only, so every Pod of the cluster costs about a tenth of its full size; and only
     // when one of them will read it.
-    .watch_metadata_if::<Pod>(rules_read_pods)
-    .keeping(pod_keys)
+    .watch_metadata_if::<Pod>(move |settings| rules_read_pods(&reads_pods, settings))
+    .keeping(move |_| pod_keys(&keys))
     .watch_one::<ConfigMap>(
-        "enhanced-validator-config-namespace",
-        "enhanced-validator-config-name",
+        o.enhanced_validator_config_namespace.clone(),
+        o.enhanced_validator_config_name.clone(),
     )
     .crd(open_crd::<ElasticQuota>)
     .crd(open_crd::<ElasticQuotaProfile>)

@@ -2,5 +2,5 @@
 //! [`scheduling_webhook::app`].
 
 fn main() -> std::process::ExitCode {
-    admission_kit::cli::main(scheduling_webhook::app())
+    admission_kit::cli::main_with(scheduling_webhook::app_with)
 }

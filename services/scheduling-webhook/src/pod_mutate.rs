@@ -304,6 +304,7 @@ fn pm_2_extended_resource_spec(pod: &mut Pod) -> Result<bool, String> {
 /// The tree id comes from quota-state when `--quota-state-url` is set; when it cannot answer and
 /// `--quota-unavailable=allow`, the pod is left as is with a warning.
 fn pm_3_multi_quota_tree(
+    svc: &crate::Service,
     pod: &mut Pod,
     ns: &str,
     ctx: &Context,
@@ -338,21 +339,25 @@ fn pm_3_multi_quota_tree(
     {
         return Ok(false);
     }
-    let found = if quota_client::enabled(ctx) {
-        match quota_client::blocking(quota_client::lookup(ctx, vec![name.clone()], ns)) {
+    let found = if svc.options.quota_state() {
+        match quota_client::blocking(quota_client::lookup(&svc.quota, vec![name.clone()], ns)) {
             Ok(s) => tree_id(&s),
-            Err(cause) if crate::quota::concerns_no_quota(pod, ns, ctx) => {
-                quota_client::admitted_without(&cause);
+            Err(cause) if crate::quota::concerns_no_quota(svc, pod, ns, ctx) => {
+                quota_client::admitted_without(&svc.quota, &cause);
                 return Ok(false);
             }
             Err(cause) => {
-                let w = quota_client::unavailable(ctx, "the pod's quota tree", &cause)?;
+                let w = quota_client::unavailable(&svc.quota, "the pod's quota tree", &cause)?;
                 warnings.borrow_mut().push(w);
                 return Ok(false);
             }
         }
     } else {
-        tree_id(&state_quotas(ctx).map_err(|e| e.to_string())?.topology)
+        tree_id(
+            &state_quotas(&svc.quotas, ctx)
+                .map_err(|e| e.to_string())?
+                .topology,
+        )
     };
     let Some(tree) = found else {
         return Ok(false);
@@ -503,7 +508,7 @@ fn pm_4_devices(pod: &mut Pod) -> Result<bool, String> {
 type Step<'a> = &'a dyn Fn(&mut Pod) -> Result<bool, String>;
 
 /// `/mutate-pod`.
-pub struct PodMutator;
+pub struct PodMutator(pub std::sync::Arc<crate::Service>);
 
 impl Mutator for PodMutator {
     type Object = Pod;
@@ -548,7 +553,7 @@ impl Mutator for PodMutator {
             }),
             ("PM-3", "MultiQuotaTree", &|p: &mut Pod| {
                 if ctx.gates().enabled("MultiQuotaTree") {
-                    pm_3_multi_quota_tree(p, &ns, ctx, &warnings)
+                    pm_3_multi_quota_tree(&self.0, p, &ns, ctx, &warnings)
                 } else {
                     Ok(false)
                 }

@@ -5,6 +5,7 @@ use admission_kit::server::metrics::koord;
 use admission_kit::{Context, Operation, Request, Status, Validator, Verdict};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
+use crate::options::{LabelScope, Options, entries};
 use crate::quota::{
     admission_runs, keys, pod_namespace, pv_3_2_not_on_parent, pv_4_quota_admission,
 };
@@ -238,14 +239,14 @@ struct EnhancedRule {
 /// Refused: `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: busybox}]}}`
 ///
 /// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: q, labels: {team: a}}, spec: {containers: [{name: c, image: busybox}]}}`
-fn pv_6_enhanced(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
+fn pv_6_enhanced(o: &Options, pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
     if label(pod, "pod.koordinator.sh/skip-enhanced-validation") == "true" {
         return Ok(());
     }
     let Some(cm) = ctx
         .get::<ConfigMap>(
-            Some(ctx.option("enhanced-validator-config-namespace")),
-            ctx.option("enhanced-validator-config-name"),
+            Some(&o.enhanced_validator_config_namespace),
+            &o.enhanced_validator_config_name,
         )
         .ok()
         .flatten()
@@ -292,7 +293,7 @@ fn pv_6_enhanced(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
 }
 
 /// `/validate-pod`.
-pub struct PodValidator;
+pub struct PodValidator(pub std::sync::Arc<crate::Service>);
 
 fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, String)> {
     if errs.is_empty() {
@@ -321,22 +322,28 @@ fn check(rule: &'static str, errs: ErrorList) -> Result<(), (&'static str, Strin
 /// could exhaust another tenant's quota, or escape its own through the unchecked system quota.
 /// A label naming no quota is left to PV-4 (`elastic quota … not found`). Read from this
 /// service's own ElasticQuota watch cache, before anything is reserved.
-fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
+fn pv_s1_quota_label_scope(
+    svc: &crate::Service,
+    pod: &Pod,
+    ns: &str,
+    ctx: &Context,
+) -> Result<(), String> {
     let named = label(pod, keys::NAME);
-    if named.is_empty() || ctx.option("quota-label-scope") != "namespace" {
+    if named.is_empty() || svc.options.quota_label_scope != LabelScope::Namespace {
         return Ok(());
     }
     let field = format!("metadata.labels[{}]", keys::NAME);
     if [keys::SYSTEM, keys::DEFAULT, keys::ROOT].contains(&named) {
-        let system = ctx.option("quota-system-namespaces");
-        if system.split(',').any(|n| n.trim() == ns) {
+        let system = &svc.options.quota_system_namespaces;
+        if entries(system).any(|n| n == ns) {
             return Ok(());
         }
+        let system = entries(system).collect::<Vec<_>>().join(",");
         return Err(format!(
             "{field}: Forbidden: quota {named} may be named only by pods of the namespaces {system} (--quota-system-namespaces)"
         ));
     }
-    let Ok(quotas) = crate::quota::state_quotas(ctx) else {
+    let Ok(quotas) = crate::quota::state_quotas(&svc.quotas, ctx) else {
         return Ok(());
     };
     let Some(q) = quotas
@@ -393,6 +400,7 @@ fn pv_s1_quota_label_scope(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), Str
 ///
 /// Admitted: `{apiVersion: v1, kind: Pod, metadata: {name: r, labels: {quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}`
 async fn validate(
+    svc: &crate::Service,
     req: &Request<Pod>,
     ctx: &Context,
     warnings: &mut Vec<String>,
@@ -420,14 +428,14 @@ async fn validate(
         }
         Ok(())
     })?;
-    pv_s1_quota_label_scope(pod, &ns, ctx).map_err(|e| ("PV-S1", e))?;
+    pv_s1_quota_label_scope(svc, pod, &ns, ctx).map_err(|e| ("PV-S1", e))?;
     // PV-3.2 and PV-4 are one quota-state call: timed as EvaluateQuota.
     let reserved = koord::timed_async(
         "validate",
         "pod",
         op,
         "EvaluateQuota",
-        pv_3_2_and_4(req, &request, &ns, ctx, warnings),
+        pv_3_2_and_4(svc, req, &request, &ns, ctx, warnings),
     )
     .await?;
     let rest = (|| {
@@ -436,14 +444,14 @@ async fn validate(
         }
         if ctx.gates().enabled("EnablePodEnhancedValidator") {
             plugin("EnhancedValidation", &mut || {
-                pv_6_enhanced(pod, &ns, ctx).map_err(|e| ("PV-6", e))
+                pv_6_enhanced(&svc.options, pod, &ns, ctx).map_err(|e| ("PV-6", e))
             })?;
         }
         Ok(())
     })();
     if rest.is_err() && reserved {
         // A later rule refused the pod: give its reservation back now rather than at expiry.
-        quota_client::release(req, &ns, ctx).await;
+        quota_client::release(&svc.quota, req, &ns).await;
     }
     rest
 }
@@ -452,7 +460,12 @@ async fn validate(
 /// workload's pod template is held to (WQ-6) before any of its Pods exists. Quota (PV-3.2,
 /// PV-4) is the workload check's own; the mutators have not run on a template, so a rule they
 /// would satisfy may be reported here.
-pub fn template_rules(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), (&'static str, String)> {
+pub fn template_rules(
+    svc: &crate::Service,
+    pod: &Pod,
+    ns: &str,
+    ctx: &Context,
+) -> Result<(), (&'static str, String)> {
     check("PV-1", pv_1_reserve_pod(pod))?;
     let req = Request {
         uid: String::new(),
@@ -469,12 +482,12 @@ pub fn template_rules(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), (&'stati
     };
     let request = PodRequest::new(pod.spec.as_ref());
     check("PV-2", pv_2_colocation(&req, &request, ctx))?;
-    pv_s1_quota_label_scope(pod, ns, ctx).map_err(|e| ("PV-S1", e))?;
+    pv_s1_quota_label_scope(svc, pod, ns, ctx).map_err(|e| ("PV-S1", e))?;
     if ctx.gates().enabled("ValidatePodDeviceResource") {
         check("PV-5", pv_5_devices(pod))?;
     }
     if ctx.gates().enabled("EnablePodEnhancedValidator") {
-        pv_6_enhanced(pod, ns, ctx).map_err(|e| ("PV-6", e))?;
+        pv_6_enhanced(&svc.options, pod, ns, ctx).map_err(|e| ("PV-6", e))?;
     }
     Ok(())
 }
@@ -483,6 +496,7 @@ pub fn template_rules(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), (&'stati
 /// unless `--quota-unavailable=allow`), else in-process. `Ok(true)` when quota-state now holds a
 /// reservation for the pod.
 async fn pv_3_2_and_4(
+    svc: &crate::Service,
     req: &Request<Pod>,
     request: &PodRequest<'_>,
     ns: &str,
@@ -491,26 +505,34 @@ async fn pv_3_2_and_4(
 ) -> Result<bool, (&'static str, String)> {
     let check_parent = !ctx.gates().enabled("SupportParentQuotaSubmitPod");
     let check_admission = admission_runs(req, ctx);
-    if !quota_client::enabled(ctx) {
-        pv_3_2_not_on_parent(&req.object, ns, ctx).map_err(|e| ("PV-3", e))?;
-        pv_4_quota_admission(req, request, ns, ctx).map_err(|e| ("PV-4", e))?;
+    if !svc.options.quota_state() {
+        pv_3_2_not_on_parent(svc, &req.object, ns, ctx).map_err(|e| ("PV-3", e))?;
+        pv_4_quota_admission(svc, req, request, ns, ctx).map_err(|e| ("PV-4", e))?;
         return Ok(false);
     }
     if !check_parent && !check_admission {
         return Ok(false);
     }
-    let check = quota_client::check_pod(req, request, ns, ctx, check_parent, check_admission);
+    let check = quota_client::check_pod(
+        &svc.quota,
+        req,
+        request,
+        ns,
+        ctx,
+        check_parent,
+        check_admission,
+    );
     match check.await {
         Ok(PodAnswer::Allowed { reserved }) => Ok(reserved),
         Ok(PodAnswer::Denied(rule, text)) => Err((rule, text)),
-        Err(cause) if crate::quota::concerns_no_quota(&req.object, ns, ctx) => {
-            quota_client::admitted_without(&cause);
+        Err(cause) if crate::quota::concerns_no_quota(svc, &req.object, ns, ctx) => {
+            quota_client::admitted_without(&svc.quota, &cause);
             Ok(false)
         }
         Err(cause) => {
             // Not a rule's verdict: counted under its own id, not PV-3 or PV-4.
             warnings.push(
-                quota_client::unavailable(ctx, "the pod's quota", &cause)
+                quota_client::unavailable(&svc.quota, "the pod's quota", &cause)
                     .map_err(|m| (quota_client::UNAVAILABLE_RULE, m))?,
             );
             Ok(false)
@@ -541,8 +563,8 @@ impl Validator for PodValidator {
     }
 
     /// With quota-state the server awaits its answer on the review's task.
-    fn waits(&self, ctx: &Context) -> bool {
-        quota_client::enabled(ctx)
+    fn waits(&self, _: &Context) -> bool {
+        self.0.options.quota_state()
     }
 
     async fn validate_async(&self, req: &Request<Pod>, ctx: &Context) -> Verdict {
@@ -553,7 +575,7 @@ impl Validator for PodValidator {
             return Verdict::default();
         }
         let mut warnings = Vec::new();
-        let mut v = match validate(req, ctx, &mut warnings).await {
+        let mut v = match validate(&self.0, req, ctx, &mut warnings).await {
             Ok(()) => Verdict::default(),
             Err((rule, text)) => Verdict::errored(rule, 400, text),
         };
@@ -575,7 +597,7 @@ mod tests {
 
     use super::*;
 
-    fn ctx(scope: &str) -> Context {
+    fn ctx() -> Context {
         let mut s = StaticState::default();
         for (name, ns, bound) in [
             ("team-a", "team-a", None),
@@ -590,12 +612,13 @@ mod tests {
             }
             s.add_value(q).unwrap();
         }
-        let app = crate::app();
-        let mut options = app.default_options();
-        options.insert("quota-label-scope", scope.to_owned());
-        Context::new(Arc::new(s))
-            .with_gates(Arc::new(app.gates.clone()))
-            .with_options(options)
+        Context::new(Arc::new(s)).with_gates(Arc::new(crate::app().gates.clone()))
+    }
+
+    fn service(scope: &str) -> crate::Service {
+        crate::Service::new(
+            Options::parse([format!("--quota-label-scope={scope}").as_str()]).unwrap(),
+        )
     }
 
     fn labelled(quota: &str) -> Pod {
@@ -606,16 +629,16 @@ mod tests {
 
     #[test]
     fn pv_s1_a_pod_names_only_the_quotas_of_its_namespace() {
-        let c = ctx("namespace");
+        let (c, svc) = (ctx(), service("namespace"));
         for ok in ["team-a", "shared", "no-such-quota"] {
             assert_eq!(
-                pv_s1_quota_label_scope(&labelled(ok), "team-a", &c),
+                pv_s1_quota_label_scope(&svc, &labelled(ok), "team-a", &c),
                 Ok(()),
                 "{ok}"
             );
         }
         assert_eq!(
-            pv_s1_quota_label_scope(&labelled("team-b"), "team-a", &c),
+            pv_s1_quota_label_scope(&svc, &labelled("team-b"), "team-a", &c),
             Err(
                 "metadata.labels[quota.scheduling.koordinator.sh/name]: Forbidden: quota team-b \
                  lives in namespace team-b and does not list namespace team-a in its \
@@ -625,15 +648,18 @@ mod tests {
         );
         let system = labelled(keys::SYSTEM);
         assert!(
-            pv_s1_quota_label_scope(&system, "team-a", &c)
+            pv_s1_quota_label_scope(&svc, &system, "team-a", &c)
                 .unwrap_err()
                 .contains(
                     "may be named only by pods of the namespaces kube-system,koordinator-system"
                 )
         );
-        assert_eq!(pv_s1_quota_label_scope(&system, "kube-system", &c), Ok(()));
         assert_eq!(
-            pv_s1_quota_label_scope(&labelled(""), "team-a", &c),
+            pv_s1_quota_label_scope(&svc, &system, "kube-system", &c),
+            Ok(())
+        );
+        assert_eq!(
+            pv_s1_quota_label_scope(&svc, &labelled(""), "team-a", &c),
             Ok(()),
             "no label: QN decides"
         );
@@ -641,15 +667,15 @@ mod tests {
 
     #[test]
     fn pv_s1_is_off_by_default_as_upstream() {
-        let c = ctx("any");
+        let (c, svc) = (ctx(), service("any"));
         assert_eq!(
-            pv_s1_quota_label_scope(&labelled("team-b"), "team-a", &c),
+            pv_s1_quota_label_scope(&svc, &labelled("team-b"), "team-a", &c),
             Ok(())
         );
         assert_eq!(
-            pv_s1_quota_label_scope(&labelled(keys::SYSTEM), "team-a", &c),
+            pv_s1_quota_label_scope(&svc, &labelled(keys::SYSTEM), "team-a", &c),
             Ok(())
         );
-        assert_eq!(crate::app().default_options()["quota-label-scope"], "any");
+        assert_eq!(Options::default().quota_label_scope, LabelScope::Any);
     }
 }

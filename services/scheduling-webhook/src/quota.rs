@@ -56,15 +56,16 @@ type Derived = (
     Option<Generation>,
 );
 
-/// One entry, process-wide rather than per state: a second state only costs a rebuild when the
-/// two alternate (tests), never a wrong answer.
-static LAST: Mutex<Option<Derived>> = Mutex::new(None);
+/// The last derivation, one per service: a second state only costs a rebuild when the two
+/// alternate (tests), never a wrong answer.
+#[derive(Default)]
+pub struct QuotaCache(Mutex<Option<Derived>>);
 
 /// Every ElasticQuota of the cluster state and their tree, derived again only when the state's
 /// quota objects changed (each review used to decode every quota and build the tree anew, twice
 /// for a Pod: 15 % of an in-process Pod validation's time).
-pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
-    let last = || LAST.lock().unwrap_or_else(PoisonError::into_inner);
+pub fn state_quotas(cache: &QuotaCache, ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
+    let last = || cache.0.lock().unwrap_or_else(PoisonError::into_inner);
     let generation = ctx.generation::<ElasticQuota>();
     if let Some((_, derived, Some(held))) = &*last()
         && generation == Some(*held)
@@ -92,7 +93,7 @@ pub fn state_quotas(ctx: &Context) -> Result<Arc<StateQuotas>, LookupError> {
     if let Some(derived) = add_listed_quotas(&mut last(), &listed, generation) {
         return Ok(derived);
     }
-    // Objects already decoded last time (the same allocation is the same object, held by LAST
+    // Objects already decoded last time (the same allocation is the same object, held by the cache
     // so its address is not reused) are reused: a run that adds quotas one at a time
     // (admission-check on 1,000 quotas) decoded every quota again for each new one.
     let (objects, origin): (Vec<Arc<ElasticQuota>>, Vec<usize>) = {
@@ -223,7 +224,7 @@ fn add_listed_quotas(
         let t = topology.get_or_insert_with(|| std::mem::take(&mut state.topology));
         let info = tree::QuotaInfo::of(&q);
         if !t.insert(info, tree::bound_namespaces(&q)) {
-            // Derived anew by the caller, which replaces all of LAST and reuses only its
+            // Derived anew by the caller, which replaces all of the cache and reuses only its
             // decoded objects (untouched so far).
             return None;
         }
@@ -259,17 +260,17 @@ pub fn quota_name_of(view: &dyn QuotaLookup, pod: &Pod, ns: &str, ctx: &Context)
 /// cache (used while quota-state cannot be asked): its quota name (QN) is one PV-3 and PV-4 pass
 /// (none, or the default, system or root quota), and no quota is named like its namespace or
 /// lists it, so PM-3 finds no tree either. A cache that cannot be read concerns every pod.
-pub fn concerns_no_quota(pod: &Pod, ns: &str, ctx: &Context) -> bool {
-    if crate::quota_client::fleet_member(ctx) {
+pub fn concerns_no_quota(svc: &crate::Service, pod: &Pod, ns: &str, ctx: &Context) -> bool {
+    if svc.options.fleet_member() {
         // The quotas live in the hub: a label names one, and a namespace's binding is what
         // quota-state last said of it (never said: concerned).
         let label = pod_quota_label(pod);
         return match label {
-            "" => crate::quota_client::namespace_concerned(ns) == Some(false),
+            "" => crate::quota_client::namespace_concerned(&svc.quota, ns) == Some(false),
             l => [tree::keys::DEFAULT, tree::keys::SYSTEM, tree::keys::ROOT].contains(&l),
         };
     }
-    let Ok(quotas) = state_quotas(ctx) else {
+    let Ok(quotas) = state_quotas(&svc.quotas, ctx) else {
         return false;
     };
     let topology = &quotas.topology;
@@ -330,11 +331,16 @@ pub fn pod_namespace(pod: &Pod, req_ns: Option<&str>) -> String {
 }
 
 /// PV-3.2 in-process: a pod cannot be charged to a parent quota.
-pub fn pv_3_2_not_on_parent(pod: &Pod, ns: &str, ctx: &Context) -> Result<(), String> {
+pub fn pv_3_2_not_on_parent(
+    svc: &crate::Service,
+    pod: &Pod,
+    ns: &str,
+    ctx: &Context,
+) -> Result<(), String> {
     if ctx.gates().enabled("SupportParentQuotaSubmitPod") {
         return Ok(());
     }
-    let quotas = state_quotas(ctx).map_err(|e| e.to_string())?;
+    let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| e.to_string())?;
     let t = &quotas.topology;
     tree::pv_3_2_not_on_parent(
         t,
@@ -366,6 +372,7 @@ pub fn admission_runs(req: &Request<Pod>, ctx: &Context) -> bool {
 /// PV-4 in-process: the pod fits its quota's limit given the usage recorded in the quota's
 /// `child-request` annotation (upstream's reading; quota-state keeps the usage itself).
 pub fn pv_4_quota_admission(
+    svc: &crate::Service,
     req: &Request<Pod>,
     request: &PodRequest<'_>,
     ns: &str,
@@ -374,7 +381,7 @@ pub fn pv_4_quota_admission(
     if !admission_runs(req, ctx) {
         return Ok(());
     }
-    let quotas = state_quotas(ctx).map_err(|e| e.to_string())?;
+    let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| e.to_string())?;
     let (objects, t) = (&quotas.objects, &quotas.topology);
     let new = quota_name_of(t, &req.object, ns, ctx);
     let old = match req.operation {
@@ -479,7 +486,7 @@ fn check_quota_quantities(q: &ElasticQuota) -> Result<(), String> {
 }
 
 /// `/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota` (QM-0..QM-4).
-pub struct QuotaDefaulter;
+pub struct QuotaDefaulter(pub Arc<crate::Service>);
 
 impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
@@ -500,7 +507,7 @@ impl Mutator for QuotaDefaulter {
             "elasticquota",
             req.operation.as_str(),
             "QuotaMetaChecker",
-            || quota_defaults(req, q, ctx),
+            || quota_defaults(&self.0, req, q, ctx),
             Verdict::allowed,
         )
     }
@@ -515,31 +522,33 @@ impl Mutator for QuotaDefaulter {
 }
 
 /// `/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota` (QV).
-pub struct QuotaValidator;
+pub struct QuotaValidator(pub Arc<crate::Service>);
 
 /// QV through quota-state, or in-process on the cluster state. `Ok` carries warnings.
 ///
 /// QV-0: the quotas and pods the tree rules read must be readable; a decode or lookup failure
 /// is refused with its cause.
 fn validate_quota(
+    svc: &crate::Service,
     req: &Request<ElasticQuota>,
     ctx: &Context,
 ) -> Result<Vec<String>, (&'static str, String)> {
     let old = req.old_object.as_ref();
-    if quota_client::enabled(ctx) {
+    if svc.options.quota_state() {
         return match quota_client::blocking(quota_client::validate_quota(
+            &svc.quota,
             ctx,
             req.operation,
             &req.object,
             old,
         )) {
             Ok(answer) => answer.map(|()| Vec::new()),
-            Err(cause) => quota_client::unavailable(ctx, "the ElasticQuota tree", &cause)
+            Err(cause) => quota_client::unavailable(&svc.quota, "the ElasticQuota tree", &cause)
                 .map(|w| vec![w])
                 .map_err(|m| ("QV-0", m)),
         };
     }
-    let quotas = state_quotas(ctx).map_err(|e| ("QV-0", e.to_string()))?;
+    let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| ("QV-0", e.to_string()))?;
     let pods = StatePods::of(ctx).map_err(|e| ("QV-0", e.to_string()))?;
     let gates = TreeGates {
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
@@ -574,7 +583,7 @@ impl Validator for QuotaValidator {
             "elasticquota",
             req.operation.as_str(),
             "QuotaMetaChecker",
-            || quota_checks(req, ctx),
+            || quota_checks(&self.0, req, ctx),
             Verdict::allowed,
         );
         if req.operation == Operation::Delete && !req.dry_run && v.allowed() {
@@ -647,7 +656,12 @@ pub fn qm_5_created_shared_weight(
 /// Mutated: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
 ///
 /// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-b, namespace: team-b, annotations: {quota.scheduling.koordinator.sh/shared-weight: "{\"cpu\":\"10\",\"memory\":\"40Gi\"}"}}, spec: {min: {cpu: "1", memory: 4Gi}, max: {cpu: "10", memory: 40Gi}}}`
-fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Context) -> Verdict {
+fn quota_defaults(
+    svc: &crate::Service,
+    req: &Request<ElasticQuota>,
+    q: &mut ElasticQuota,
+    ctx: &Context,
+) -> Verdict {
     if req.resource.resource != "elasticquotas"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
         || req.operation != Operation::Create
@@ -667,23 +681,26 @@ fn quota_defaults(req: &Request<ElasticQuota>, q: &mut ElasticQuota, ctx: &Conte
     let parent = label(q, PARENT).to_owned();
     if label(q, TREE_ID).is_empty() && parent != ROOT {
         // QM-3
-        let found = if quota_client::enabled(ctx) {
-            match quota_client::blocking(quota_client::lookup(ctx, vec![parent.clone()], "")) {
+        let found = if svc.options.quota_state() {
+            let asked = quota_client::lookup(&svc.quota, vec![parent.clone()], "");
+            match quota_client::blocking(asked) {
                 Ok(s) => s.quota(&parent),
-                Err(cause) => match quota_client::unavailable(ctx, "the quota's parent", &cause) {
-                    Ok(w) => {
-                        warnings.push(w);
-                        return Verdict {
-                            applied,
-                            warnings,
-                            ..Verdict::default()
-                        };
+                Err(cause) => {
+                    match quota_client::unavailable(&svc.quota, "the quota's parent", &cause) {
+                        Ok(w) => {
+                            warnings.push(w);
+                            return Verdict {
+                                applied,
+                                warnings,
+                                ..Verdict::default()
+                            };
+                        }
+                        Err(m) => return Verdict::errored("QM-3", 500, m),
                     }
-                    Err(m) => return Verdict::errored("QM-3", 500, m),
-                },
+                }
             }
         } else {
-            match state_quotas(ctx) {
+            match state_quotas(&svc.quotas, ctx) {
                 Ok(q) => q.topology.quota(&parent),
                 Err(e) => return Verdict::errored("QM-3", 500, e.to_string()),
             }
@@ -793,13 +810,13 @@ fn qm_6_reprint_altered_quantities(q: &mut ElasticQuota) -> bool {
 }
 
 /// The body of the handler, timed under upstream's plugin name `QuotaMetaChecker`.
-fn quota_checks(req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
+fn quota_checks(svc: &crate::Service, req: &Request<ElasticQuota>, ctx: &Context) -> Verdict {
     if req.resource.resource != "elasticquotas"
         || req.sub_resource.as_deref().is_some_and(|s| !s.is_empty())
     {
         return Verdict::default();
     }
-    match validate_quota(req, ctx) {
+    match validate_quota(svc, req, ctx) {
         Ok(warnings) => Verdict {
             warnings,
             ..Verdict::default()
@@ -819,8 +836,8 @@ pub struct StateWorkloadQuotas {
 
 impl StateWorkloadQuotas {
     /// The quotas of the cluster state.
-    pub fn of(ctx: &Context) -> Result<Self, LookupError> {
-        let quotas = state_quotas(ctx)?;
+    pub fn of(cache: &QuotaCache, ctx: &Context) -> Result<Self, LookupError> {
+        let quotas = state_quotas(cache, ctx)?;
         let mut specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>> = BTreeMap::new();
         let mut used = BTreeMap::new();
         for o in &quotas.objects {

@@ -9,7 +9,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use admission_kit::compat::resources::PodRequest;
@@ -26,15 +27,38 @@ use quota_protocol::wire::{operation_code, wire_amount};
 use tokio::sync::{mpsc, oneshot};
 use tonic::transport::{Channel, Endpoint};
 
+use crate::options::{Options, Unavailable};
 use crate::types::ElasticQuota;
 
-/// Whether quota questions go to quota-state.
-pub fn enabled(ctx: &Context) -> bool {
-    !ctx.option("quota-state-url").is_empty()
+/// quota-state as one service's handlers ask it: the options that say where and how, and what
+/// is made on first use (the channel, the batcher) or learnt from its answers.
+pub struct QuotaClient {
+    options: Arc<Options>,
+    /// Whether quota-state is in an outage (its last call failed): one WARN line per outage.
+    outage: AtomicBool,
+    /// Namespaces whose unlabelled pods quota-state last charged to a checked quota (`true`)
+    /// or to none (`false`): from each AdmitPod answer for an unlabelled pod and each Lookup.
+    /// Bounded by [`REMEMBERED_NAMESPACES`]: past it the map starts again (unknown namespaces
+    /// count as concerned, the safe side).
+    namespaces: Mutex<HashMap<String, bool>>,
+    /// One HTTP/2 channel (tonic multiplexes calls over it).
+    channel: Mutex<Option<Channel>>,
+    /// The running batcher ([`admit`]).
+    batcher: Mutex<Option<mpsc::Sender<Asked>>>,
 }
 
-/// Whether quota-state is in an outage (its last call failed): one WARN line per outage.
-static OUTAGE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+impl QuotaClient {
+    /// A client under `options`; nothing is connected until the first question.
+    pub fn new(options: Arc<Options>) -> Self {
+        Self {
+            options,
+            outage: AtomicBool::new(false),
+            namespaces: Mutex::default(),
+            channel: Mutex::default(),
+            batcher: Mutex::default(),
+        }
+    }
+}
 
 const DEPENDENCY: &str = "quota-state";
 
@@ -64,12 +88,12 @@ fn answered(cause: &str) -> bool {
     })
 }
 
-fn outage(cause: &str) {
+fn outage(q: &QuotaClient, cause: &str) {
     if answered(cause) {
-        reachable();
+        reachable(q);
         return;
     }
-    if !OUTAGE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+    if !q.outage.swap(true, Ordering::AcqRel) {
         tracing::warn!(
             dependency = DEPENDENCY,
             cause,
@@ -78,16 +102,16 @@ fn outage(cause: &str) {
     }
 }
 
-fn reachable() {
+fn reachable(q: &QuotaClient) {
     admission_kit::server::metrics::dependency_up(DEPENDENCY);
-    if OUTAGE.swap(false, std::sync::atomic::Ordering::AcqRel) {
+    if q.outage.swap(false, Ordering::AcqRel) {
         tracing::info!(dependency = DEPENDENCY, "quota-state answers again");
     }
 }
 
 /// A review that needed no quota-state answer (no quota concerns the pod) during an outage.
-pub fn admitted_without(cause: &str) {
-    outage(cause);
+pub fn admitted_without(q: &QuotaClient, cause: &str) {
+    outage(q, cause);
     counted_unavailable(cause, "admitted");
 }
 
@@ -101,9 +125,9 @@ pub fn counted_unavailable(cause: &str, outcome: &str) {
 
 /// What to do when quota-state cannot answer: refuse naming the cause (fail closed, the default),
 /// or with `--quota-unavailable=allow` admit with a warning. `Ok` carries the warning.
-pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, String> {
-    outage(cause);
-    if ctx.option("quota-unavailable") == "allow" {
+pub fn unavailable(q: &QuotaClient, what: &str, cause: &str) -> Result<String, String> {
+    outage(q, cause);
+    if q.options.quota_unavailable == Unavailable::Allow {
         counted_unavailable(cause, "allowed");
         Ok(format!(
             "{what} not checked: quota-state unavailable ({cause})"
@@ -116,45 +140,11 @@ pub fn unavailable(ctx: &Context, what: &str, cause: &str) -> Result<String, Str
     }
 }
 
-/// Refuses at start what would make every quota call fail: calls in flight that are not a
-/// number from 1 to 64, a cluster name that is not a DNS label.
-pub fn check_options(o: &admission_kit::review::app::OptionValues) -> Result<(), String> {
-    let get = |k: &str| o.get(k).map(String::as_str).unwrap_or_default();
-    let n = get("quota-state-calls-in-flight");
-    if !n.parse::<usize>().is_ok_and(|n| (1..=64).contains(&n)) {
-        return Err(format!(
-            "--quota-state-calls-in-flight {n:?}: give a number from 1 to 64"
-        ));
-    }
-    let cluster = get("quota-state-cluster");
-    if !cluster.is_empty() && !quota_protocol::spec::is_cluster_name(cluster) {
-        return Err(format!(
-            "--quota-state-cluster {cluster:?}: a DNS label (lower-case letters, digits and '-', at most 63)"
-        ));
-    }
-    Ok(())
-}
-
-/// Whether this webhook is a fleet member's (`--quota-state-cluster` set): its cluster holds
-/// no ElasticQuotas (the hub does), so its own quota cache cannot tell which pods a quota
-/// concerns while quota-state is down; [`namespace_concerned`] remembers it from quota-state's
-/// answers instead.
-pub fn fleet_member(ctx: &Context) -> bool {
-    !ctx.option("quota-state-cluster").is_empty()
-}
-
-/// Namespaces whose unlabelled pods quota-state last charged to a checked quota (`true`) or to
-/// none (`false`): from each AdmitPod answer for an unlabelled pod and each Lookup. Bounded by
-/// [`REMEMBERED_NAMESPACES`]: past it the map starts again (unknown namespaces count as
-/// concerned, the safe side).
-static NAMESPACES: Mutex<Option<HashMap<String, bool>>> = Mutex::new(None);
-
 /// More namespaces than a cluster holds.
 const REMEMBERED_NAMESPACES: usize = 100_000;
 
-fn remember(namespace: &str, concerned: bool) {
-    let mut g = NAMESPACES.lock().unwrap_or_else(|p| p.into_inner());
-    let map = g.get_or_insert_with(HashMap::new);
+fn remember(q: &QuotaClient, namespace: &str, concerned: bool) {
+    let mut map = q.namespaces.lock().unwrap_or_else(|p| p.into_inner());
     if map.get(namespace) == Some(&concerned) {
         return;
     }
@@ -166,15 +156,15 @@ fn remember(namespace: &str, concerned: bool) {
 
 /// [`remember`], for the tests of [`crate::quota::concerns_no_quota`].
 #[cfg(test)]
-pub fn remember_for_tests(namespace: &str, concerned: bool) {
-    remember(namespace, concerned);
+pub fn remember_for_tests(q: &QuotaClient, namespace: &str, concerned: bool) {
+    remember(q, namespace, concerned);
 }
 
 /// Whether a quota concerns the unlabelled pods of `namespace`, as quota-state last said; `None`
 /// when it never said (a fleet member counts those as concerned).
-pub fn namespace_concerned(namespace: &str) -> Option<bool> {
-    let g = NAMESPACES.lock().unwrap_or_else(|p| p.into_inner());
-    g.as_ref().and_then(|m| m.get(namespace).copied())
+pub fn namespace_concerned(q: &QuotaClient, namespace: &str) -> Option<bool> {
+    let map = q.namespaces.lock().unwrap_or_else(|p| p.into_inner());
+    map.get(namespace).copied()
 }
 
 /// Whether quota `name` (a pod's QN) is one admission checks.
@@ -183,24 +173,21 @@ fn checked(name: &str) -> bool {
     !name.is_empty() && ![DEFAULT, SYSTEM, ROOT].contains(&name)
 }
 
-static CHANNEL: Mutex<Option<(String, Channel)>> = Mutex::new(None);
-
-/// One HTTP/2 channel per process (tonic multiplexes calls over it), made lazily so that the
-/// webhook starts, and answers per `--quota-unavailable`, while quota-state is down. An https
-/// URL connects with mutual TLS ([`tls_connector`]).
-fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, String> {
-    let mut g = CHANNEL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((u, c)) = g.as_ref()
-        && u == url
-    {
+/// The client's channel, made lazily so that the webhook starts, and answers per
+/// `--quota-unavailable`, while quota-state is down. An https URL connects with mutual TLS
+/// ([`tls_channel`]).
+fn channel(q: &QuotaClient, deadline: Duration) -> Result<Channel, String> {
+    let mut g = q.channel.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = g.as_ref() {
         return Ok(c.clone());
     }
+    let url = &q.options.quota_state_url;
     let endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| format!("bad --quota-state-url {url}: {e}"))?
         .connect_timeout(deadline)
         .timeout(deadline);
     let c = match endpoint.uri().scheme_str() {
-        Some("https") => tls_channel(ctx, endpoint)?,
+        Some("https") => tls_channel(&q.options, endpoint)?,
         Some("http") => quota_protocol::channel::plaintext_channel(endpoint),
         _ => {
             return Err(format!(
@@ -208,16 +195,16 @@ fn channel(ctx: &Context, url: &str, deadline: Duration) -> Result<Channel, Stri
             ));
         }
     };
-    *g = Some((url.to_owned(), c.clone()));
+    *g = Some(c.clone());
     Ok(c)
 }
 
 /// The mutual-TLS channel: credentials from the Secret of `--quota-state-client-secret` (watched)
 /// or the `--quota-state-*-file` options (reloaded when the files change); new connections use
 /// the new certificate.
-fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
-    let name = server_name(ctx, &endpoint);
-    let secret = ctx.option("quota-state-client-secret");
+fn tls_channel(o: &Options, endpoint: Endpoint) -> Result<Channel, String> {
+    let name = server_name(o, &endpoint);
+    let secret = o.quota_state_client_secret.as_str();
     if !secret.is_empty() {
         let (namespace, name_of) = match secret.split_once('/') {
             Some((ns, n)) => (ns.to_owned(), n.to_owned()),
@@ -232,18 +219,14 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
             .map_err(|e| format!("quota-state client TLS: {e}"))?;
         return quota_protocol::channel::mtls_channel(endpoint, config, &name);
     }
-    let file = |o: &str| {
-        let v = ctx.option(o);
-        if v.is_empty() {
-            Err(format!("an https --quota-state-url needs --{o}"))
-        } else {
-            Ok(std::path::PathBuf::from(v))
-        }
+    let file = |v: &Option<std::path::PathBuf>, flag: &str| {
+        v.clone()
+            .ok_or_else(|| format!("an https --quota-state-url needs --{flag}"))
     };
     let files = MtlsFiles {
-        cert: file("quota-state-cert-file")?,
-        key: file("quota-state-key-file")?,
-        ca: file("quota-state-ca-file")?,
+        cert: file(&o.quota_state_cert_file, "quota-state-cert-file")?,
+        key: file(&o.quota_state_key_file, "quota-state-key-file")?,
+        ca: file(&o.quota_state_ca_file, "quota-state-ca-file")?,
     };
     let config = admission_kit::server::mtls::client(files, Duration::from_secs(5))
         .map_err(|e| format!("quota-state client TLS: {e}"))?;
@@ -252,8 +235,8 @@ fn tls_channel(ctx: &Context, endpoint: Endpoint) -> Result<Channel, String> {
 
 /// The name quota-state's certificate must carry: `--quota-state-server-name`, else the URL's
 /// host.
-fn server_name(ctx: &Context, endpoint: &Endpoint) -> String {
-    match ctx.option("quota-state-server-name") {
+fn server_name(o: &Options, endpoint: &Endpoint) -> String {
+    match o.quota_state_server_name.as_str() {
         "" => endpoint
             .uri()
             .host()
@@ -268,30 +251,28 @@ fn server_name(ctx: &Context, endpoint: &Endpoint) -> String {
 /// validator [`waits`](admission_kit::Validator::waits)); synchronous callers go through
 /// [`blocking`]. Checked before anything is started: a runtime to run it on, multi-threaded so
 /// that [`blocking`] can always finish what it started.
-async fn call<T, F, Fut>(ctx: &Context, f: F) -> Result<T, String>
+async fn call<T, F, Fut>(q: &QuotaClient, f: F) -> Result<T, String>
 where
     F: FnOnce(QuotaStateClient<Channel>, Duration) -> Fut,
     Fut: Future<Output = Result<T, tonic::Status>>,
 {
-    let deadline = deadline(ctx)?;
-    let client = QuotaStateClient::new(channel(ctx, ctx.option("quota-state-url"), deadline)?);
+    let deadline = deadline(q)?;
+    let client = QuotaStateClient::new(channel(q, deadline)?);
     let r = f(client, deadline).await.map_err(|s| status_text(&s));
     if r.is_ok() {
-        reachable();
+        reachable(q);
     }
     r
 }
 
 /// The deadline of one call, once it is known that a call can run here.
-fn deadline(ctx: &Context) -> Result<Duration, String> {
+fn deadline(q: &QuotaClient) -> Result<Duration, String> {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Err(_) => return Err("no async runtime to call quota-state from".into()),
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {}
         Ok(_) => return Err("quota-state calls need the multi-threaded runtime".into()),
     }
-    Ok(Duration::from_millis(
-        ctx.option("quota-state-timeout-ms").parse().unwrap_or(2000),
-    ))
+    Ok(Duration::from_millis(q.options.quota_state_timeout_ms))
 }
 
 fn status_text(s: &tonic::Status) -> String {
@@ -307,15 +288,13 @@ struct Asked {
     answer: oneshot::Sender<Result<AdmitPodResponse, String>>,
 }
 
-static BATCHER: Mutex<Option<(String, mpsc::Sender<Asked>)>> = Mutex::new(None);
-
-/// AdmitPod through the process's batcher: the pods whose reviews arrive while a call is out
+/// AdmitPod through the client's batcher: the pods whose reviews arrive while a call is out
 /// go together in the next AdmitPods call, so that concurrent reviews share one call's
 /// overhead (framing, a write and a wake-up on each side) instead of paying it each. Nothing
 /// waits to fill a batch: a lone review is sent at once.
-async fn admit(ctx: &Context, msg: AdmitPodRequest) -> Result<AdmitPodResponse, String> {
-    let deadline = deadline(ctx)?;
-    let batches = batcher(ctx, deadline)?;
+async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse, String> {
+    let deadline = deadline(q)?;
+    let batches = batcher(q, deadline)?;
     let (answer, answered) = oneshot::channel();
     // The deadline covers the queue too: a full queue (quota-state slow) waits no longer.
     let asked = async {
@@ -336,30 +315,25 @@ async fn admit(ctx: &Context, msg: AdmitPodRequest) -> Result<AdmitPodResponse, 
         Ok(r) => r,
     };
     if r.is_ok() {
-        reachable();
+        reachable(q);
     }
     r
 }
 
-/// The running batcher for the URL, started on first use (and again if its runtime went).
-fn batcher(ctx: &Context, deadline: Duration) -> Result<mpsc::Sender<Asked>, String> {
-    let url = ctx.option("quota-state-url");
-    let mut g = BATCHER.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((u, tx)) = g.as_ref()
-        && u == url
+/// The running batcher, started on first use (and again if its runtime went).
+fn batcher(q: &QuotaClient, deadline: Duration) -> Result<mpsc::Sender<Asked>, String> {
+    let mut g = q.batcher.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(tx) = g.as_ref()
         && !tx.is_closed()
     {
         return Ok(tx.clone());
     }
-    let client = QuotaStateClient::new(channel(ctx, url, deadline)?);
+    let client = QuotaStateClient::new(channel(q, deadline)?);
     // Bounded: senders wait when it is full, and reviews in flight are bounded by the server.
     let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
-    let in_flight = ctx
-        .option("quota-state-calls-in-flight")
-        .parse()
-        .map_err(|e| format!("--quota-state-calls-in-flight: {e}"))?;
+    let in_flight = usize::from(q.options.quota_state_calls_in_flight);
     tokio::spawn(run_batches(client, rx, deadline, in_flight));
-    *g = Some((url.to_owned(), tx.clone()));
+    *g = Some(tx.clone());
     Ok(tx)
 }
 
@@ -552,6 +526,7 @@ pub enum PodAnswer {
 
 /// PV-3.2 (when `check_parent`) and PV-4 (when `check_admission`) for one pod, in one call.
 pub async fn check_pod(
+    q: &QuotaClient,
     req: &Request<Pod>,
     request: &PodRequest<'_>,
     ns: &str,
@@ -601,7 +576,7 @@ pub async fn check_pod(
         check_parent,
         check_admission,
         review_uid: req.uid.clone(),
-        cluster: ctx.option("quota-state-cluster").to_owned(),
+        cluster: q.options.quota_state_cluster.clone(),
         // A connection that proved the API server's certificate needs no judging by address.
         peer: ctx
             .peer()
@@ -611,12 +586,12 @@ pub async fn check_pod(
         pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
     };
     let dry_run = msg.dry_run;
-    // Only a fleet member needs it (see `fleet_member`).
-    let unlabelled = msg.quota_label.is_empty() && fleet_member(ctx);
-    let r = admit(ctx, msg).await?;
+    // Only a fleet member needs it (see [`Options::fleet_member`]).
+    let unlabelled = msg.quota_label.is_empty() && q.options.fleet_member();
+    let r = admit(q, msg).await?;
     if unlabelled {
         // A refusal comes from the pod's quota: it concerns the namespace.
-        remember(ns, !r.allowed || checked(&r.quota));
+        remember(q, ns, !r.allowed || checked(&r.quota));
     }
     Ok(if r.allowed {
         PodAnswer::Allowed {
@@ -632,10 +607,10 @@ pub async fn check_pod(
 /// WQ: a workload's peak against its quota chain (read only). `Ok(None)` when quota-state
 /// predates the question (UNIMPLEMENTED: an older replica during a rolling upgrade).
 pub async fn check_workload(
-    ctx: &Context,
+    q: &QuotaClient,
     msg: CheckWorkloadRequest,
 ) -> Result<Option<CheckWorkloadResponse>, String> {
-    let r = call(ctx, |mut c, d| async move {
+    let r = call(q, |mut c, d| async move {
         match c.check_workload(with_deadline(msg, d)).await {
             Ok(r) => Ok(Some(r.into_inner())),
             Err(s) if s.code() == tonic::Code::Unimplemented => Ok(None),
@@ -644,21 +619,21 @@ pub async fn check_workload(
     })
     .await;
     if let Err(cause) = &r {
-        outage(cause);
+        outage(q, cause);
     }
     r
 }
 
 /// Drops the reservation of a pod that a later rule refused (best effort: an unreleased
 /// reservation expires on its own).
-pub async fn release(req: &Request<Pod>, ns: &str, ctx: &Context) {
+pub async fn release(q: &QuotaClient, req: &Request<Pod>, ns: &str) {
     let msg = ReleaseRequest {
         namespace: ns.to_owned(),
         name: pod_name(req),
         review_uid: req.uid.clone(),
-        cluster: ctx.option("quota-state-cluster").to_owned(),
+        cluster: q.options.quota_state_cluster.clone(),
     };
-    if let Err(e) = call(ctx, |mut c, d| async move {
+    if let Err(e) = call(q, |mut c, d| async move {
         c.release(with_deadline(msg, d)).await.map(|_| ())
     })
     .await
@@ -691,7 +666,7 @@ impl QuotaLookup for Snapshot {
 
 /// The quotas `names` and the binding of `namespace`, from quota-state.
 pub async fn lookup(
-    ctx: &Context,
+    q: &QuotaClient,
     names: Vec<String>,
     namespace: &str,
 ) -> Result<Snapshot, String> {
@@ -699,14 +674,14 @@ pub async fn lookup(
         names,
         namespace: namespace.to_owned(),
     };
-    let r = call(ctx, |mut c, d| async move {
+    let r = call(q, |mut c, d| async move {
         c.lookup(with_deadline(msg, d))
             .await
             .map(|r| r.into_inner())
     })
     .await?;
-    if fleet_member(ctx) {
-        remember(namespace, !r.bound.is_empty() || r.self_named);
+    if q.options.fleet_member() {
+        remember(q, namespace, !r.bound.is_empty() || r.self_named);
     }
     Ok(Snapshot {
         quotas: r
@@ -735,6 +710,7 @@ const QV_RULES: [&str; 11] = [
 /// QV through quota-state: `Ok(Err((rule, text)))` is a refusal, `Err` means no answer.
 #[allow(clippy::type_complexity)] // the two layers are the two kinds of "no"
 pub async fn validate_quota(
+    q: &QuotaClient,
     ctx: &Context,
     operation: Operation,
     object: &ElasticQuota,
@@ -747,7 +723,7 @@ pub async fn validate_quota(
         old_object: old.map(to_json).transpose()?.unwrap_or_default(),
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
     };
-    let r = call(ctx, |mut c, d| async move {
+    let r = call(q, |mut c, d| async move {
         c.validate_quota(with_deadline(msg, d))
             .await
             .map(|r| r.into_inner())

@@ -15,9 +15,19 @@ fn ctx(state: Vec<Value>) -> Context {
         s.add_value(o).unwrap();
     }
     let app = crate::app();
-    Context::new(Arc::new(s))
-        .with_gates(Arc::new(app.gates.clone()))
-        .with_options(app.default_options())
+    Context::new(Arc::new(s)).with_gates(Arc::new(app.gates.clone()))
+}
+
+/// The service at its default options.
+fn svc() -> Arc<crate::Service> {
+    Arc::new(crate::Service::default())
+}
+
+/// The service under these flags.
+fn svc_with(flags: &[&str]) -> Arc<crate::Service> {
+    Arc::new(crate::Service::new(
+        crate::options::Options::parse(flags.iter().copied()).unwrap(),
+    ))
 }
 
 use admission_testing::request as req;
@@ -36,8 +46,8 @@ fn validate(p: Value, old: Option<Value>, state: Vec<Value>) -> Option<String> {
     } else {
         Operation::Create
     };
-    let v =
-        crate::pod_validate::PodValidator.validate(&req::<Pod>("pods", op, p, old), &ctx(state));
+    let v = crate::pod_validate::PodValidator(svc())
+        .validate(&req::<Pod>("pods", op, p, old), &ctx(state));
     v.refusal.map(|(rule, s)| format!("{rule} {}", s.message))
 }
 
@@ -273,7 +283,7 @@ fn pv_6_enhanced_validator_required_labels() {
 fn mutate(p: Value, state: Vec<Value>) -> (admission_kit::Verdict, Pod) {
     let r = req::<Pod>("pods", Operation::Create, p, None);
     let mut obj = r.object.clone();
-    let v = crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx(state));
+    let v = crate::pod_mutate::PodMutator(svc()).mutate(&r, &mut obj, &ctx(state));
     (v, obj)
 }
 
@@ -363,7 +373,7 @@ fn qm_2_to_4_defaults() {
         None,
     );
     let mut obj = r.object.clone();
-    let v = crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    let v = crate::quota::QuotaDefaulter(svc()).mutate(&r, &mut obj, &ctx(vec![]));
     assert_eq!(v.applied, ["QM-2", "QM-4"]);
     assert_eq!(
         obj.metadata.labels.unwrap()["quota.scheduling.koordinator.sh/parent"],
@@ -384,7 +394,7 @@ fn qm_2_to_4_defaults() {
         None,
     );
     let mut obj = r.object.clone();
-    let v = crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    let v = crate::quota::QuotaDefaulter(svc()).mutate(&r, &mut obj, &ctx(vec![]));
     assert_eq!(
         v.refusal.unwrap().1.message,
         "fill quota c failed, parent not exist"
@@ -392,7 +402,7 @@ fn qm_2_to_4_defaults() {
 }
 
 fn qv(op: Operation, obj: Value, old: Option<Value>, state: Vec<Value>) -> Option<String> {
-    let v = crate::quota::QuotaValidator.validate(
+    let v = crate::quota::QuotaValidator(svc()).validate(
         &req::<ElasticQuota>("elasticquotas", op, obj, old),
         &ctx(state),
     );
@@ -527,7 +537,8 @@ fn outage_admits_only_pods_no_quota_concerns() {
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
         .unwrap()
     };
-    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(p, ns, &c);
+    let s = svc();
+    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(&s, p, ns, &c);
     assert!(no_quota(&pod(json!({})), "plain"));
     assert!(
         !no_quota(&pod(json!({})), "team-a"),
@@ -558,16 +569,14 @@ fn outage_admits_only_pods_no_quota_concerns() {
 /// (never said: concerned), whatever the member's own ElasticQuotas.
 #[test]
 fn a_fleet_member_scopes_outages_by_what_quota_state_said() {
-    let app = crate::app();
-    let mut options = app.default_options();
-    options.insert("quota-state-cluster", "east".into());
-    let c = ctx(vec![]).with_options(options);
+    let s = svc_with(&["--quota-state-cluster=east"]);
+    let c = ctx(vec![]);
     let pod = |labels: Value| -> Pod {
         serde_json::from_value(json!({"metadata": {"name": "p", "labels": labels},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
         .unwrap()
     };
-    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(p, ns, &c);
+    let no_quota = |p: &Pod, ns: &str| crate::quota::concerns_no_quota(&s, p, ns, &c);
     let labelled = pod(json!({"quota.scheduling.koordinator.sh/name": "team-a"}));
     assert!(
         !no_quota(&labelled, "fleet-plain"),
@@ -577,8 +586,8 @@ fn a_fleet_member_scopes_outages_by_what_quota_state_said() {
         !no_quota(&pod(json!({})), "fleet-never-asked"),
         "unknown: concerned"
     );
-    crate::quota_client::remember_for_tests("fleet-plain", false);
-    crate::quota_client::remember_for_tests("fleet-bound", true);
+    crate::quota_client::remember_for_tests(&s.quota, "fleet-plain", false);
+    crate::quota_client::remember_for_tests(&s.quota, "fleet-bound", true);
     assert!(no_quota(&pod(json!({})), "fleet-plain"));
     assert!(!no_quota(&pod(json!({})), "fleet-bound"));
     assert!(no_quota(
@@ -587,42 +596,17 @@ fn a_fleet_member_scopes_outages_by_what_quota_state_said() {
     ));
 }
 
-/// Options that would make every quota call fail stop the service at start.
-#[test]
-fn quota_state_options_are_checked_at_start() {
-    let app = crate::app();
-    let with = |k: &'static str, v: &str| {
-        let mut o = app.default_options();
-        o.insert(k, v.to_owned());
-        crate::quota_client::check_options(&o)
-    };
-    assert_eq!(
-        crate::quota_client::check_options(&app.default_options()),
-        Ok(())
-    );
-    assert_eq!(with("quota-state-calls-in-flight", "8"), Ok(()));
-    for bad in ["0", "65", "many"] {
-        assert!(with("quota-state-calls-in-flight", bad).is_err(), "{bad}");
-    }
-    assert_eq!(with("quota-state-cluster", "east-1"), Ok(()));
-    assert!(
-        with("quota-state-cluster", "East.1")
-            .unwrap_err()
-            .contains("DNS label")
-    );
-}
-
 /// Koordinator's §8 metrics, with its names and labels, after a pod, a quota and a binding.
 #[test]
 fn koordinator_metrics_are_recorded_with_upstream_names() {
     let p = pod(json!({}), containers(json!({"cpu": "1"})));
-    crate::pod_validate::PodValidator.validate(
+    crate::pod_validate::PodValidator(svc()).validate(
         &req::<Pod>("pods", Operation::Create, p.clone(), None),
         &ctx(vec![]),
     );
     let r = req::<Pod>("pods", Operation::Create, p, None);
     let mut obj = r.object.clone();
-    crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx(vec![]));
+    crate::pod_mutate::PodMutator(svc()).mutate(&r, &mut obj, &ctx(vec![]));
     let r = req::<ElasticQuota>(
         "elasticquotas",
         Operation::Create,
@@ -634,7 +618,7 @@ fn koordinator_metrics_are_recorded_with_upstream_names() {
         None,
     );
     let mut obj = r.object.clone();
-    crate::quota::QuotaDefaulter.mutate(&r, &mut obj, &ctx(vec![]));
+    crate::quota::QuotaDefaulter(svc()).mutate(&r, &mut obj, &ctx(vec![]));
     // QM-5's gauge: once the quota exists, from the weights QM-4 defaulted onto it.
     let created = serde_json::to_value(&obj).unwrap();
     let weights =
@@ -1131,30 +1115,22 @@ fn pm_2_an_annotation_go_cannot_decode_fails_the_request() {
 #[test]
 fn pods_are_watched_only_when_a_rule_reads_them() {
     let app = crate::app();
-    let settings = |opts: &[(&'static str, &str)], gates: &str| {
-        let mut o = app.default_options();
-        for (k, v) in opts {
-            o.insert(k, (*v).to_owned());
-        }
+    let reads = |flags: &[&str], gates: &str| {
         let gates = app.prepare(Some(gates)).unwrap().gates;
-        Context::new(Arc::new(StaticState::default()))
-            .with_gates(gates)
-            .with_options(o)
+        let settings = Context::new(Arc::new(StaticState::default())).with_gates(gates);
+        crate::rules_read_pods(&svc_with(flags).options, &settings)
     };
-    let url = ("quota-state-url", "https://quota-state:9090");
-    let user = ("binding-admission-user-name", "koord-scheduler");
+    let url = "--quota-state-url=https://quota-state:9090";
+    let user = "--binding-admission-user-name=koord-scheduler";
     let pb = "BindingAdmissionWebhook=true";
     // Quotas in-process: QV counts a quota's pods.
-    assert!(crate::rules_read_pods(&settings(&[], "")));
+    assert!(reads(&[], ""));
     // The deployed configuration.
-    assert!(!crate::rules_read_pods(&settings(&[url], "")));
+    assert!(!reads(&[url], ""));
     // PB needs both its gate and a user list, as PB-6 does.
-    assert!(crate::rules_read_pods(&settings(&[url, user], pb)));
-    assert!(!crate::rules_read_pods(&settings(&[url, user], "")));
-    assert!(!crate::rules_read_pods(&settings(
-        &[url, ("binding-admission-user-name", " , ")],
-        pb
-    )));
+    assert!(reads(&[url, user], pb));
+    assert!(!reads(&[url, user], ""));
+    assert!(!reads(&[url, "--binding-admission-user-name= , "], pb));
 }
 
 /// `/validate-pod-binding` is registered only when PB can refuse (its gate and a user
@@ -1165,11 +1141,11 @@ fn pod_bindings_are_sent_only_when_pb_is_on() {
     use admission_kit::review::app::EndpointInfo;
     let app = crate::app();
     let registered = |user: &str, gates: &str| {
-        let mut o = app.default_options();
-        o.insert("binding-admission-user-name", user.to_owned());
+        let flag = format!("--binding-admission-user-name={user}");
+        let app =
+            crate::app_with(crate::options::Options::parse([flag.as_str()]).unwrap()).unwrap();
         let settings = Context::new(Arc::new(StaticState::default()))
-            .with_gates(app.prepare(Some(gates)).unwrap().gates)
-            .with_options(o);
+            .with_gates(app.prepare(Some(gates)).unwrap().gates);
         EndpointInfo::registered(&app, &settings)
             .iter()
             .any(|e| e.path == "/validate-pod-binding")
@@ -1193,24 +1169,21 @@ fn pod_bindings_are_sent_only_when_pb_is_on() {
 #[test]
 fn pm_3_asks_quota_state_only_when_a_profile_names_a_tree() {
     let app = crate::app();
-    let mut o = app.default_options();
     // Nothing listens on port 9; the call also cannot wait outside a runtime.
-    o.insert("quota-state-url", "http://127.0.0.1:9".to_owned());
+    let service = svc_with(&["--quota-state-url=http://127.0.0.1:9"]);
     let run = |state: Vec<Value>| {
         let mut s = StaticState::default();
         for v in state {
             s.add_value(v).unwrap();
         }
-        let ctx = Context::new(Arc::new(s))
-            .with_gates(Arc::new(app.gates.clone()))
-            .with_options(o.clone());
+        let ctx = Context::new(Arc::new(s)).with_gates(Arc::new(app.gates.clone()));
         let p = pod(
             json!({"quota.scheduling.koordinator.sh/name": "team-a"}),
             containers(json!({"cpu": "1"})),
         );
         let r = req::<Pod>("pods", Operation::Create, p, None);
         let mut obj = r.object.clone();
-        let v = crate::pod_mutate::PodMutator.mutate(&r, &mut obj, &ctx);
+        let v = crate::pod_mutate::PodMutator(service.clone()).mutate(&r, &mut obj, &ctx);
         (v, obj)
     };
     // The pod's quota exists, so the pod concerns a quota (an outage is not ignored for it).

@@ -25,8 +25,19 @@ pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     )])
 }
 
-/// The option naming a fixed time for the TrainJob defaulter (fixtures); empty: the clock.
-pub const CLOCK_OPTION: &str = "trainjob-clock";
+/// The service's options: flags of `serve` and `review`, parsed once.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// A fixed RFC 3339 time the TrainJob defaulter stamps runtime patches with (fixtures);
+    /// absent: the system clock.
+    #[arg(long = "trainjob-clock", value_parser = rfc3339)]
+    pub trainjob_clock: Option<jiff::Timestamp>,
+}
+
+fn rfc3339(s: &str) -> Result<jiff::Timestamp, String> {
+    s.parse()
+        .map_err(|e| format!("an RFC 3339 time such as 2026-01-01T00:00:00Z: {e}"))
+}
 
 /// The CRD of a Trainer v2 kind with upstream's defaults (spec §2).
 pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
@@ -52,8 +63,19 @@ pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
     ])
 }
 
-/// The service: upstream paths (controller-runtime's naming), every webhook failurePolicy Fail.
+/// The service under these of its flags (`--name=value`), as `serve` builds it: for tools that
+/// run it under options. A flag it does not declare is an error.
+pub fn app_from_flags<'a>(flags: impl IntoIterator<Item = &'a str>) -> Result<App, String> {
+    admission_kit::cli::build_with::<Options>(flags, |o| Ok(app_with(o)))
+}
+
+/// The service at its default options.
 pub fn app() -> App {
+    app_with(Options::default())
+}
+
+/// The service: upstream paths (controller-runtime's naming), every webhook failurePolicy Fail.
+pub fn app_with(options: Options) -> App {
     use FailurePolicy::Fail;
     use v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRuntime};
     App::new(
@@ -71,7 +93,7 @@ pub fn app() -> App {
         Fail,
         MXJobWarner,
     )
-    .mutate("/mutate-trainer-kubeflow-org-v1alpha1-trainjob", Target::of::<TrainJob>(), Fail, v2::defaulter::TrainJobDefaulter)
+    .mutate("/mutate-trainer-kubeflow-org-v1alpha1-trainjob", Target::of::<TrainJob>(), Fail, v2::defaulter::TrainJobDefaulter { clock: options.trainjob_clock })
     .validate("/validate-trainer-kubeflow-org-v1alpha1-trainjob", Target::of::<TrainJob>(), Fail, v2::trainjob::TrainJobValidator)
     .validate("/validate-trainer-kubeflow-org-v1alpha1-trainingruntime", Target::of::<TrainingRuntime>(), Fail, v2::runtimes::TrainingRuntimeValidator)
     .object_selector_not_in(v2::types::LABEL_VALIDATION, &["disabled"])
@@ -81,7 +103,6 @@ pub fn app() -> App {
     .watch_optional::<TrainingRuntime>()
     .watch_optional::<ClusterTrainingRuntime>()
     .watch_metadata::<k8s_openapi::api::scheduling::v1::PriorityClass>()
-    .option(CLOCK_OPTION, "A fixed RFC 3339 time the TrainJob defaulter stamps runtime patches with (fixtures); empty: the system clock.", "")
     .crd(crd::<PyTorchJob>)
     .crd(crd::<TFJob>)
     .crd(crd::<XGBoostJob>)

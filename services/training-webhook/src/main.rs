@@ -2,5 +2,5 @@
 //! [`training_webhook::app`].
 
 fn main() -> std::process::ExitCode {
-    admission_kit::cli::main(training_webhook::app())
+    admission_kit::cli::main_with(|o| Ok(training_webhook::app_with(o)))
 }

@@ -37,13 +37,8 @@ fn training_variants_keep_every_property() {
 /// The training webhook with the TrainJob defaulter on the fixed clock the Trainer v2 cases were
 /// answered with (upstream's oracle runs its defaulter at 2026-01-01T00:00:00Z).
 fn app_on_fixed_clock() -> admission_kit::App {
-    let mut app = training_webhook::app();
-    for o in &mut app.options {
-        if o.name == training_webhook::CLOCK_OPTION {
-            o.default = TRAINER_V2_CLOCK;
-        }
-    }
-    app
+    let options = admission_kit::cli::parse_options(["--trainjob-clock", TRAINER_V2_CLOCK]);
+    training_webhook::app_with(options.unwrap())
 }
 
 const TRAINER_V2_CLOCK: &str = "2026-01-01T00:00:00Z";

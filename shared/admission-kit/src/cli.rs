@@ -413,9 +413,7 @@ impl RegistrationArgs {
                     endpoints: {
                         // What the rules can act on under these options and gates.
                         let mut all = crate::review::app::EndpointInfo::registered(app, settings);
-                        for extra in &app.extra_endpoints {
-                            all.extend(extra(settings.options())?);
-                        }
+                        all.extend(app.extra_endpoints.iter().cloned());
                         for e in &mut all {
                             e.enforce(modes.of(&e.path));
                         }
@@ -445,9 +443,74 @@ struct ReviewArgs {
     file: Option<PathBuf>,
 }
 
-/// Runs the binary: parses the command line and dispatches. Returns the process exit code.
+/// A service with no options of its own ([`main`]).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct NoOptions {}
+
+/// Runs a service with no options of its own: parses the command line and dispatches. Returns
+/// the process exit code.
 pub fn main(app: App) -> ExitCode {
+    main_with(move |_: NoOptions| Ok(app.clone()))
+}
+
+/// The service options `O` at their defaults, as `serve` with none of its flags gives them.
+pub fn defaults<O: Args + FromArgMatches>() -> Result<O, String> {
+    parse_options::<O, _, &str>([])
+}
+
+/// The service options `O` from `flags`, as `serve` reads the same flags (`--name value` or
+/// `--name=value`): for tests and tools that build a service's endpoint table themselves.
+pub fn parse_options<O, I, T>(flags: I) -> Result<O, String>
+where
+    O: Args + FromArgMatches,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cmd = O::augment_args(clap::Command::new("options").no_binary_name(true));
+    let matches = cmd.try_get_matches_from(flags).map_err(first_line)?;
+    O::from_arg_matches(&matches).map_err(first_line)
+}
+
+/// clap's message without its usage lines and `error:` prefix.
+fn first_line(e: clap::Error) -> String {
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or_default();
+    line.strip_prefix("error: ").unwrap_or(line).to_owned()
+}
+
+/// A service's endpoint table under `flags` (its own flags only, `--name=value`), as `serve`
+/// builds it: for tools that run a service under options (admission-check's examples). A flag
+/// the service does not declare is an error.
+pub fn build_with<'a, O: Args + FromArgMatches>(
+    flags: impl IntoIterator<Item = &'a str>,
+    build: impl Fn(O) -> Result<App, String>,
+) -> Result<App, String> {
+    parse_options::<O, _, _>(flags).and_then(build)
+}
+
+/// The long names of the flags `O` declares (without dashes): which of a Deployment's
+/// arguments are the service's own rather than the kit's.
+pub fn declared<O: Args>() -> Vec<String> {
+    O::augment_args(clap::Command::new("options"))
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect()
+}
+
+/// Runs a service whose endpoint table `build` makes from its typed options `O` (flags of
+/// `serve` and `review`, parsed once): the handlers hold what they need of them. `build` refuses
+/// options that cannot be used (a configuration file that does not parse, say), and the process
+/// stops with its message before serving. `crd` and `endpoints` list the table at the defaults.
+pub fn main_with<O: Args + FromArgMatches>(build: impl Fn(O) -> Result<App, String>) -> ExitCode {
     crate::server::trim::tune_malloc();
+    let fail = |msg: String| {
+        eprintln!("{msg}");
+        ExitCode::from(2)
+    };
+    let app = match defaults::<O>().and_then(&build) {
+        Ok(app) => app,
+        Err(e) => return fail(format!("the service's default options: {e}")),
+    };
     let paths: Vec<String> = app
         .endpoints
         .iter()
@@ -464,38 +527,33 @@ pub fn main(app: App) -> ExitCode {
             gates.join("\n  ")
         ));
     }
-    let mut cmd = Cli::command()
+    let cmd = Cli::command()
         .name(app.name)
         .bin_name(app.name)
         .about(app.about)
-        .after_help(help);
-    for sub in ["serve", "review"] {
-        for o in &app.options {
-            cmd = cmd.mut_subcommand(sub, |c| {
-                c.arg(
-                    clap::Arg::new(o.name)
-                        .long(o.name)
-                        .help(o.help)
-                        .default_value(o.default),
-                )
-            });
-        }
-    }
+        .after_help(help)
+        .mut_subcommand("serve", O::augment_args)
+        .mut_subcommand("review", O::augment_args);
     let matches = cmd.get_matches();
-    let mut options = app.default_options();
-    if let Some((_, sub)) = matches.subcommand() {
-        for o in &app.options {
-            if let Ok(Some(v)) = sub.try_get_one::<String>(o.name) {
-                options.insert(o.name, v.clone());
+    // The table at the options given: what `serve` and `review` decide with.
+    let app = match matches.subcommand() {
+        Some(("serve" | "review", sub)) => {
+            match O::from_arg_matches(sub)
+                .map_err(|e| e.to_string())
+                .and_then(&build)
+            {
+                Ok(app) => app,
+                Err(e) => return fail(format!("{}: {e}", app.name)),
             }
         }
-    }
+        _ => app,
+    };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
     match cli.command {
-        Command::Review(a) => review(&app, a, options),
+        Command::Review(a) => review(&app, a),
         Command::Crd => crd(&app),
         Command::Endpoints => {
             match serde_json::to_string_pretty(&crate::review::app::EndpointInfo::of(&app)) {
@@ -514,7 +572,7 @@ pub fn main(app: App) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match rt.block_on(serve(app.clone(), *a, options)) {
+            match rt.block_on(serve(app.clone(), *a)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{}: {e}", app.name);
@@ -572,11 +630,7 @@ fn emit(text: &str) -> ExitCode {
 
 /// Decides one review offline. Exit 0 with the answer on stdout; exit 2 with a message on stderr
 /// when the input cannot be decided.
-fn review(
-    app: &App,
-    a: ReviewArgs,
-    options: std::collections::BTreeMap<&'static str, String>,
-) -> ExitCode {
+fn review(app: &App, a: ReviewArgs) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("{}: {msg}", app.name);
         ExitCode::from(2)
@@ -634,9 +688,7 @@ fn review(
             Err(e) => return fail(e.to_string()),
         }
     };
-    let ctx = Context::new(state)
-        .with_gates(prepared.gates.clone())
-        .with_options(options);
+    let ctx = Context::new(state).with_gates(prepared.gates.clone());
     let out = match endpoint.handler.review(review, &ctx) {
         Ok(answer) => answer.review,
         // What the server answers, where it answers with a review: the user sees upstream's
@@ -733,17 +785,10 @@ async fn start_managed(
     Ok(())
 }
 
-async fn serve(
-    app: App,
-    a: ServeArgs,
-    options: std::collections::BTreeMap<&'static str, String>,
-) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     install_crypto_provider();
     let telemetry = Telemetry::init(app.name, a.log_format, LogTarget::Stdout)?;
     let prepared = app.prepare(a.feature_gates.as_deref())?;
-    for check in &app.start_checks {
-        check(&options)?;
-    }
     for (path, gate) in &prepared.disabled {
         tracing::warn!(
             webhook = path,
@@ -752,11 +797,9 @@ async fn serve(
         );
     }
     let app = prepared.app;
-    // The options and gates in force, for what is decided once at start: which endpoints are
-    // registered and which kinds watched.
-    let settings = Context::new(Arc::new(EmptyState))
-        .with_gates(prepared.gates.clone())
-        .with_options(options.clone());
+    // The gates in force, for what is decided once at start: which endpoints are registered and
+    // which kinds watched (the service's options are in the app's closures).
+    let settings = Context::new(Arc::new(EmptyState)).with_gates(prepared.gates.clone());
     let paths: Vec<&str> = app.endpoints.iter().map(|e| e.path).collect();
     let modes = Modes::parse(a.enforcement.iter().map(String::as_str), &paths)?;
     let metrics = Metrics::new()?;
@@ -805,7 +848,7 @@ async fn serve(
         let s2 = state.clone();
         (Context::new(state), Box::new(move || s2.synced()))
     };
-    let ctx = ctx.with_gates(prepared.gates.clone()).with_options(options);
+    let ctx = ctx.with_gates(prepared.gates.clone());
     for e in &app.endpoints {
         let on = !prepared.disabled.iter().any(|(p, _)| *p == e.path);
         metrics

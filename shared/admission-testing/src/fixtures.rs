@@ -108,9 +108,7 @@ pub fn answer_in_process(
         .app
         .endpoint(path)
         .ok_or_else(|| format!("no endpoint {path}"))?;
-    let ctx = Context::new(Arc::new(state_of(state)?))
-        .with_gates(prepared.gates.clone())
-        .with_options(app.default_options());
+    let ctx = Context::new(Arc::new(state_of(state)?)).with_gates(prepared.gates.clone());
     let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
     let out = answer_with(app.decode_errors, ep.handler.as_ref(), &body, &ctx)?;
     serde_json::to_value(&out).map_err(|e| e.to_string())

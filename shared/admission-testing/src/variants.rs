@@ -105,9 +105,7 @@ pub fn run(
         let Some(endpoint) = prepared.app.endpoint(&case.path) else {
             return Err(format!("{}: no endpoint {}", file.display(), case.path));
         };
-        let ctx = Context::new(Arc::new(state_of(&case.state)?))
-            .with_gates(prepared.gates.clone())
-            .with_options(app.default_options());
+        let ctx = Context::new(Arc::new(state_of(&case.state)?)).with_gates(prepared.gates.clone());
         report.cases += 1;
         for (n, (body, what)) in bodies(&case, i, per_case, seed).into_iter().enumerate() {
             let name = format!("{} variant {n} ({what})", case.name);

@@ -252,17 +252,9 @@ pub struct Webhook {
 }
 
 impl Webhook {
-    /// Serves `app`; returns once its watch caches have synced.
+    /// Serves `app` (built under the service options the test wants); returns once its watch
+    /// caches have synced.
     pub async fn start(app: &App, client: &kube::Client) -> Self {
-        Self::start_with(app, client, app.default_options()).await
-    }
-
-    /// As [`Webhook::start`], with these service options.
-    pub async fn start_with(
-        app: &App,
-        client: &kube::Client,
-        options: std::collections::BTreeMap<&'static str, String>,
-    ) -> Self {
         install_crypto_provider();
         let ss = must(
             SelfSigned::generate(&["127.0.0.1".into(), "localhost".into()]),
@@ -271,8 +263,7 @@ impl Webhook {
         let certs = CertStore::new();
         certs.set(must(ss.certified_key(), "certificate"));
         let settings = Context::new(Arc::new(admission_kit::review::lookup::EmptyState))
-            .with_gates(Arc::new(app.gates.clone()))
-            .with_options(options.clone());
+            .with_gates(Arc::new(app.gates.clone()));
         let state = Arc::new(WatchState::start(client.clone(), &app.watches, &settings));
         let synced = state.clone();
         let opts = ServeOptions {
@@ -287,9 +278,7 @@ impl Webhook {
         let server = must(
             Server::bind(
                 app,
-                Context::new(state.clone())
-                    .with_gates(Arc::new(app.gates.clone()))
-                    .with_options(options),
+                Context::new(state.clone()).with_gates(Arc::new(app.gates.clone())),
                 certs,
                 move || synced.synced(),
                 must(Metrics::new(), "metrics"),

@@ -155,17 +155,15 @@ async fn serve(
     server: &ModelServer,
     overrides: &[(&'static str, &str)],
 ) -> (Webhook, admission_kit::App, Api<Pod>, String) {
+    let options = lifecycle_webhook::options::Options::with(overrides).unwrap();
     let app = lifecycle_webhook::app_with(lifecycle_webhook::rules::Drainer::new(
         Arc::new(lifecycle_webhook::cluster::Kube::with_client(
             env.client.clone(),
         )),
         Arc::new(lifecycle_webhook::call::Http::default()),
+        options,
     ));
-    let mut options = app.default_options();
-    for (name, value) in overrides {
-        options.insert(name, (*value).to_owned());
-    }
-    let hook = Webhook::start_with(&app, &env.client, options).await;
+    let hook = Webhook::start(&app, &env.client).await;
     env.register("drain", &app, &hook, None, app.timeout_seconds)
         .await;
     // As kubectl: a refusal is an answer, not retried by the client (kube-rs retries 429s).

@@ -350,7 +350,7 @@ fn app_of(service: &str) -> Option<admission_kit::App> {
         "node-config-webhook" => node_config_webhook::app(),
         "training-webhook" => training_webhook::app(),
         "scheduling-webhook" => scheduling_webhook::app(),
-        "lifecycle-webhook" => lifecycle_webhook::app(),
+        "lifecycle-webhook" => lifecycle_webhook::app().unwrap(),
         // Not a webhook: a gRPC service the scheduling webhook calls.
         "quota-state" => return None,
         other => panic!("{other}: add it to app_of in this test"),
@@ -406,41 +406,74 @@ fn reachable_only_as_intended(service: &str, rendered: &str) {
     assert_eq!(seen, 1, "{service}: one NetworkPolicy");
 }
 
-/// The options and gates `service`'s Deployment in `rendered` passes as `--name=value` args.
-fn settings_of(app: &admission_kit::App, service: &str, rendered: &str) -> admission_kit::Context {
-    let mut options = app.default_options();
+/// `service`'s endpoint table under the options its Deployment in `rendered` passes as
+/// `--name=value` args, and a context with the gates it passes.
+fn deployed(service: &str, rendered: &str) -> Option<(admission_kit::App, admission_kit::Context)> {
+    use admission_kit::cli::declared;
+    let mut args = Vec::new();
     let mut gates = None;
     for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
         let v = serde_json::Value::deserialize(doc).unwrap();
         if v["kind"] != "Deployment" || v["metadata"]["name"] != service {
             continue;
         }
-        let args = v["spec"]["template"]["spec"]["containers"][0]["args"].as_array();
-        for arg in args.into_iter().flatten().filter_map(|a| a.as_str()) {
+        let given = v["spec"]["template"]["spec"]["containers"][0]["args"].as_array();
+        for arg in given.into_iter().flatten().filter_map(|a| a.as_str()) {
             let Some((name, value)) = arg.strip_prefix("--").and_then(|a| a.split_once('=')) else {
                 continue;
             };
             if name == "feature-gates" {
                 gates = Some(value.to_owned());
-            } else if let Some(o) = app.options.iter().find(|o| o.name == name) {
-                options.insert(o.name, value.to_owned());
+            } else {
+                args.push((name.to_owned(), arg.to_owned()));
             }
         }
     }
+    // The service's own flags; the others are the kit's.
+    let own = |declared: Vec<String>| -> Vec<String> {
+        args.iter()
+            .filter(|(name, _)| declared.contains(name))
+            .map(|(_, arg)| arg.clone())
+            .collect()
+    };
+    let built = match service {
+        "registry-webhook" => Ok(registry_webhook::app()),
+        "node-config-webhook" => {
+            let flags = own(declared::<node_config_webhook::Options>());
+            node_config_webhook::app_from_flags(flags.iter().map(String::as_str))
+        }
+        "training-webhook" => {
+            let flags = own(declared::<training_webhook::Options>());
+            training_webhook::app_from_flags(flags.iter().map(String::as_str))
+        }
+        "scheduling-webhook" => {
+            let flags = own(declared::<scheduling_webhook::options::Options>());
+            scheduling_webhook::app_from_flags(flags.iter().map(String::as_str))
+        }
+        "lifecycle-webhook" => {
+            let flags = own(declared::<lifecycle_webhook::options::Flags>());
+            admission_kit::cli::parse_options(flags.iter().map(String::as_str))
+                .and_then(lifecycle_webhook::app_from)
+        }
+        _ => return None,
+    };
+    let app = built.unwrap_or_else(|e| panic!("{service}: its Deployment's options: {e}"));
     let gates = app.prepare(gates.as_deref()).unwrap().gates;
-    admission_kit::Context::new(std::sync::Arc::new(
+    let settings = admission_kit::Context::new(std::sync::Arc::new(
         admission_kit::review::lookup::EmptyState,
     ))
-    .with_gates(gates)
-    .with_options(options)
+    .with_gates(gates);
+    Some((app, settings))
 }
 
 /// Every webhook of `service`'s configurations in `rendered` is an endpoint it serves, registered
 /// as the endpoint table says, and every endpoint its Deployment's flags turn on is registered
 /// once (`/validate-pod-binding` only with PB on).
 fn registered_as_served(service: &str, rendered: &str) {
-    let Some(app) = app_of(service) else { return };
-    let served = EndpointInfo::registered(&app, &settings_of(&app, service, rendered));
+    let Some((app, settings)) = deployed(service, rendered) else {
+        return;
+    };
+    let served = EndpointInfo::registered(&app, &settings);
     let mut registered = 0;
     for doc in serde_yaml_ng::Deserializer::from_str(rendered) {
         let v = serde_json::Value::deserialize(doc).unwrap();

@@ -311,14 +311,11 @@ async fn a_cache_miss_is_read_from_the_api_server() {
     let cm: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "made-after"}, "data": {"k": "v"}}))
             .unwrap();
-    let options = [("ns", env.ns.clone()), ("name", "watched".to_owned())]
-        .into_iter()
-        .collect();
     let state = WatchState::start(
         env.client.clone(),
         &[WatchSpec {
             resource: ApiResource::erase::<ConfigMap>(&()),
-            only: Some(("ns", "name")),
+            only: Some((env.ns.clone(), "watched".to_owned())),
             needed: None,
             metadata_only: false,
             keep: None,
@@ -326,8 +323,7 @@ async fn a_cache_miss_is_read_from_the_api_server() {
         }],
         &admission_kit::Context::new(std::sync::Arc::new(
             admission_kit::review::lookup::EmptyState,
-        ))
-        .with_options(options),
+        )),
     );
     eventually(Duration::from_secs(30), || async {
         if state.synced() {

@@ -72,9 +72,9 @@ async fn quota_is_enforced_atomically_through_quota_state() {
     let app = scheduling_webhook::app();
     env.install_crds(&app).await;
     let url = quota_state(&env.client).await;
-    let mut options = app.default_options();
-    options.insert("quota-state-url", url);
-    let _hook = Webhook::start_with(&app, &env.client, options).await;
+    let flag = format!("--quota-state-url={url}");
+    let app = scheduling_webhook::app_from_flags([flag.as_str()]).unwrap();
+    let _hook = Webhook::start(&app, &env.client).await;
     env.register("scheduling", &app, &_hook, None, 10).await;
 
     let quotas: Api<DynamicObject> = Api::namespaced_with(
@@ -167,9 +167,9 @@ async fn quota_state_restart_rebuilds_usage_from_the_cluster() {
     env.install_crds(&app).await;
     let (url, stop) = quota_state_at(&env.client, "127.0.0.1:0").await;
     let addr = url.trim_start_matches("http://").to_owned();
-    let mut options = app.default_options();
-    options.insert("quota-state-url", url);
-    let hook = Webhook::start_with(&app, &env.client, options).await;
+    let flag = format!("--quota-state-url={url}");
+    let app = scheduling_webhook::app_from_flags([flag.as_str()]).unwrap();
+    let hook = Webhook::start(&app, &env.client).await;
     env.register("scheduling", &app, &hook, None, 10).await;
     let quota_name = format!("q-{}", env.ns);
     let quotas: Api<DynamicObject> = Api::namespaced_with(
@@ -242,9 +242,9 @@ async fn quota_tree_invariants_and_colocation_profile() {
     env.install_crds(&app).await;
     // The tree rules run in quota-state, on the tree its watches keep.
     let url = quota_state(&env.client).await;
-    let mut options = app.default_options();
-    options.insert("quota-state-url", url);
-    let hook = Webhook::start_with(&app, &env.client, options).await;
+    let flag = format!("--quota-state-url={url}");
+    let app = scheduling_webhook::app_from_flags([flag.as_str()]).unwrap();
+    let hook = Webhook::start(&app, &env.client).await;
     env.register("scheduling", &app, &hook, None, 10).await;
     let quotas: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
@@ -502,20 +502,16 @@ async fn quota_tree_invariants_and_colocation_profile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_binding_reads_the_bound_pod_from_the_cache() {
     let env = Env::new("e2e-binding").await;
-    let mut app = scheduling_webhook::app();
+    let namespaces = format!("--binding-admission-namespaces={}", env.ns);
+    let mut app = scheduling_webhook::app_from_flags([
+        "--binding-admission-user-name=system:kube-scheduler",
+        namespaces.as_str(),
+        "--binding-admission-bypass-labels=example.com/bind-freely",
+    ])
+    .unwrap();
     app.gates.apply("BindingAdmissionWebhook=true").unwrap();
     env.install_crds(&app).await;
-    let mut options = app.default_options();
-    options.insert(
-        "binding-admission-user-name",
-        "system:kube-scheduler".into(),
-    );
-    options.insert("binding-admission-namespaces", env.ns.clone());
-    options.insert(
-        "binding-admission-bypass-labels",
-        "example.com/bind-freely".into(),
-    );
-    let hook = Webhook::start_with(&app, &env.client, options).await;
+    let hook = Webhook::start(&app, &env.client).await;
     env.register("scheduling", &app, &hook, None, 10).await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.ns);
     let plain = |name: &str, labels: serde_json::Value| -> Pod {

@@ -33,9 +33,7 @@ fn main() -> anyhow::Result<()> {
         None => Arc::new(EmptyState),
     };
     let prepared = app.prepare(None)?;
-    let ctx = Context::new(state)
-        .with_gates(prepared.gates.clone())
-        .with_options(app.default_options());
+    let ctx = Context::new(state).with_gates(prepared.gates.clone());
     // One answer outside the loop: it must be a decision, so the loop measures the real path.
     review_body(endpoint.handler.as_ref(), &body, &ctx)
         .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;

@@ -1,5 +1,6 @@
 //! House rules a reader would otherwise have to police by hand: no code or page cites an issue of
-//! a tracker outside the repository (a reader cannot follow it), and no test is named after one.
+//! a tracker outside the repository (a reader cannot follow it), no test is named after one, and
+//! no service keeps state in a `static`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,4 +93,75 @@ fn citations_are_recognised() {
     assert_eq!(n("fn round_N_item_N_x() {}"), 1);
     assert_eq!(n("the CA issues N certificates; issues/1996, tissue N"), 1);
     assert_eq!(n("a_round_N and issue numbers"), 0);
+}
+
+/// `static` items holding state that changes (a lock, an atomic, a cell set once at run time) in
+/// `text`, outside its `#[cfg(test)]` module: what one service's handlers share belongs in a
+/// struct they hold, so that two endpoint tables in one process (tests, tools) never share it.
+fn mutable_statics(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            (l.starts_with("static ") || l.starts_with("pub static ") || l.contains(" static "))
+                && [
+                    "Mutex<",
+                    "RwLock<",
+                    "Atomic",
+                    "OnceLock<",
+                    "OnceCell<",
+                    "Cell<",
+                ]
+                .iter()
+                .any(|t| l.contains(t))
+        })
+        .map(|(n, l)| format!("line {}: {}", n + 1, l.trim()))
+        .collect()
+}
+
+/// The services' rules and the kit's review layer keep no process-wide state. (The kit's
+/// Prometheus collectors are registered once per process by design, as every exporter's are.)
+#[test]
+fn handlers_share_nothing_process_wide() {
+    let mut bad = Vec::new();
+    for f in our_text_files() {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .into_owned();
+        let scoped = (rel.starts_with("services/") && rel.contains("/src/"))
+            || rel.starts_with("shared/admission-kit/src/review/")
+            || rel.starts_with("shared/admission-kit/src/compat/");
+        if !scoped || !rel.ends_with(".rs") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for s in mutable_statics(&text) {
+            bad.push(format!("{rel}: {s}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn mutable_statics_are_recognised() {
+    let n = |t: &str| mutable_statics(t).len();
+    assert_eq!(n("static LAST: Mutex<Option<u8>> = Mutex::new(None);"), 1);
+    assert_eq!(
+        n("    static NS: std::sync::OnceLock<String> = OnceLock::new();"),
+        1
+    );
+    assert_eq!(n("pub static N: AtomicBool = AtomicBool::new(false);"), 1);
+    assert_eq!(
+        n("static NONE: LazyLock<Amounts> = LazyLock::new(Amounts::new);"),
+        0
+    );
+    assert_eq!(
+        n("#[cfg(test)]\nmod tests {\nstatic M: Mutex<u8> = Mutex::new(0);\n}"),
+        0
+    );
 }

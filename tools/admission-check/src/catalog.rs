@@ -324,7 +324,7 @@ impl Outcome {
 pub const API_SERVER: &str = "kube-apiserver";
 
 impl Catalog {
-    /// The endpoints of `apps` with their default gates and options, reading `state` and the
+    /// The endpoints of `apps` with their default gates, reading `state` and the
     /// objects admitted by earlier checks.
     pub fn new(apps: Vec<App>, state: StaticState) -> Result<Self, GateError> {
         let state = Arc::new(GrowingState::new(state));
@@ -336,8 +336,7 @@ impl Catalog {
         for app in apps.iter().cloned() {
             let prepared = app.prepare(None)?;
             let ctx = Context::new(recording.clone() as Arc<dyn ClusterState>)
-                .with_gates(prepared.gates.clone())
-                .with_options(app.default_options());
+                .with_gates(prepared.gates.clone());
             services.push(Service {
                 name: app.name,
                 endpoints: prepared.app.endpoints,
@@ -380,38 +379,12 @@ impl Catalog {
             .get_or_init(|| crate::defaults::for_apps(&self.apps))
     }
 
-    /// Runs `service` with these options (name without dashes, value) over its defaults, as
-    /// its Deployment's arguments would (`feature-gates` too): an option the service does not
-    /// declare is an error.
-    pub fn set_options(&mut self, service: &str, options: &[(&str, &str)]) -> Result<(), String> {
-        if options.is_empty() {
-            return Ok(());
-        }
-        let app = self
-            .apps
-            .iter()
-            .find(|a| a.name == service)
-            .ok_or_else(|| format!("no service {service}"))?;
-        let gates = options
-            .iter()
-            .find(|(name, _)| *name == "feature-gates")
-            .map(|(_, v)| *v);
+    /// Runs `app`, the endpoint table of one of the services built under some of its options,
+    /// with these feature gates (`--feature-gates` of its Deployment) in place of its defaults.
+    pub fn use_app(&mut self, app: &App, gates: Option<&str>) -> Result<(), String> {
         let prepared = app.prepare(gates).map_err(|e| e.to_string())?;
-        let mut values = app.default_options();
-        for (name, value) in options.iter().filter(|(n, _)| *n != "feature-gates") {
-            let declared = app
-                .options
-                .iter()
-                .find(|o| o.name == *name)
-                .ok_or_else(|| format!("{service} has no option --{name}"))?;
-            values.insert(declared.name, (*value).to_owned());
-        }
-        for s in self.services.iter_mut().filter(|s| s.name == service) {
-            s.ctx = s
-                .ctx
-                .clone()
-                .with_options(values.clone())
-                .with_gates(prepared.gates.clone());
+        for s in self.services.iter_mut().filter(|s| s.name == app.name) {
+            s.ctx = s.ctx.clone().with_gates(prepared.gates.clone());
             s.endpoints.clone_from(&prepared.app.endpoints);
         }
         Ok(())

@@ -51,12 +51,8 @@ pub async fn load(
         None,
     )];
     for app in apps {
-        let options = app.default_options();
         for w in &app.watches {
-            let only = w.only.map(|(ns, name)| {
-                let get = |k: &str| options.get(k).cloned().unwrap_or_default();
-                (get(ns), get(name))
-            });
+            let only = w.only.clone();
             let seen = wanted.iter().any(|(r, o)| {
                 r.api_version == w.resource.api_version
                     && r.kind == w.resource.kind

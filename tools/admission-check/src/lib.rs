@@ -27,6 +27,21 @@ pub mod templates;
 
 use admission_kit::App;
 
+/// `service`'s endpoint table under these of its flags (`--name=value`).
+pub fn service_with<'a>(
+    service: &str,
+    flags: impl IntoIterator<Item = &'a str>,
+) -> Result<App, String> {
+    let built = match service {
+        "registry-webhook" => registry_webhook::app_from_flags(flags),
+        "node-config-webhook" => node_config_webhook::app_from_flags(flags),
+        "training-webhook" => training_webhook::app_from_flags(flags),
+        "scheduling-webhook" => scheduling_webhook::app_from_flags(flags),
+        other => return Err(format!("no service {other}")),
+    };
+    built.map_err(|e| format!("{service}: {e}"))
+}
+
 /// Every webhook service's endpoint table.
 pub fn services() -> Vec<App> {
     vec![

@@ -411,7 +411,19 @@ pub fn checked_examples(rule: &Rule) -> Vec<(Expect, &'static str, String)> {
         let mut c =
             crate::catalog::Catalog::new(crate::services(), state).map_err(|e| e.to_string())?;
         c.state_complete = true;
-        c.set_options(rule.doc.service, &options)?;
+        if !options.is_empty() {
+            let gates = options
+                .iter()
+                .find(|(name, _)| *name == "feature-gates")
+                .map(|(_, v)| *v);
+            let flags: Vec<String> = options
+                .iter()
+                .filter(|(name, _)| *name != "feature-gates")
+                .map(|(name, value)| format!("--{name}={value}"))
+                .collect();
+            let app = crate::service_with(rule.doc.service, flags.iter().map(String::as_str))?;
+            c.use_app(&app, gates)?;
+        }
         Ok((objects, c))
     });
     let (objects, catalog) = match prepared {

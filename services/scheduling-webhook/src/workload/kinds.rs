@@ -346,12 +346,13 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<Kind>, MappingError> {
 }
 
 /// Reads and checks the mapping file at `path` (see [`parse`]).
-pub fn read(path: &str) -> Result<Vec<Kind>, MappingError> {
+pub fn read(path: &std::path::Path) -> Result<Vec<Kind>, MappingError> {
+    let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
-        path: path.to_owned(),
+        path: shown.clone(),
         source,
     })?;
-    parse(path, &text)
+    parse(&shown, &text)
 }
 
 /// One group of a workload as read from an object: where it is, its name, how many pods it

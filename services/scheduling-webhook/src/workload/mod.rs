@@ -29,7 +29,7 @@ use kinds::{Kind, Policy};
 
 /// `/validate-workload-*`: one validator for every workload kind; the kind of the review picks
 /// its description (built in, or from `--workload-kinds-file`).
-pub struct WorkloadValidator;
+pub struct WorkloadValidator(pub Arc<crate::Service>);
 
 /// The pods of one template: its place, name, count and the request of one pod.
 #[derive(Debug, Clone)]
@@ -44,35 +44,33 @@ struct Template {
 /// A workload's templates grouped by the quota label of their pods, with the peak of each.
 type ByLabel = BTreeMap<String, (Amounts, Vec<usize>)>;
 
-/// The mapping file's kinds as last read, and what the file was when read (its path and
-/// modification time): read again when either changes.
-type Loaded = (String, Option<SystemTime>, Arc<Vec<Kind>>);
-static MAPPED: Mutex<Option<Loaded>> = Mutex::new(None);
+/// The kinds of the file as last read, and its modification time then.
+type Loaded = (Option<SystemTime>, Arc<Vec<Kind>>);
+
+/// The kinds of `--workload-kinds-file` as last read, and what the file was when read (its
+/// modification time): read again when it changes.
+#[derive(Default)]
+pub struct KindsFile(Mutex<Option<Loaded>>);
 
 /// The kinds of `--workload-kinds-file`, read at first use and again whenever the file changes
 /// (a mounted ConfigMap is replaced in place). A file that cannot be read or is refused keeps
 /// the kinds read before, logged at ERROR (a bad file at start stops the service first, see
-/// [`check_mapping`]).
-pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
-    let path = ctx.option("workload-kinds-file");
-    if path.is_empty() {
+/// [`mapped_endpoints`]).
+pub fn mapped(svc: &crate::Service) -> Arc<Vec<Kind>> {
+    let Some(path) = &svc.options.workload_kinds_file else {
         return Arc::default();
-    }
+    };
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let mut g = MAPPED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((p, m, kinds)) = g.as_ref()
-        && p == path
+    let mut g = svc.kinds.0.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((m, kinds)) = g.as_ref()
         && *m == modified
     {
         return kinds.clone();
     }
-    let kept = g
-        .as_ref()
-        .filter(|(p, _, _)| p == path)
-        .map(|(_, _, k)| k.clone());
+    let kept = g.as_ref().map(|(_, k)| k.clone());
     let kinds = match kinds::read(path) {
         Ok(k) => {
-            tracing::info!(file = path, kinds = k.len(), "workload kinds read");
+            tracing::info!(file = %path.display(), kinds = k.len(), "workload kinds read");
             Arc::new(k)
         }
         Err(e) => {
@@ -80,33 +78,16 @@ pub fn mapped(ctx: &Context) -> Arc<Vec<Kind>> {
             kept.unwrap_or_default()
         }
     };
-    *g = Some((path.to_owned(), modified, kinds.clone()));
+    *g = Some((modified, kinds.clone()));
     kinds
 }
 
-/// The kinds of `--workload-kinds-file` as `options` give it (none without the option).
-fn kinds_of(options: &admission_kit::review::app::OptionValues) -> Result<Vec<Kind>, String> {
-    let Some(path) = options.get("workload-kinds-file").filter(|p| !p.is_empty()) else {
-        return Ok(Vec::new());
-    };
-    kinds::read(path).map_err(|e| e.to_string())
-}
-
-/// Whether `--workload-kinds-file` (if given) can be used: the service refuses to start on a
-/// file it cannot read or parse, with the reason.
-pub fn check_mapping(options: &admission_kit::review::app::OptionValues) -> Result<(), String> {
-    let kinds = kinds_of(options)?;
-    if !kinds.is_empty() {
-        tracing::info!(kinds = kinds.len(), "workload kinds file accepted");
-    }
-    Ok(())
-}
-
 /// Self-registration of the file's kinds: one webhook each on `/validate-workload`, as the
-/// built-in kinds have (CREATE and UPDATE, Ignore). Read at start: a kind added later is
-/// judged once the file changes but registered at the next start.
+/// built-in kinds have (CREATE and UPDATE, Ignore). Read at start, where a file that cannot be
+/// read or parsed stops the service with the reason: a kind added later is judged once the file
+/// changes but registered at the next start.
 pub fn mapped_endpoints(
-    options: &admission_kit::review::app::OptionValues,
+    options: &crate::options::Options,
 ) -> Result<Vec<admission_kit::review::app::EndpointInfo>, String> {
     let endpoint = |k: &Kind, sub: &str| admission_kit::review::app::EndpointInfo {
         path: "/validate-workload".into(),
@@ -130,8 +111,13 @@ pub fn mapped_endpoints(
         object_selector: None,
         side_effects: "None".into(),
     };
+    let Some(path) = &options.workload_kinds_file else {
+        return Ok(Vec::new());
+    };
+    let kinds = kinds::read(path).map_err(|e| e.to_string())?;
+    tracing::info!(kinds = kinds.len(), "workload kinds file accepted");
     let mut out = Vec::new();
-    for k in kinds_of(options)? {
+    for k in kinds {
         out.push(endpoint(&k, ""));
         if k.scale.is_some() {
             out.push(endpoint(&k, "/scale"));
@@ -142,7 +128,7 @@ pub fn mapped_endpoints(
 
 /// The description of the review's kind: by its kind, or for a `scale` review (whose object
 /// is an `autoscaling/v1` Scale) by the resource it scales.
-fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {
+fn find_kind(req: &Request<Value>, svc: &crate::Service) -> Option<Kind> {
     let (k, r) = (&req.kind, &req.resource);
     let matches = |d: &Kind| {
         if is_scale(req) {
@@ -158,7 +144,7 @@ fn find_kind(req: &Request<Value>, ctx: &Context) -> Option<Kind> {
         .iter()
         .find(|d| matches(d))
         .cloned()
-        .or_else(|| mapped(ctx).iter().find(|d| matches(d)).cloned())
+        .or_else(|| mapped(svc).iter().find(|d| matches(d)).cloned())
 }
 
 /// The built-in kinds, described once.
@@ -236,11 +222,9 @@ fn scaled_objects(
     Ok(Some((at(new)?, at(old)?)))
 }
 
-/// Whether `kind` is named in the comma list of option `option` (`Kind`, `group/Kind`, or `*`).
-fn listed(ctx: &Context, option: &str, kind: &Kind) -> bool {
-    ctx.option(option)
-        .split(',')
-        .map(str::trim)
+/// Whether `kind` is named in the comma list `list` (`Kind`, `group/Kind`, or `*`).
+fn listed(list: &[String], kind: &Kind) -> bool {
+    crate::options::entries(list)
         .any(|n| n == "*" || n == kind.kind || n == format!("{}/{}", kind.group, kind.kind))
 }
 
@@ -351,9 +335,13 @@ fn arithmetic(which: &Amounts, peak: &Amounts, ts: &[Template], idx: &[usize]) -
 
 /// The answer for one quota label's pods: quota-state's when `--quota-state-url` is set,
 /// else the in-process state's. `Ok(None)`: quota-state cannot answer this question (older).
-async fn ask(ctx: &Context, w: &WorkloadCheck<'_>) -> Result<Option<WorkloadOutcome>, String> {
-    if !quota_client::enabled(ctx) {
-        let quotas = StateWorkloadQuotas::of(ctx).map_err(|e| e.to_string())?;
+async fn ask(
+    svc: &crate::Service,
+    ctx: &Context,
+    w: &WorkloadCheck<'_>,
+) -> Result<Option<WorkloadOutcome>, String> {
+    if !svc.options.quota_state() {
+        let quotas = StateWorkloadQuotas::of(&svc.quotas, ctx).map_err(|e| e.to_string())?;
         return Ok(Some(quota_protocol::workload::decide(
             quotas.topology(),
             &quotas,
@@ -370,7 +358,7 @@ async fn ask(ctx: &Context, w: &WorkloadCheck<'_>) -> Result<Option<WorkloadOutc
         disable_default_quota: w.disable_default_quota,
         check_parent: w.check_parent,
     };
-    let Some(r) = quota_client::check_workload(ctx, msg).await? else {
+    let Some(r) = quota_client::check_workload(&svc.quota, msg).await? else {
         return Ok(None);
     };
     let amounts = r
@@ -485,6 +473,7 @@ fn namespace_of(req: &Request<Value>) -> String {
 ///
 /// Admitted: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: e}, spec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a, quota.scheduling.koordinator.sh/name: team-a}}, spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}}}}`
 async fn decide(
+    svc: &crate::Service,
     ctx: &Context,
     kind: &Kind,
     ns: &str,
@@ -506,9 +495,9 @@ async fn decide(
     };
     let mut warnings = Vec::new();
     // WQ-6: the pod rules on each template.
-    let deny_templates = listed(ctx, "workload-template-rules-deny-kinds", kind);
+    let deny_templates = listed(&svc.options.workload_template_rules_deny_kinds, kind);
     for t in &ts {
-        if let Err((rule, text)) = crate::pod_validate::template_rules(&t.pod, &ns, ctx) {
+        if let Err((rule, text)) = crate::pod_validate::template_rules(svc, &t.pod, &ns, ctx) {
             let text = format!(
                 "{who}: pods of {} would be refused by {rule}: {text}",
                 t.path
@@ -525,7 +514,7 @@ async fn decide(
     };
     let old_object = old;
     let old = old.and_then(|o| templates(kind, o, &ns).and_then(|ts| by_label(&ts)).ok());
-    let gang = kind.policy == Policy::Gang || listed(ctx, "workload-gang-kinds", kind);
+    let gang = kind.policy == Policy::Gang || listed(&svc.options.workload_gang_kinds, kind);
     let mut outcome = "unchanged";
     for (label, (peak, idx)) in &new {
         let more = increase(peak, old.as_ref().and_then(|o| o.get(label)).map(|e| &e.0));
@@ -541,7 +530,7 @@ async fn decide(
             disable_default_quota: ctx.gates().enabled("DisableDefaultQuota"),
             check_parent: !ctx.gates().enabled("SupportParentQuotaSubmitPod"),
         };
-        let answer = match ask(ctx, &w).await {
+        let answer = match ask(svc, ctx, &w).await {
             Ok(Some(a)) => a,
             Ok(None) => {
                 warnings.push(format!(
@@ -643,7 +632,7 @@ async fn decide(
             if let Ok(Some(WorkloadOutcome::Checked {
                 fit: Fit::NotNow { quota, free },
                 ..
-            })) = ask(ctx, &w).await
+            })) = ask(svc, ctx, &w).await
             {
                 let one: Amounts = t
                     .request
@@ -681,8 +670,8 @@ impl Validator for WorkloadValidator {
         quota_client::blocking_verdict(self.validate_async(req, ctx))
     }
 
-    fn waits(&self, ctx: &Context) -> bool {
-        quota_client::enabled(ctx)
+    fn waits(&self, _: &Context) -> bool {
+        self.0.options.quota_state()
     }
 
     async fn validate_async(&self, req: &Request<Value>, ctx: &Context) -> Verdict {
@@ -692,14 +681,17 @@ impl Validator for WorkloadValidator {
         {
             return Verdict::default();
         }
-        let Some(kind) = find_kind(req, ctx) else {
+        let svc = &self.0;
+        let Some(kind) = find_kind(req, svc) else {
             return Verdict::default();
         };
         let ns = namespace_of(req);
         let d = if is_scale(req) {
             match scaled_objects(req, ctx, &kind, &ns) {
                 Ok(None) => Decision::allow("unchanged"),
-                Ok(Some((new, old))) => decide(ctx, &kind, &ns, &new, Some(&old), &req.name).await,
+                Ok(Some((new, old))) => {
+                    decide(svc, ctx, &kind, &ns, &new, Some(&old), &req.name).await
+                }
                 Err(cause) => {
                     let mut d = Decision::allow("unavailable");
                     d.verdict.warnings.push(format!(
@@ -714,7 +706,7 @@ impl Validator for WorkloadValidator {
                 Operation::Update => req.old_object.as_ref(),
                 _ => None,
             };
-            decide(ctx, &kind, &ns, &req.object, old, &req.name).await
+            decide(svc, ctx, &kind, &ns, &req.object, old, &req.name).await
         };
         admission_kit::server::metrics::workload_quota_decision(&kind.kind, d.outcome);
         let mut v = d.verdict;

@@ -9,7 +9,18 @@ use serde_json::json;
 
 use super::*;
 
-fn ctx_with(used_gpu: &str, options: &[(&'static str, &str)]) -> Context {
+/// A cluster state and the validator under some flags.
+struct Cx {
+    ctx: Context,
+    validator: WorkloadValidator,
+}
+
+fn validator(flags: &[&str]) -> WorkloadValidator {
+    let options = crate::options::Options::parse(flags.iter().copied()).unwrap();
+    WorkloadValidator(Arc::new(crate::Service::new(options)))
+}
+
+fn ctx_with(used_gpu: &str, flags: &[&str]) -> Cx {
     let mut s = StaticState::default();
     s.add_value(json!({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
         "kind": "ElasticQuota", "metadata": {"name": "team-a", "namespace": "team-a",
@@ -18,16 +29,13 @@ fn ctx_with(used_gpu: &str, options: &[(&'static str, &str)]) -> Context {
         "spec": {"max": {"nvidia.com/gpu": "32"}}}))
         .unwrap();
     let app = crate::app();
-    let mut o = app.default_options();
-    for (k, v) in options {
-        o.insert(k, (*v).to_owned());
+    Cx {
+        ctx: Context::new(Arc::new(s)).with_gates(Arc::new(app.gates.clone())),
+        validator: validator(flags),
     }
-    Context::new(Arc::new(s))
-        .with_gates(Arc::new(app.gates.clone()))
-        .with_options(o)
 }
 
-fn ctx(used_gpu: &str) -> Context {
+fn ctx(used_gpu: &str) -> Cx {
     ctx_with(used_gpu, &[])
 }
 
@@ -86,8 +94,8 @@ fn review(object: Value, old: Option<Value>) -> Request<Value> {
     }
 }
 
-fn run(ctx: &Context, object: Value, old: Option<Value>) -> Verdict {
-    WorkloadValidator.validate(&review(object, old), ctx)
+fn run(c: &Cx, object: Value, old: Option<Value>) -> Verdict {
+    c.validator.validate(&review(object, old), &c.ctx)
 }
 
 fn refusal(v: &Verdict) -> Option<(&'static str, String)> {
@@ -119,7 +127,7 @@ fn wq_3_a_job_above_what_is_free_now_is_admitted_with_a_warning_or_refused_as_a_
             "WQ-3: PyTorchJob team-a/llama-ft needs nvidia.com/gpu=16 (Master 1×8, Worker 1×8); quota team-a has nvidia.com/gpu=8 free now: some of its pods will be refused until quota frees up"
         ]
     );
-    let gang = ctx_with("24", &[("workload-gang-kinds", "kubeflow.org/PyTorchJob")]);
+    let gang = ctx_with("24", &["--workload-gang-kinds=kubeflow.org/PyTorchJob"]);
     assert_eq!(
         refusal(&run(&gang, pytorch(1), None)).map(|r| r.0),
         Some("WQ-3")
@@ -213,7 +221,7 @@ fn wq_6_pod_rules_run_on_each_template() {
         "{:?}",
         v.warnings
     );
-    let deny = ctx_with("0", &[("workload-template-rules-deny-kinds", "*")]);
+    let deny = ctx_with("0", &["--workload-template-rules-deny-kinds=*"]);
     assert_eq!(refusal(&run(&deny, d, None)).map(|r| r.0), Some("WQ-6"));
 }
 
@@ -245,10 +253,9 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
         )
     };
     write(&kind("First"), 1_000);
-    let c = ctx_with("0", &[("workload-kinds-file", path.to_str().unwrap())]);
-    let options: admission_kit::review::app::OptionValues =
-        [("workload-kinds-file", path.to_str().unwrap().to_owned())].into();
-    assert_eq!(check_mapping(&options), Ok(()));
+    let flag = format!("--workload-kinds-file={}", path.display());
+    let c = ctx_with("0", &[flag.as_str()]);
+    let options = crate::options::Options::parse([flag.as_str()]).unwrap();
     let registered = mapped_endpoints(&options).unwrap();
     assert_eq!(
         (
@@ -262,7 +269,12 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
             "firsts"
         )
     );
-    let names = |c: &Context| mapped(c).iter().map(|k| k.kind.clone()).collect::<Vec<_>>();
+    let names = |c: &Cx| {
+        mapped(&c.validator.0)
+            .iter()
+            .map(|k| k.kind.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(&c), ["First"]);
     write(&kind("Second"), 2_000);
     assert_eq!(names(&c), ["Second"]);
@@ -272,7 +284,11 @@ fn the_mapping_is_reread_on_change_and_a_bad_change_keeps_the_old_kinds() {
         ["Second"],
         "a bad change keeps the kinds read before"
     );
-    assert!(check_mapping(&options).unwrap_err().contains("kinds.yaml"));
+    let at_start = crate::app_with(options).map(|_| ());
+    assert!(
+        at_start.unwrap_err().contains("kinds.yaml"),
+        "a bad file stops the service"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -287,9 +303,8 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
         .unwrap();
     s.add_value(deployment(2)).unwrap();
     let app = crate::app();
-    let c = Context::new(Arc::new(s))
-        .with_gates(Arc::new(app.gates.clone()))
-        .with_options(app.default_options());
+    let c = Context::new(Arc::new(s)).with_gates(Arc::new(app.gates.clone()));
+    let validator = validator(&[]);
     let scale_of = |n: u32, uid: &str| {
         json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
             "metadata": {"name": "web", "namespace": "team-a", "uid": uid}, "spec": {"replicas": n}})
@@ -309,7 +324,7 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
         sub_resource: Some("scale".into()),
         ..super::tests::review(scale(to), Some(scale(from)))
     };
-    let v = WorkloadValidator.validate(&review(40, 2), &c);
+    let v = validator.validate(&review(40, 2), &c);
     assert_eq!(
         refusal(&v),
         Some((
@@ -317,7 +332,7 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
             "Deployment team-a/web needs nvidia.com/gpu=40 (40×1) (nvidia.com/gpu=38 more than now); quota team-a allows at most nvidia.com/gpu=32".into()
         ))
     );
-    assert!(WorkloadValidator.validate(&review(3, 2), &c).allowed());
+    assert!(validator.validate(&review(3, 2), &c).allowed());
     // A review that does not carry the workload's uid (forged, naming another tenant's
     // Deployment) is not judged: nothing of the Deployment is read back in its answer.
     let forged = Request {
@@ -325,14 +340,9 @@ fn wq_4_a_scale_up_through_the_scale_subresource_is_judged_on_the_workload() {
         old_object: Some(scale_of(2, "guessed")),
         ..review(40, 2)
     };
-    let v = WorkloadValidator.validate(&forged, &c);
+    let v = validator.validate(&forged, &c);
     assert!(v.allowed() && v.warnings.is_empty(), "{v:?}");
-    assert!(
-        WorkloadValidator
-            .validate(&review(1, 2), &c)
-            .warnings
-            .is_empty()
-    );
+    assert!(validator.validate(&review(1, 2), &c).warnings.is_empty());
 }
 
 #[test]

@@ -14,14 +14,12 @@ use super::denial;
 use super::gojson::{self, RUNTIME_PATCH, TRAIN_JOB};
 use super::types::TrainJob;
 
-/// Now, at Go's precision: the system clock, or the service option's fixed time (fixtures).
-fn now(ctx: &Context) -> String {
-    match ctx.option(crate::CLOCK_OPTION) {
-        "" => jiff::Timestamp::now()
-            .strftime("%Y-%m-%dT%H:%M:%SZ")
-            .to_string(),
-        fixed => gojson::time_text(fixed),
-    }
+/// Now, at Go's precision: the system clock, or `--trainjob-clock`'s fixed time (fixtures).
+fn now(clock: Option<jiff::Timestamp>) -> String {
+    clock
+        .unwrap_or_else(jiff::Timestamp::now)
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// A patch without its time, as upstream compares an updated patch with the stored one.
@@ -111,12 +109,15 @@ fn with_zero_parts(mut v: Value) -> Value {
 
 /// `/mutate-trainer-kubeflow-org-v1alpha1-trainjob`.
 #[derive(Debug, Clone, Default)]
-pub struct TrainJobDefaulter;
+pub struct TrainJobDefaulter {
+    /// `--trainjob-clock`: the time stamped instead of now.
+    pub clock: Option<jiff::Timestamp>,
+}
 
 impl Mutator for TrainJobDefaulter {
     type Object = Value;
 
-    fn mutate(&self, req: &Request<Value>, object: &mut Value, ctx: &Context) -> Verdict {
+    fn mutate(&self, req: &Request<Value>, object: &mut Value, _: &Context) -> Verdict {
         use serde::Deserialize;
         // The object goes through controller-runtime's decoder (400 when it does not decode);
         // the stored one through the defaulter's own `json.Unmarshal` (an error it returns,
@@ -137,7 +138,7 @@ impl Mutator for TrainJobDefaulter {
                 ..Verdict::default()
             };
         }
-        if td_01_patch_times(object, old, &now(ctx)) {
+        if td_01_patch_times(object, old, &now(self.clock)) {
             gojson::add_go_fields(object, &TRAIN_JOB);
             return Verdict {
                 applied: vec!["TD-01"],

@@ -591,8 +591,7 @@ enum Live {
 impl WatchState {
     /// Starts one watch per resource on the runtime. Watch errors are retried with backoff
     /// forever (kube-runtime's default backoff); the store keeps serving its last contents.
-    /// `settings` (the service's options and gates) resolves [`WatchSpec::only`] to a namespace
-    /// and name, and answers [`WatchSpec::needed`].
+    /// `settings` (the gates in force) answers [`WatchSpec::needed`].
     pub fn start(
         client: Client,
         specs: &[WatchSpec],
@@ -600,20 +599,17 @@ impl WatchState {
     ) -> Self {
         let mut by_type = HashMap::new();
         for spec in specs {
-            if spec.needed.is_some_and(|needed| !needed(settings)) {
+            if spec.needed.as_ref().is_some_and(|needed| !needed(settings)) {
                 tracing::info!(kind = %spec.resource.kind, "not watched: no rule reads it with these options");
                 continue;
             }
             let ar = &spec.resource;
             let synced = Arc::new(AtomicBool::new(false));
-            let (namespace, config) = match spec.only {
-                Some((ns_opt, name_opt)) => {
-                    let (ns, name) = (settings.option(ns_opt), settings.option(name_opt));
-                    (
-                        Some(ns),
-                        watcher::Config::default().fields(&format!("metadata.name={name}")),
-                    )
-                }
+            let (namespace, config) = match &spec.only {
+                Some((ns, name)) => (
+                    Some(ns.as_str()),
+                    watcher::Config::default().fields(&format!("metadata.name={name}")),
+                ),
                 None => (None, watcher::Config::default()),
             };
             let kind = ar.kind.clone();
@@ -634,6 +630,7 @@ impl WatchState {
             let events = events.default_backoff();
             let kept = spec
                 .keep
+                .as_ref()
                 .filter(|_| spec.metadata_only)
                 .map(|keep| Arc::new(KeptCache::new(ar, keep(settings))));
             let (cache, stream) = match kept {

@@ -204,8 +204,12 @@ pub struct Endpoint {
     pub side_effects: SideEffects,
     /// Registered only when this says its rules can refuse or change something under the
     /// service's options and gates ([`App::registered_if`]); served whatever it says.
-    pub registered_when: Option<fn(&Context) -> bool>,
+    pub registered_when: Option<Setting<bool>>,
 }
+
+/// Something the service works out from its feature gates in force (the context at start,
+/// with no cluster state yet) and from its typed options, which the closure holds.
+pub type Setting<T> = Arc<dyn Fn(&Context) -> T + Send + Sync>;
 
 /// The labels and annotations the rules read of a kind's objects (see [`App::keeping`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -217,23 +221,36 @@ pub struct Keep {
 }
 
 /// A kind the rules read, and which part of it to watch.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WatchSpec {
     /// The kind.
     pub resource: ApiResource,
-    /// Watch one object only: the service options naming its namespace and name.
-    pub only: Option<(&'static str, &'static str)>,
+    /// Watch one object only: its namespace and name.
+    pub only: Option<(String, String)>,
     /// Watched only when this says the rules will read the kind under the service's options and
     /// gates (a lookup of an unwatched kind fails; the rules must not make one then).
-    pub needed: Option<fn(&Context) -> bool>,
+    pub needed: Option<Setting<bool>>,
     /// Keep only metadata (a metadata-only watch): the rules read nothing else of this kind.
     pub metadata_only: bool,
     /// Of a metadata-only watch, what the rules read of each object under the service's options:
     /// the cache then holds its namespace, name and these labels and annotations, nothing else.
-    pub keep: Option<fn(&Context) -> Keep>,
+    pub keep: Option<Setting<Keep>>,
     /// The kind may not be installed (a CRD of another project): until it is, the cache counts
     /// as synced and empty, so the service is ready and its other rules answer.
     pub optional: bool,
+}
+
+impl std::fmt::Debug for WatchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchSpec")
+            .field("resource", &self.resource)
+            .field("only", &self.only)
+            .field("needed", &self.needed.is_some())
+            .field("metadata_only", &self.metadata_only)
+            .field("keep", &self.keep.is_some())
+            .field("optional", &self.optional)
+            .finish()
+    }
 }
 
 /// A webhook service: its name, endpoints, the kinds its rules read, and the CRDs it owns.
@@ -252,14 +269,10 @@ pub struct App {
     pub crds: Vec<fn() -> CustomResourceDefinition>,
     /// The service's feature gates and their defaults.
     pub gates: FeatureGates,
-    /// Service-specific command-line options (`--name value`) of `serve` and `review`.
-    pub options: Vec<AppOption>,
     /// How a review that cannot be decided (undecodable body or object) is answered.
     pub decode_errors: DecodeErrors,
-    /// Checks `serve` runs first ([`App::check_at_start`]).
-    pub start_checks: Vec<StartCheck>,
     /// Endpoints self-registration adds ([`App::registers_also`]).
-    pub extra_endpoints: Vec<ExtraEndpoints>,
+    pub extra_endpoints: Vec<EndpointInfo>,
     /// Seconds the API server waits for an answer (`timeoutSeconds` of every webhook).
     pub timeout_seconds: i32,
 }
@@ -267,15 +280,6 @@ pub struct App {
 /// The API server's wait for an answer when a service does not set its own (Kubernetes'
 /// default and upstream's).
 pub const DEFAULT_TIMEOUT_SECONDS: i32 = 10;
-
-/// A service's option values by name (`--name value`).
-pub type OptionValues = std::collections::BTreeMap<&'static str, String>;
-
-/// A start check: the service's options in, `Err` with the reason to stop.
-pub type StartCheck = fn(&OptionValues) -> Result<(), String>;
-
-/// Endpoints to register besides the table's, from the service's options.
-pub type ExtraEndpoints = fn(&OptionValues) -> Result<Vec<EndpointInfo>, String>;
 
 /// How a review that cannot be decided (its body, request or object does not decode) is
 /// answered. Each upstream answers its own way, and the API server acts differently on each,
@@ -290,17 +294,6 @@ pub enum DecodeErrors {
     /// Kthena's: HTTP 400 with a plain-text message (`failed to decode object: …`). The API
     /// server counts the call as failed and applies the webhook's failure policy.
     PlainText,
-}
-
-/// A service-specific option, read by rules through [`crate::Context::option`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppOption {
-    /// Long flag name, without dashes.
-    pub name: &'static str,
-    /// One line for `--help`.
-    pub help: &'static str,
-    /// Value when not given.
-    pub default: &'static str,
 }
 
 /// An app with its feature gates applied.
@@ -323,9 +316,7 @@ impl App {
             watches: Vec::new(),
             crds: Vec::new(),
             gates: FeatureGates::default(),
-            options: Vec::new(),
             decode_errors: DecodeErrors::default(),
-            start_checks: Vec::new(),
             extra_endpoints: Vec::new(),
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         }
@@ -338,17 +329,10 @@ impl App {
         self
     }
 
-    /// A check `serve` runs once its options are known, before anything else: an `Err` stops
-    /// the service with that message (a configuration file that cannot be used, say).
-    pub fn check_at_start(mut self, check: StartCheck) -> Self {
-        self.start_checks.push(check);
-        self
-    }
-
-    /// Endpoints self-registration adds to the endpoint table's, worked out from the options at
-    /// start: the webhooks of an endpoint whose kinds are configured ([`Target::unregistered`]).
-    pub fn registers_also(mut self, extra: ExtraEndpoints) -> Self {
-        self.extra_endpoints.push(extra);
+    /// Endpoints self-registration adds to the endpoint table's, worked out from the service's
+    /// options: the webhooks of an endpoint whose kinds are configured ([`Target::unregistered`]).
+    pub fn registers_also(mut self, extra: Vec<EndpointInfo>) -> Self {
+        self.extra_endpoints.extend(extra);
         self
     }
 
@@ -356,24 +340,6 @@ impl App {
     pub fn decode_errors(mut self, how: DecodeErrors) -> Self {
         self.decode_errors = how;
         self
-    }
-
-    /// Declares a service-specific option of `serve` and `review`.
-    pub fn option(mut self, name: &'static str, help: &'static str, default: &'static str) -> Self {
-        self.options.push(AppOption {
-            name,
-            help,
-            default,
-        });
-        self
-    }
-
-    /// Every option at its default value.
-    pub fn default_options(&self) -> std::collections::BTreeMap<&'static str, String> {
-        self.options
-            .iter()
-            .map(|o| (o.name, o.default.to_owned()))
-            .collect()
     }
 
     /// Declares the service's feature gates with their defaults.
@@ -473,8 +439,8 @@ impl App {
 
     fn with_watch<K: Resource<DynamicType = ()>>(
         mut self,
-        only: Option<(&'static str, &'static str)>,
-        needed: Option<fn(&Context) -> bool>,
+        only: Option<(String, String)>,
+        needed: Option<Setting<bool>>,
         metadata_only: bool,
     ) -> Self {
         self.watches.push(WatchSpec {
@@ -513,35 +479,35 @@ impl App {
     }
 
     /// As [`App::watch_metadata`], but only when `needed` says a rule will read the kind under
-    /// the service's options and gates (its context, with no cluster state yet): otherwise the
+    /// the service's options (which it holds) and gates (its context, with no cluster state yet):
+    /// otherwise the
     /// watch and its cache would cost CPU on every change of every object of the kind, and memory
     /// for each, for nothing. The rules must not look the kind up then (the lookup fails).
     pub fn watch_metadata_if<K: Resource<DynamicType = ()>>(
         self,
-        needed: fn(&Context) -> bool,
+        needed: impl Fn(&Context) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.with_watch::<K>(None, Some(needed), true)
+        self.with_watch::<K>(None, Some(Arc::new(needed)), true)
     }
 
     /// Of the metadata-only watch declared last, the rules read only each object's namespace,
     /// name and the labels and annotations `keep` names under the service's options: the cache
     /// holds nothing else of it, about a fifth of a Pod's metadata (a cluster's Pods are its most
     /// numerous objects). A rule reading anything else of a cached object finds it empty.
-    pub fn keeping(mut self, keep: fn(&Context) -> Keep) -> Self {
+    pub fn keeping(mut self, keep: impl Fn(&Context) -> Keep + Send + Sync + 'static) -> Self {
         if let Some(w) = self.watches.last_mut() {
-            w.keep = Some(keep);
+            w.keep = Some(Arc::new(keep));
         }
         self
     }
 
-    /// Declares that rules read one object of kind `K`, whose namespace and name are the values of
-    /// the service options `namespace_option` and `name_option`: only it is watched.
+    /// Declares that rules read one object of kind `K`, `namespace`/`name`: only it is watched.
     pub fn watch_one<K: Resource<DynamicType = ()>>(
         self,
-        namespace_option: &'static str,
-        name_option: &'static str,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
     ) -> Self {
-        self.with_watch::<K>(Some((namespace_option, name_option)), None, false)
+        self.with_watch::<K>(Some((namespace.into(), name.into())), None, false)
     }
 
     /// Declares that the endpoint added last changes something besides its answer (a quota
@@ -558,9 +524,12 @@ impl App {
     /// the API server need not call costs every write it matches a round trip (a Pod binding
     /// endpoint whose rule is off: one call per scheduled Pod). Self-registration follows it;
     /// manifests register such an endpoint in the component that turns its rule on.
-    pub fn registered_if(mut self, when: fn(&Context) -> bool) -> Self {
+    pub fn registered_if(
+        mut self,
+        when: impl Fn(&Context) -> bool + Send + Sync + 'static,
+    ) -> Self {
         if let Some(e) = self.endpoints.last_mut() {
-            e.registered_when = Some(when);
+            e.registered_when = Some(Arc::new(when));
         }
         self
     }
@@ -669,7 +638,9 @@ impl EndpointInfo {
     /// The endpoints registered under the options and gates of `settings`: those of
     /// [`EndpointInfo::of`] but an endpoint whose [`App::registered_if`] condition is false.
     pub fn registered(app: &App, settings: &Context) -> Vec<Self> {
-        Self::matching(app, |e| e.registered_when.is_none_or(|when| when(settings)))
+        Self::matching(app, |e| {
+            e.registered_when.as_ref().is_none_or(|when| when(settings))
+        })
     }
 
     fn matching(app: &App, keep: impl Fn(&Endpoint) -> bool) -> Vec<Self> {
@@ -751,25 +722,35 @@ mod tests {
     fn an_endpoint_registered_if_is_left_out_when_its_condition_is_false() {
         use crate::review::lookup::EmptyState;
         let thing = |path| (path, Target::resource("g", "v1", "things", "Thing"));
-        let app = App::new("t", "t")
-            .option("on", "", "")
-            .validate_each(
-                [thing("/always"), thing("/sometimes")],
-                FailurePolicy::Fail,
-                || Nothing,
-            )
-            .registered_if(|ctx| ctx.option("on") == "yes");
-        let paths = |on: &str| {
-            let settings = Context::new(Arc::new(EmptyState))
-                .with_options([("on", on.to_owned())].into_iter().collect());
-            EndpointInfo::registered(&app, &settings)
+        // The service's typed option, held by the condition.
+        let app = |on: bool| {
+            App::new("t", "t")
+                .feature_gates(&[("Things", true)])
+                .validate_each(
+                    [thing("/always"), thing("/sometimes")],
+                    FailurePolicy::Fail,
+                    || Nothing,
+                )
+                .registered_if(move |ctx| on && ctx.gates().enabled("Things"))
+        };
+        let paths = |app: &App, gates: &str| {
+            let Ok(prepared) = app.prepare(Some(gates)) else {
+                return vec!["bad gates".to_owned()];
+            };
+            let settings = Context::new(Arc::new(EmptyState)).with_gates(prepared.gates);
+            EndpointInfo::registered(app, &settings)
                 .into_iter()
                 .map(|e| e.path)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(paths("yes"), ["/always", "/sometimes"]);
-        assert_eq!(paths("no"), ["/always"]);
-        assert_eq!(EndpointInfo::of(&app).len(), 2, "every endpoint is listed");
+        assert_eq!(paths(&app(true), "Things=true"), ["/always", "/sometimes"]);
+        assert_eq!(paths(&app(true), "Things=false"), ["/always"]);
+        assert_eq!(paths(&app(false), "Things=true"), ["/always"]);
+        assert_eq!(
+            EndpointInfo::of(&app(false)).len(),
+            2,
+            "every endpoint is listed"
+        );
     }
 
     #[test]

@@ -35,7 +35,6 @@ use crate::review::unmanaged::Unmanaged;
 pub struct Context {
     state: Arc<dyn ClusterState>,
     gates: Arc<FeatureGates>,
-    options: Arc<std::collections::BTreeMap<&'static str, String>>,
     peer: Option<Peer>,
 }
 
@@ -62,7 +61,6 @@ impl Context {
         Self {
             state,
             gates: Arc::new(FeatureGates::default()),
-            options: Arc::default(),
             peer: None,
         }
     }
@@ -78,28 +76,6 @@ impl Context {
     /// certificate. `None` offline (`review`, `admission-check`) and in unit tests.
     pub fn peer(&self) -> Option<Peer> {
         self.peer
-    }
-
-    /// The same context with these service options.
-    pub fn with_options(
-        mut self,
-        options: std::collections::BTreeMap<&'static str, String>,
-    ) -> Self {
-        self.options = Arc::new(options);
-        self
-    }
-
-    /// The service options, every declared one with its value.
-    pub fn options(&self) -> &std::collections::BTreeMap<&'static str, String> {
-        &self.options
-    }
-
-    /// A service option's value (`""` when the service declares no such option).
-    pub fn option(&self, name: &str) -> &str {
-        self.options
-            .get(name)
-            .map(String::as_str)
-            .unwrap_or_default()
     }
 
     /// The same context with these feature gates.
