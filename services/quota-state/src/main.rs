@@ -41,7 +41,7 @@ struct Args {
     /// pod's admission after this answer (the other validating webhooks of the request, which
     /// run beside this one and may take their timeout, 10 s by default) and the API server's
     /// persist and watch latency (at most 0.5 s in the 200-pod burst of
-    /// `shared/e2e/tests/up_system.rs`; `quota_state_reservation_backed_seconds` measures it
+    /// `dev/e2e/tests/up_system.rs`; `quota_state_reservation_backed_seconds` measures it
     /// where it runs). A pod that appears later still counts from then on.
     #[arg(long, env = "QUOTA_STATE_RESERVATION_TTL", default_value_t = 15)]
     reservation_ttl_secs: u64,

@@ -1015,7 +1015,7 @@ async fn during_the_drain_http1_answers_tell_clients_to_leave() {
 /// The API server dials a draining replica while the load balancer still lists it and sends
 /// its first request with the HTTP/2 preface: that request is answered, then GOAWAY moves the
 /// client on (shutting the connection down in its handshake lost such requests in the rolling
-/// restart of `shared/e2e/tests/faults.rs`).
+/// restart of `dev/e2e/tests/faults.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn during_the_drain_a_new_http2_connection_gets_its_first_answer_then_goaway() {
     let mut o = opts();

@@ -1277,7 +1277,7 @@ fn a_suite_names_endpoint_typos_and_refuses_admitted_for_what_nothing_checked() 
 
 /// Kthena v1.0's published examples: admission-check decides each object of a Kthena kind as the
 /// real API server with upstream's CRDs and handlers does (the e2e test's expected answers,
-/// `shared/e2e/tests/kthena_v1_examples.json`); that takes the CRD's defaults, applied before
+/// `dev/e2e/tests/kthena_v1_examples.json`); that takes the CRD's defaults, applied before
 /// any webhook (a ModelServing without `replicas` is sent with 1, not refused by MS-5).
 #[test]
 fn kthena_v1_examples_are_decided_as_the_cluster_decides_them() {
@@ -1295,7 +1295,7 @@ fn kthena_v1_examples_are_decided_as_the_cluster_decides_them() {
         .collect();
     let report = json_of(&check(&args));
     let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("shared/e2e/tests/kthena_v1_examples.json")).unwrap(),
+        &std::fs::read_to_string(repo().join("dev/e2e/tests/kthena_v1_examples.json")).unwrap(),
     )
     .unwrap();
     let mut seen = 0;
@@ -1336,7 +1336,7 @@ fn kthena_v1_examples_are_decided_as_the_cluster_decides_them() {
 }
 
 /// Kubeflow Trainer v2.3's published examples: admission-check decides each as the real API
-/// server with upstream's CRDs and handlers does (`shared/e2e/tests/trainer_v2_examples.json`),
+/// server with upstream's CRDs and handlers does (`dev/e2e/tests/trainer_v2_examples.json`),
 /// given the runtimes first, as the e2e test creates them first: a TrainJob is judged against
 /// the runtime it names, which admission-check finds among the manifests before it.
 #[test]
@@ -1361,7 +1361,7 @@ fn trainer_v2_examples_are_decided_as_the_cluster_decides_them() {
         .collect();
     let report = json_of(&check(&args));
     let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("shared/e2e/tests/trainer_v2_examples.json")).unwrap(),
+        &std::fs::read_to_string(repo().join("dev/e2e/tests/trainer_v2_examples.json")).unwrap(),
     )
     .unwrap();
     let mut seen = 0;

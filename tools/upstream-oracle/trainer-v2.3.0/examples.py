@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes shared/e2e/tests/trainer_v2_examples.json: upstream's answer to every Trainer v2.3
+"""Writes dev/e2e/tests/trainer_v2_examples.json: upstream's answer to every Trainer v2.3
 example manifest, from the objects the API server hands the webhooks.
 
 Input: target/e2e-trainer-v2/defaulted.json, written by the e2e test
@@ -18,7 +18,7 @@ import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../..")
 IN = os.path.join(ROOT, "target/e2e-trainer-v2/defaulted.json")
-OUT = os.path.join(ROOT, "shared/e2e/tests/trainer_v2_examples.json")
+OUT = os.path.join(ROOT, "dev/e2e/tests/trainer_v2_examples.json")
 PATHS = {
     "TrainingRuntime": "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
     "ClusterTrainingRuntime": "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime",

@@ -78,5 +78,5 @@ pub fn app(service: &str) -> Option<admission_kit::App> {
 
 /// The committed baseline: row name → instructions per review.
 pub fn baseline_file(root: &Path) -> PathBuf {
-    root.join("shared/instructions/baseline.json")
+    root.join("dev/instructions/baseline.json")
 }

@@ -1,7 +1,7 @@
 //! The control plane's binaries (kube-apiserver, etcd, kustomize) and tilt, built with the machine's Go
 //! from the Go module proxy and cached outside the repository, keyed by version.
 //!
-//! The wrapper modules in `shared/xtask/go/<tool>` pin every version (go.mod + go.sum); nothing
+//! The wrapper modules in `dev/xtask/go/<tool>` pin every version (go.mod + go.sum); nothing
 //! is downloaded as a prebuilt binary.
 
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ pub struct Tool {
     pub name: &'static str,
     /// Pinned version.
     pub version: &'static str,
-    /// The wrapper module it is built in (`shared/xtask/go/<module>`): the Kubernetes commands
+    /// The wrapper module it is built in (`dev/xtask/go/<module>`): the Kubernetes commands
     /// share one, so that one go.sum pins them all.
     pub module: &'static str,
     /// Package to build inside the wrapper module.
@@ -546,7 +546,7 @@ pub fn toxiproxy() -> Result<PathBuf, ToolsError> {
 }
 
 /// Builds every missing tool from the wrapper modules under `go_root`
-/// (`shared/xtask/go`), then returns their paths.
+/// (`dev/xtask/go`), then returns their paths.
 pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
     build_missing(&TOOLS, go_root)?;
     locate()

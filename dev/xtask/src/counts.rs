@@ -1,6 +1,6 @@
 //! `cargo xtask instructions`: instructions per review of the in-process paths
 //! (`instructions::PATHS`), counted by callgrind on the `quick-release` build, compared with the
-//! committed `shared/instructions/baseline.json`. More than [`TOLERANCE`] above a baseline
+//! committed `dev/instructions/baseline.json`. More than [`TOLERANCE`] above a baseline
 //! fails; `--update` writes the new counts as the baseline.
 //!
 //! Counted with valgrind directly rather than a harness crate (iai-callgrind needs its own

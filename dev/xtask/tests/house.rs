@@ -165,3 +165,77 @@ fn mutable_statics_are_recognised() {
         0
     );
 }
+
+/// Every path dependency as (package dir, dependency dir, kind), from `cargo metadata`.
+fn path_dependencies() -> Vec<(String, String, String)> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let workspace = meta["workspace_root"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let rel = |p: &str| {
+        let dir = Path::new(p).parent().unwrap_or(Path::new(p));
+        dir.strip_prefix(&workspace)
+            .unwrap_or(dir)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut found = Vec::new();
+    for p in meta["packages"].as_array().into_iter().flatten() {
+        let from = rel(p["manifest_path"].as_str().unwrap_or_default());
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            let Some(path) = d["path"].as_str() else {
+                continue;
+            };
+            let to = Path::new(path)
+                .strip_prefix(&workspace)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| path.to_owned());
+            let kind = d["kind"].as_str().unwrap_or("normal").to_owned();
+            found.push((from.clone(), to, kind));
+        }
+    }
+    found
+}
+
+/// The arrows point one way: `shared/` libraries use only `shared/`; services use `shared/` (and
+/// dev-only test support); `dev/` and `tools/` may use anything. Nothing a service or the kit
+/// links depends on tooling.
+#[test]
+fn dependencies_point_down_from_tooling_to_services_to_shared() {
+    let deps = path_dependencies();
+    assert!(
+        deps.len() > 20,
+        "only {} path dependencies found",
+        deps.len()
+    );
+    let mut bad = Vec::new();
+    for (from, to, kind) in &deps {
+        let linked = kind != "dev";
+        let wrong = (from.starts_with("shared/") && !to.starts_with("shared/"))
+            || (from.starts_with("services/")
+                && linked
+                && !(to.starts_with("shared/") || to.starts_with("services/")))
+            || (from.starts_with("services/") && linked && to.starts_with("services/"));
+        if wrong {
+            bad.push(format!("{from} -> {to} ({kind})"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -54,7 +54,7 @@ fn the_xtask_builds_its_dependencies_with_the_workspace_features() {
     );
     assert!(
         differing.is_empty(),
-        "add these features to shared/xtask/Cargo.toml:\n{}",
+        "add these features to dev/xtask/Cargo.toml:\n{}",
         differing.join("\n")
     );
 }

@@ -209,7 +209,7 @@ mod tests {
     #[test]
     fn package_names_from_ids() {
         assert_eq!(
-            package_name("path+file:///work/main/shared/e2e#0.1.0").as_deref(),
+            package_name("path+file:///work/main/dev/e2e#0.1.0").as_deref(),
             Some("e2e")
         );
         assert_eq!(

@@ -87,7 +87,7 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         jobs: usize,
         /// Run every step, replaying none of the passes recorded by an earlier run on the same
-        /// tree (see `shared/xtask/src/cache.rs`).
+        /// tree (see `dev/xtask/src/cache.rs`).
         #[arg(long)]
         rerun: bool,
     },
@@ -183,7 +183,7 @@ enum Cmd {
         push: bool,
     },
     /// Instructions per review of the in-process paths under callgrind (the `quick-release` build),
-    /// compared with `shared/instructions/baseline.json`: more than 10 % above fails.
+    /// compared with `dev/instructions/baseline.json`: more than 10 % above fails.
     Instructions {
         /// Write the counts as the new baseline instead of comparing.
         #[arg(long)]
@@ -339,8 +339,8 @@ fn is_package_variable(key: &str) -> bool {
 }
 
 fn tools() -> Result<testenv::Binaries> {
-    let bins = testenv::tools::ensure(&root().join("shared/xtask/go"))?;
-    testenv::tools::ensure_cluster(&root().join("shared/xtask/go"))?;
+    let bins = testenv::tools::ensure(&root().join("dev/xtask/go"))?;
+    testenv::tools::ensure_cluster(&root().join("dev/xtask/go"))?;
     testenv::tools::ensure_prometheus()?;
     testenv::tools::ensure_haproxy()?;
     image::tools()?;
@@ -447,7 +447,7 @@ fn main() -> ExitCode {
             load,
         } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
             |bin_dir| {
-                testenv::tools::ensure(&root().join("shared/xtask/go"))?;
+                testenv::tools::ensure(&root().join("dev/xtask/go"))?;
                 bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
             },
         ),
@@ -634,7 +634,7 @@ fn instruction_counts_in(bin_dir: &Path, update: bool) -> Result<()> {
     print!("{table}");
     if update {
         counts::write_baseline(&root(), &rows)?;
-        eprintln!("baseline written: shared/instructions/baseline.json");
+        eprintln!("baseline written: dev/instructions/baseline.json");
         return Ok(());
     }
     if !failed.is_empty() {
