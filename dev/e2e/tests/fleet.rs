@@ -185,7 +185,7 @@ fn grpc(
     let cfg = admission_kit::server::mtls::client(files.clone(), Duration::from_secs(1)).unwrap();
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
     QuotaStateClient::new(
-        quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+        quota_protocol::channel::mtls_channel(endpoint, cfg.source(), "quota-state").unwrap(),
     )
 }
 

@@ -244,7 +244,7 @@ fn grpc_client(
     };
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
     QuotaStateClient::new(
-        quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+        quota_protocol::channel::mtls_channel(endpoint, cfg.source(), "quota-state").unwrap(),
     )
 }
 

@@ -38,9 +38,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use admission_kit::Operation;
 pub use admission_kit::compat::resources::{Amount, AmountError, Amounts};
 use admission_kit::compat::resources::{NANO_PER_UNIT, list_text};
+use quota_protocol::proto::Operation;
 
 use quota_protocol::tree::{self, PodIndex, QuotaLookup, QuotaRef, TreeGates};
 use quota_protocol::types::ElasticQuota;

@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use admission_kit::Operation;
 use auth::{Caller, Policy};
 use ledger::{Amounts, Ledger, PodCheck, PodOutcome, WorkloadCheck, WorkloadOutcome};
 use quota_protocol::proto::quota_state_server::QuotaState;
@@ -344,11 +343,10 @@ fn workload_response(o: WorkloadOutcome) -> (CheckWorkloadResponse, &'static str
     }
 }
 
-fn op_of(code: i32) -> Result<Operation, Status> {
+fn op_of(code: i32) -> Result<proto::Operation, Status> {
+    use proto::Operation::{Create, Delete, Update};
     match proto::Operation::try_from(code) {
-        Ok(proto::Operation::Create) => Ok(Operation::Create),
-        Ok(proto::Operation::Update) => Ok(Operation::Update),
-        Ok(proto::Operation::Delete) => Ok(Operation::Delete),
+        Ok(op @ (Create | Update | Delete)) => Ok(op),
         _ => Err(Status::invalid_argument(format!(
             "operation {code} is not CREATE, UPDATE or DELETE"
         ))),

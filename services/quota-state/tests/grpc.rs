@@ -92,7 +92,7 @@ impl Served {
         let endpoint =
             tonic::transport::Endpoint::from_shared(format!("https://{}", self.addr)).unwrap();
         QuotaStateClient::new(
-            quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap(),
+            quota_protocol::channel::mtls_channel(endpoint, cfg.source(), "quota-state").unwrap(),
         )
     }
 
@@ -126,7 +126,8 @@ async fn admit_release_and_health_over_grpc() {
         )
         .unwrap();
     let cfg = admission_kit::server::mtls::client(files, Duration::from_secs(1)).unwrap();
-    let channel = quota_protocol::channel::mtls_channel(endpoint, cfg, "quota-state").unwrap();
+    let channel =
+        quota_protocol::channel::mtls_channel(endpoint, cfg.source(), "quota-state").unwrap();
     let mut client = QuotaStateClient::new(channel.clone());
     let req = |name: &str, n: i64| AdmitPodRequest {
         namespace: "team".into(),

@@ -554,7 +554,7 @@ fn validate_quota(
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
     };
     tree::validate(
-        req.operation,
+        quota_client::wire_operation(req.operation),
         &req.object,
         old,
         &quotas.topology,

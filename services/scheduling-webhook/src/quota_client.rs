@@ -23,7 +23,7 @@ use quota_protocol::proto::{
     CheckWorkloadResponse, LookupRequest, ReleaseRequest, ValidateQuotaRequest,
 };
 use quota_protocol::tree::{QuotaLookup, QuotaRef, pod_quota_label};
-use quota_protocol::wire::{operation_code, wire_amount};
+use quota_protocol::wire::wire_amount;
 use tokio::sync::{mpsc, oneshot};
 use tonic::transport::{Channel, Endpoint};
 
@@ -217,7 +217,7 @@ fn tls_channel(o: &Options, endpoint: Endpoint) -> Result<Channel, String> {
         };
         let config = admission_kit::cluster::managed::client_config_from_secret(namespace, name_of)
             .map_err(|e| format!("quota-state client TLS: {e}"))?;
-        return quota_protocol::channel::mtls_channel(endpoint, config, &name);
+        return quota_protocol::channel::mtls_channel(endpoint, config.source(), &name);
     }
     let file = |v: &Option<std::path::PathBuf>, flag: &str| {
         v.clone()
@@ -230,7 +230,7 @@ fn tls_channel(o: &Options, endpoint: Endpoint) -> Result<Channel, String> {
     };
     let config = admission_kit::server::mtls::client(files, Duration::from_secs(5))
         .map_err(|e| format!("quota-state client TLS: {e}"))?;
-    quota_protocol::channel::mtls_channel(endpoint, config, &name)
+    quota_protocol::channel::mtls_channel(endpoint, config.source(), &name)
 }
 
 /// The name quota-state's certificate must carry: `--quota-state-server-name`, else the URL's
@@ -702,6 +702,18 @@ pub async fn lookup(
     })
 }
 
+/// An admission operation as the protocol names it (CONNECT has no name: quotas are never
+/// connected to).
+pub fn wire_operation(op: Operation) -> quota_protocol::proto::Operation {
+    use quota_protocol::proto::Operation as Wire;
+    match op {
+        Operation::Create => Wire::Create,
+        Operation::Update => Wire::Update,
+        Operation::Delete => Wire::Delete,
+        Operation::Connect => Wire::Unspecified,
+    }
+}
+
 /// The rule ids quota-state may answer with, as the static ids verdicts carry.
 const QV_RULES: [&str; 11] = [
     "QV-C1", "QV-C2", "QV-U2", "QV-U3", "QV-U4", "QV-S", "QV-T", "QV-D1", "QV-D2", "QV-D3", "QV-D4",
@@ -718,7 +730,7 @@ pub async fn validate_quota(
 ) -> Result<Result<(), (&'static str, String)>, String> {
     let to_json = |q: &ElasticQuota| serde_json::to_vec(q).map_err(|e| e.to_string());
     let msg = ValidateQuotaRequest {
-        operation: operation_code(operation),
+        operation: wire_operation(operation) as i32,
         object: to_json(object)?,
         old_object: old.map(to_json).transpose()?.unwrap_or_default(),
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),

@@ -6,7 +6,9 @@
 //!
 //! 1. [`compat`]: Go compatibility, the values and texts upstream's Go code produces (durations,
 //!    quantities, `%q`, label selectors, feature gates, resource arithmetic, apimachinery's name
-//!    checks). Uses nothing else of the kit.
+//!    checks). Its own crate, `admission-compat`, shown here as a module (as `kube` shows its
+//!    parts): it cannot use the kit, and crates that need only it (`quota-protocol`) link
+//!    nothing else.
 //! 2. [`review`]: one AdmissionReview from bytes to answer: the envelope, typed [`Validator`]s and
 //!    [`Mutator`]s, field errors, the patch by diff, the endpoint table ([`App`]) and the lookup
 //!    interface rules read the cluster through.
@@ -21,7 +23,7 @@
 
 pub mod cli;
 pub mod cluster;
-pub mod compat;
+pub use admission_compat as compat;
 pub mod review;
 pub mod server;
 

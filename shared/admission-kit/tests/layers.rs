@@ -66,6 +66,17 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
         }
         out.entry(module).or_default().extend(used);
     }
+    // compat is a crate of its own (`admission-compat`), which cannot import the kit: its
+    // modules, as the kit names them, import nothing here.
+    let compat: Vec<String> = out
+        .values()
+        .flatten()
+        .filter(|m| m.starts_with("compat/"))
+        .cloned()
+        .collect();
+    for m in compat {
+        out.entry(m).or_default();
+    }
     out
 }
 
@@ -154,12 +165,12 @@ fn each_module_uses_only_its_layer_and_those_below() {
         imports["server/http"].contains("server/budget"),
         "{imports:#?}"
     );
-    // A module kept in a directory is one module.
+    // compat, its own crate, is named and imports nothing of the kit.
     assert!(
-        imports["compat/resources"].contains("compat/go"),
+        imports["review/field"].contains("compat/go"),
         "{imports:#?}"
     );
-    assert!(!imports.contains_key("compat/go/quantity"), "{imports:#?}");
+    assert!(imports["compat/go"].is_empty(), "{imports:#?}");
     assert_eq!(upward(&imports), Vec::<String>::new());
 }
 

@@ -3,25 +3,25 @@
 
 use std::sync::Arc;
 
-use admission_kit::server::mtls::Reloading;
 use tokio::net::TcpStream;
 
 use crate::coalesce::Coalesced;
 
 /// A lazily connecting channel to quota-state over mutual TLS: TCP to the endpoint's host and
-/// port, then TLS with the current configuration of `tls` (so a renewed client certificate is
-/// used from the next connection on), verifying that the server's certificate names
-/// `server_name`. A call's frames leave in one TLS record and one write ([`Coalesced`]).
+/// port, then TLS with the configuration `tls` gives for each new connection (so a renewed
+/// client certificate is used from the next connection on), verifying that the server's
+/// certificate names `server_name`. A call's frames leave in one TLS record and one write
+/// ([`Coalesced`]).
 pub fn mtls_channel(
     endpoint: tonic::transport::Endpoint,
-    tls: Arc<Reloading<rustls::ClientConfig>>,
+    tls: Arc<dyn Fn() -> Arc<rustls::ClientConfig> + Send + Sync>,
     server_name: &str,
 ) -> Result<tonic::transport::Channel, String> {
     let server_name = rustls::pki_types::ServerName::try_from(server_name.to_owned())
         .map_err(|e| format!("quota-state server name {server_name:?}: {e}"))?;
     Ok(
         endpoint.connect_with_connector_lazy(tower::service_fn(move |uri: http::Uri| {
-            let (config, server_name) = (tls.get(), server_name.clone());
+            let (config, server_name) = (tls(), server_name.clone());
             async move {
                 let tcp = connect_tcp(&uri, 443).await?;
                 let tls = tokio_rustls::TlsConnector::from(config)

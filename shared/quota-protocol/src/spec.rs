@@ -1,8 +1,8 @@
 //! One ElasticQuota as quota-state's ledger and the webhook's offline checks both read it, the
 //! quota names and resources the pod rules count (PV-4.2, PV-4.6), and the fleet's names.
 
-use admission_kit::compat::go::Quantity as GoQuantity;
-use admission_kit::compat::resources::{Amount, Amounts};
+use admission_compat::go::Quantity as GoQuantity;
+use admission_compat::resources::{Amount, Amounts};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::tree::{self, QuotaInfo};

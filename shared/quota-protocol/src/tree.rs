@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use admission_kit::Operation;
-use admission_kit::compat::resources::{Amount, Amounts, add, amounts, cmp_quantities, go_text};
+use crate::proto::Operation;
+use admission_compat::resources::{Amount, Amounts, add, amounts, cmp_quantities, go_text};
 
 use crate::types::{ElasticQuota, ResourceList};
 
@@ -354,7 +354,7 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     let sw = annotation(q, SHARED_WEIGHT);
     if !sw.is_empty() {
         // Decoded as Go decodes a ResourceList: its JSON and quantity errors in Go's words.
-        let parsed = admission_kit::compat::go::decode_resource_list(sw)?;
+        let parsed = admission_compat::go::decode_resource_list(sw)?;
         let neg: Vec<String> = parsed
             .iter()
             .filter(|(_, q)| q.negative && !q.is_zero())
@@ -808,7 +808,8 @@ pub fn validate(
             }
             Ok(())
         }
-        Operation::Connect => Ok(()),
+        // Never asked (no operation named): nothing to judge.
+        Operation::Unspecified => Ok(()),
     }
 }
 

@@ -5,7 +5,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use admission_kit::compat::resources::ResourceList;
+pub use admission_compat::resources::ResourceList;
 
 /// `ElasticQuota.spec` (scheduling.sigs.k8s.io/v1alpha1).
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

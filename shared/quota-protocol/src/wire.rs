@@ -1,8 +1,7 @@
 //! Amounts, formats and operations as the quota protocol carries them (`proto/quota_state.proto`).
 
-use admission_kit::Operation;
-use admission_kit::compat::go::QuantityFormat;
-use admission_kit::compat::resources::{Amount, NANO_PER_MILLI};
+use admission_compat::go::QuantityFormat;
+use admission_compat::resources::{Amount, NANO_PER_MILLI};
 
 use crate::proto;
 
@@ -57,16 +56,6 @@ pub fn amount_of_wire(resource: &str, a: &proto::Amount) -> Result<Amount, Strin
         .and_then(|n| n.checked_add(i128::from(a.sub_milli_nano)))
         .ok_or_else(|| format!("{resource}: amount out of range"))?;
     Ok(Amount { nano, format })
-}
-
-/// The wire code of an operation (CONNECT has none: quotas are never connected to).
-pub fn operation_code(op: Operation) -> i32 {
-    match op {
-        Operation::Create => proto::Operation::Create as i32,
-        Operation::Update => proto::Operation::Update as i32,
-        Operation::Delete => proto::Operation::Delete as i32,
-        Operation::Connect => proto::Operation::Unspecified as i32,
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! (admitted pods and outstanding reservations), scheduling-webhook's in-process evaluation the
 //! usage of each quota's `child-request` annotation.
 
-use admission_kit::compat::resources::{Amount, Amounts};
+use admission_compat::resources::{Amount, Amounts};
 
 use crate::spec::{QUOTA_KEYS, UNCHECKED};
 use crate::tree::{self, QuotaLookup};
@@ -245,7 +245,7 @@ pub fn decide(
 
 #[cfg(test)]
 mod tests {
-    use admission_kit::compat::go::QuantityFormat;
+    use admission_compat::go::QuantityFormat;
 
     use super::*;
 

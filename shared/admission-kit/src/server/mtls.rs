@@ -136,6 +136,14 @@ impl<T> Reloading<T> {
     }
 }
 
+impl<T: Send + Sync + 'static> Reloading<T> {
+    /// The configuration for each next connection, as a function: what a connector that knows
+    /// nothing of the kit takes (`quota_protocol::channel::mtls_channel`).
+    pub fn source(self: Arc<Self>) -> Arc<dyn Fn() -> Arc<T> + Send + Sync> {
+        Arc::new(move || self.get())
+    }
+}
+
 fn reloading<T: Send + Sync + std::fmt::Debug + 'static>(
     files: MtlsFiles,
     every: Duration,

@@ -4,7 +4,8 @@
 //! ([`resources`]), apimachinery's name and percent checks ([`validation`]), `encoding/json`'s reading of `null` as
 //! the zero value ([`zero`]).
 //!
-//! May use: nothing else of the kit (only outside crates).
+//! The admission kit's bottom layer, a crate of its own: it depends on no other crate of this
+//! repository, and the kit shows it as `admission_kit::compat`.
 
 pub mod gates;
 pub mod go;

@@ -2,7 +2,7 @@
 //!
 //! A service declares its gates with defaults; an endpoint may depend on one (when off, the path
 //! stays served and admits everything, said at start and in `admission_webhook_enabled`), and
-//! rules read the gates that change their behaviour through [`crate::Context::gates`].
+//! rules read the gates that change their behaviour through `Context::gates` (the kit).
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::compat::go::{ParsedQuantity, Quantity as GoQuantity, QuantityFormat};
+use crate::go::{ParsedQuantity, Quantity as GoQuantity, QuantityFormat};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -102,7 +102,7 @@ impl Amount {
     pub fn try_of(resource: &str, q: &Quantity) -> Result<Self, AmountError> {
         let p = GoQuantity::from_json_text(&q.0).map_err(|e| AmountError::Unparsable {
             resource: resource.to_owned(),
-            message: format!("{e}: {}", crate::compat::go::go_quote(&q.0)),
+            message: format!("{e}: {}", crate::go::go_quote(&q.0)),
         })?;
         Self::try_from_parsed(resource, &q.0, p.value())
     }
@@ -325,14 +325,14 @@ fn pod_request_with(
 /// the object does not decode (answered as a decode error, as upstream answers it). The text
 /// starts with apimachinery's; the value and its path follow.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{error}: {} at {path}", crate::compat::go::go_quote(text))]
+#[error("{error}: {} at {path}", crate::go::go_quote(text))]
 pub struct BadQuantity {
     /// Where it is (`spec.containers[0].resources.limits.cpu`).
     pub path: String,
     /// The text as sent.
     pub text: String,
     /// Why it does not parse.
-    pub error: crate::compat::go::QuantityError,
+    pub error: crate::go::QuantityError,
 }
 
 impl BadQuantity {
@@ -349,12 +349,10 @@ impl BadQuantity {
 }
 
 fn quantity_ok(q: &Quantity) -> Result<(), BadQuantity> {
-    crate::compat::go::check_quantity_text(crate::compat::go::json_trim(&q.0)).map_err(|error| {
-        BadQuantity {
-            path: String::new(),
-            text: q.0.clone(),
-            error,
-        }
+    crate::go::check_quantity_text(crate::go::json_trim(&q.0)).map_err(|error| BadQuantity {
+        path: String::new(),
+        text: q.0.clone(),
+        error,
     })
 }
 
