@@ -481,7 +481,7 @@ async fn serve_with(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.metrics_listen))?;
     {
         let (m, l, ready) = (metrics.clone(), ledger.clone(), serving_flag.clone());
-        tokio::spawn(admission_kit::server::http::serve_probes(
+        tokio::spawn(admission_kit::server::http::probes::serve_probes(
             probes,
             Arc::new(move || {
                 m.leader.set(i64::from(leading.load(Ordering::Acquire)));

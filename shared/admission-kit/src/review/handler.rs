@@ -31,9 +31,9 @@ use crate::review::skeleton::{self, tokens};
 use crate::review::unmanaged::Unmanaged;
 
 mod decode;
-mod patch;
+pub mod patch;
 use decode::*;
-pub use patch::typed_patch;
+use patch::typed_patch;
 
 /// What rules may read besides the request: cluster state and feature gates.
 #[derive(Clone)]

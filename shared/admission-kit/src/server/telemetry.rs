@@ -394,7 +394,7 @@ mod tests {
         let w = out.clone();
         let subscriber = tracing_subscriber::registry().with(json_lines(move || w.clone()));
         let _default = tracing::subscriber::set_default(subscriber);
-        let observed = crate::server::http::ObserveLayer {
+        let observed = crate::server::http::observe::ObserveLayer {
             path: "/validate-x",
             metrics: crate::server::metrics::Metrics::new().unwrap(),
         }

@@ -1,0 +1,210 @@
+//! One span, the metrics and one log line per review.
+
+use super::*;
+
+/// One span per review (continuing the API server's trace from `traceparent`), the webhook
+/// metrics, and one structured log line per decision: the audit trail.
+#[derive(Clone)]
+pub struct ObserveLayer {
+    /// The webhook path, the metrics' label.
+    pub path: &'static str,
+    /// Where to count.
+    pub metrics: Metrics,
+}
+
+impl<S> Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+    fn layer(&self, inner: S) -> Observe<S> {
+        Observe {
+            inner,
+            cfg: self.clone(),
+        }
+    }
+}
+
+/// See [`ObserveLayer`].
+#[derive(Clone)]
+pub struct Observe<S> {
+    inner: S,
+    cfg: ObserveLayer,
+}
+
+pub(super) struct HeaderExtractor<'a>(&'a HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+/// The W3C trace context the API server sent, if any.
+pub(super) fn parent_context(headers: &HeaderMap) -> opentelemetry::Context {
+    use opentelemetry::propagation::TextMapPropagator;
+    opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&HeaderExtractor(headers))
+}
+
+impl<S, B> Service<Request<B>> for Observe<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let inner = self.inner.clone();
+        let cfg = self.cfg.clone();
+        let span = tracing::info_span!(
+            "admission.review",
+            otel.name = %cfg.path,
+            webhook = %cfg.path,
+            uid = tracing::field::Empty,
+            allowed = tracing::field::Empty,
+        );
+        if req.headers().contains_key("traceparent") {
+            let _ = span.set_parent(parent_context(req.headers()));
+        }
+        Box::pin(
+            async move {
+                let m = &cfg.metrics;
+                let path = cfg.path;
+                let gauge = m.in_flight.with_label_values(&[path]);
+                gauge.inc();
+                let start = Instant::now();
+                let resp = inner.oneshot(req).await;
+                let elapsed = start.elapsed();
+                gauge.dec();
+                let Ok(resp) = resp;
+                m.latency
+                    .with_label_values(&[path])
+                    .observe(elapsed.as_secs_f64());
+                m.requests
+                    .with_label_values(&[path, resp.status().as_str()])
+                    .inc();
+                record(path, m, &resp, elapsed);
+                Ok(resp)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
+    let latency_us = elapsed.as_micros() as u64;
+    if let Some(d) = resp.extensions().get::<Decision>() {
+        let span = tracing::Span::current();
+        span.record("uid", d.uid.as_str());
+        span.record("allowed", d.allowed);
+        let decision = if d.allowed { "allowed" } else { "denied" };
+        m.decisions
+            .with_label_values(&[path, d.operation, decision])
+            .inc();
+        let on_trial = d.enforcement != Enforcement::Enforce;
+        if !on_trial {
+            for denial in &d.denials {
+                m.denials.with_label_values(&[path, denial.rule]).inc();
+            }
+        } else {
+            trial(path, m, d);
+        }
+        tracing::info!(
+            target: "admission::decision",
+            webhook = path,
+            uid = %d.uid,
+            kind = %d.kind,
+            namespace = %d.namespace,
+            name = %d.name,
+            operation = d.operation,
+            allowed = d.allowed,
+            patched = d.patched,
+            dry_run = d.dry_run,
+            rules = %d.rules(),
+            applied = %d.applied.join(","),
+            // On trial only (absent fields are not written): what enforcing would have done.
+            enforcement = on_trial.then_some(d.enforcement.as_str()),
+            would_deny = on_trial.then_some(d.would_deny),
+            withheld_patch = d.withheld_patch.as_deref(),
+            latency_us,
+            "decision"
+        );
+    } else if let Some(TrialRefusal(mode)) = resp.extensions().get::<TrialRefusal>() {
+        // Admitted on trial: what enforcing would have refused.
+        m.decisions.with_label_values(&[path, "", "allowed"]).inc();
+        m.audit
+            .with_label_values(&[path, REVIEW_ERROR_RULE, "would_deny"])
+            .inc();
+        let why = resp
+            .extensions()
+            .get::<ReviewError>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::info!(
+            target: "admission::decision",
+            webhook = path,
+            allowed = true,
+            enforcement = mode.as_str(),
+            would_deny = true,
+            rules = REVIEW_ERROR_RULE,
+            error = %why,
+            latency_us,
+            "decision"
+        );
+    } else {
+        m.decisions.with_label_values(&[path, "", "error"]).inc();
+        let why = resp
+            .extensions()
+            .get::<ReviewError>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::warn!(
+            target: "admission::decision",
+            webhook = path,
+            code = resp.status().as_u16(),
+            error = %why,
+            latency_us,
+            "review refused"
+        );
+    }
+}
+
+/// Marks a response that admitted, on trial, a review enforcing would have refused as
+/// undecodable.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TrialRefusal(pub(super) Enforcement);
+
+/// The rule label of a would-be refusal of an undecodable review.
+pub(super) const REVIEW_ERROR_RULE: &str = "review-error";
+
+/// Counts one decision of an endpoint on trial (`warn`, `audit`): each rule that would have
+/// denied, each rule whose patch enforcing sends (withheld in `audit`, sent in `warn`), or
+/// agreement.
+pub(super) fn trial(path: &str, m: &Metrics, d: &Decision) {
+    if d.would_deny {
+        for denial in &d.denials {
+            m.audit
+                .with_label_values(&[path, denial.rule, "would_deny"])
+                .inc();
+        }
+    } else if d.withheld_patch.is_some() || d.patched {
+        for rule in &d.applied {
+            m.audit
+                .with_label_values(&[path, rule, "would_patch"])
+                .inc();
+        }
+        if d.applied.is_empty() {
+            m.audit.with_label_values(&[path, "", "would_patch"]).inc();
+        }
+    } else {
+        m.audit.with_label_values(&[path, "", "agree"]).inc();
+    }
+}
