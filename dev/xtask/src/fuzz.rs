@@ -13,11 +13,12 @@ use serde_json::Value;
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// Every target, and the fixture domain whose cases seed it.
-pub const TARGETS: [(&str, Option<&str>); 7] = [
+pub const TARGETS: [(&str, Option<&str>); 8] = [
     ("review_registry", Some("registry")),
     ("review_node_config", Some("node-config")),
     ("review_training", Some("training")),
     ("review_scheduling", Some("scheduling")),
+    ("review_lifecycle", None),
     ("slo_config", None),
     ("quantity_duration", None),
     ("ledger_inputs", None),
@@ -154,6 +155,41 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
                     write_seed(&dir, &mut n, &bytes)?;
                 }
             }
+        }
+    }
+    if target == "review_lifecycle" {
+        // A deletion of the Pod the target's cluster holds, and an eviction of it, by every
+        // first byte (endpoint and drain answer).
+        let pod = serde_json::json!({
+            "metadata": {"name": "llm-0", "namespace": "serving", "uid": "u-1",
+                         "labels": {"drain.admission-webhooks.io/enabled": "true"}},
+            "status": {"phase": "Running", "podIP": "10.0.0.7"}});
+        let review = |resource: &str, sub: &str, op: &str, kind: &str, object: Value| {
+            serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {"uid": "r-1", "kind": {"group": "", "version": "v1", "kind": kind},
+                    "resource": {"group": "", "version": "v1", "resource": resource},
+                    "subResource": sub, "name": "llm-0", "namespace": "serving",
+                    "operation": op, "userInfo": {"username": "alice"},
+                    "object": object.clone(), "oldObject": object}})
+        };
+        let deletion = review("pods", "", "DELETE", "Pod", pod);
+        let eviction = review(
+            "pods",
+            "eviction",
+            "CREATE",
+            "Eviction",
+            serde_json::json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "llm-0", "namespace": "serving"}}),
+        );
+        for pick in 0u8..6 {
+            let body = if pick / 3 % 2 == 0 {
+                &deletion
+            } else {
+                &eviction
+            };
+            let mut bytes = vec![pick];
+            bytes.extend(serde_json::to_vec(body)?);
+            write_seed(&dir, &mut n, &bytes)?;
         }
     }
     if target == "quantity_duration" {

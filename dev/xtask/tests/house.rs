@@ -133,7 +133,7 @@ fn handlers_share_nothing_process_wide() {
             .into_owned();
         let scoped = (rel.starts_with("services/") && rel.contains("/src/"))
             || rel.starts_with("shared/admission-kit/src/review/")
-            || rel.starts_with("shared/admission-kit/src/compat/");
+            || rel.starts_with("shared/admission-compat/src/");
         if !scoped || !rel.ends_with(".rs") || rel.ends_with("/tests.rs") {
             continue;
         }

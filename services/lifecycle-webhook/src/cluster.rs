@@ -244,8 +244,9 @@ impl Cluster for Kube {
     }
 }
 
-/// A cluster in memory for the rules' unit tests: Pods and Nodes given, one record.
-#[cfg(test)]
+/// A cluster in memory for the rules' unit tests and the fuzz target: Pods and Nodes given,
+/// one record.
+#[cfg(any(test, feature = "testing"))]
 #[derive(Default)]
 pub struct Memory {
     /// Pods by `namespace/name`.
@@ -260,7 +261,7 @@ pub struct Memory {
     pub api_server_peers: std::sync::Mutex<Vec<String>>,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Memory {
     fn failed(&self) -> Result<(), String> {
         match self.failing.lock() {
@@ -270,7 +271,7 @@ impl Memory {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Cluster for Memory {
     fn pod<'a>(
         &'a self,

@@ -7,10 +7,13 @@
 //! - [`call`]: the drain call to the Pod's own IP;
 //! - [`record`]: each drain's start and deadline, one record every replica shares;
 //! - [`cluster`]: what the rules read and write through the API;
-//! - [`options`]: the service's flags.
+//! - [`options`]: the service's flags;
+//! - `fuzzing` (feature `testing`): the fuzz target's entry point.
 
 pub mod call;
 pub mod cluster;
+#[cfg(feature = "testing")]
+pub mod fuzzing;
 pub mod options;
 pub mod record;
 pub mod rules;

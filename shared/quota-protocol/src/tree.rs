@@ -836,27 +836,26 @@ mod tests {
     /// Any quotas, added one at a time in any order, make the tree `build` makes of them all.
     #[test]
     fn inserting_quotas_one_at_a_time_builds_the_same_tree() {
-        use rand::{Rng as _, SeedableRng as _, seq::SliceRandom as _};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..200 {
-            let n = rng.random_range(1..12);
+            let n = rng.usize(1..12);
             let names = ["a", "b", "c", "d", "e", ROOT, "team"];
             let objects: Vec<ElasticQuota> = (0..n)
                 .map(|_| {
-                    let name = names[rng.random_range(0..names.len())];
-                    let ns = ["team", "quotas", "a"][rng.random_range(0..3)];
-                    let parent = names[rng.random_range(0..names.len())];
+                    let name = names[rng.usize(0..names.len())];
+                    let ns = ["team", "quotas", "a"][rng.usize(0..3)];
+                    let parent = names[rng.usize(0..names.len())];
                     let bound = ["", r#"["apps"]"#, r#"["apps","team"]"#, r#"["x"]"#];
                     eq(
                         name,
                         ns,
                         &[(PARENT, parent), (IS_PARENT, "true")],
-                        bound[rng.random_range(0..bound.len())],
+                        bound[rng.usize(0..bound.len())],
                     )
                 })
                 .collect();
             let mut order: Vec<&ElasticQuota> = objects.iter().collect();
-            order.shuffle(&mut rng);
+            rng.shuffle(&mut order);
             let mut t = Topology::from_objects(std::iter::empty());
             let mut added: Vec<&ElasticQuota> = Vec::new();
             for o in order {
