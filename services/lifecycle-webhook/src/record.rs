@@ -190,7 +190,10 @@ fn make_room(
         let from = from.to_owned();
         match victim {
             Some(uid) => {
-                tracing::warn!(namespace = %from, "drain record full: a drain of the namespace holding the most is forgotten");
+                tracing::warn!(
+                    namespace = %from,
+                    "drain record full: a drain of the namespace holding the most is forgotten",
+                );
                 data.remove(&uid);
             }
             None => return Err("the drain record is full".into()),

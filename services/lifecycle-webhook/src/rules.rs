@@ -324,7 +324,12 @@ impl Drainer {
         };
         if begun.new {
             admission_kit::server::metrics::drain("started");
-            tracing::info!(pod = %id, target = %plan.target, deadline = %begun.drain.deadline, "drain started");
+            tracing::info!(
+                pod = %id,
+                target = %plan.target,
+                deadline = %begun.drain.deadline,
+                "drain started",
+            );
         }
         let (started, deadline) = match (begun.drain.started_at(), begun.drain.deadline_at()) {
             (Ok(s), Ok(d)) => (s, d),

@@ -179,12 +179,19 @@ pub fn incoming(
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
                         metrics.refused("handshake", "tls");
-                        tracing::warn!(peer = %addr, error = %e, "refused a connection: TLS handshake failed (no or untrusted client certificate?)");
+                        tracing::warn!(
+                            peer = %addr,
+                            error = %e,
+                            "refused a connection: TLS handshake failed (no or untrusted client certificate?)",
+                        );
                         return;
                     }
                     Err(_) => {
                         metrics.refused("handshake", "timeout");
-                        tracing::warn!(peer = %addr, "refused a connection: TLS handshake timed out");
+                        tracing::warn!(
+                            peer = %addr,
+                            "refused a connection: TLS handshake timed out",
+                        );
                         return;
                     }
                 };
@@ -198,7 +205,11 @@ pub fn incoming(
                 let names: Arc<[String]> = names.into();
                 let Some(slot) = slots.take(&names) else {
                     metrics.refused("handshake", "connections");
-                    tracing::warn!(peer = %addr, ?names, "refused a connection: too many open, in all or of this certificate");
+                    tracing::warn!(
+                        peer = %addr,
+                        ?names,
+                        "refused a connection: too many open, in all or of this certificate",
+                    );
                     return;
                 };
                 let _ = tx

@@ -209,7 +209,11 @@ pub async fn member(
                 });
                 metrics.member_watch(&cluster, true);
                 if let Some(since) = broken_since.take() {
-                    tracing::info!(cluster = %cluster, broken_for = ?since.elapsed(), "member Pod watch back; usage relisted");
+                    tracing::info!(
+                        cluster = %cluster,
+                        broken_for = ?since.elapsed(),
+                        "member Pod watch back; usage relisted",
+                    );
                 }
                 backoff.reset();
             })
@@ -219,7 +223,11 @@ pub async fn member(
             metrics.member_watch(&cluster, false);
             if broken_since.is_none() {
                 broken_since = Some(std::time::Instant::now());
-                tracing::warn!(cluster = %cluster, error = %error, "member Pod watch broken: its usage is kept as last seen and its reservations held until it lists again");
+                tracing::warn!(
+                    cluster = %cluster,
+                    error = %error,
+                    "member Pod watch broken: its usage is kept as last seen and its reservations held until it lists again",
+                );
             }
             tokio::time::sleep(backoff.next_delay()).await;
         }

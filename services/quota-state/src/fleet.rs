@@ -230,7 +230,11 @@ pub async fn run(
             m.removing = true;
             m.listed = false;
         });
-        tracing::warn!(cluster = %cluster, grace = ?o.removal_grace, "member Secret gone: its calls are refused, its usage leaves the ledger after the grace period");
+        tracing::warn!(
+            cluster = %cluster,
+            grace = ?o.removal_grace,
+            "member Secret gone: its calls are refused, its usage leaves the ledger after the grace period",
+        );
         let (ledger, members, metrics, generation) = (
             ledger.clone(),
             members.clone(),
@@ -275,7 +279,10 @@ pub async fn run(
                 continue;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "member Secret watch error; retrying (members keep being fed)");
+                tracing::warn!(
+                    error = %e,
+                    "member Secret watch error; retrying (members keep being fed)",
+                );
                 continue;
             }
         };
@@ -298,7 +305,12 @@ pub async fn run(
                 .find(|(secret, cluster)| **cluster == m.cluster && **secret != name)
                 .map(|(secret, _)| secret.clone())
             {
-                tracing::error!(cluster = %m.cluster, secret = %name, other = %other, "member Secret not taken: another member Secret names the same cluster");
+                tracing::error!(
+                    cluster = %m.cluster,
+                    secret = %name,
+                    other = %other,
+                    "member Secret not taken: another member Secret names the same cluster",
+                );
                 continue;
             }
             // A Secret that now names another cluster: the cluster it named leaves.
@@ -316,7 +328,12 @@ pub async fn run(
             generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             let restarted = running.contains_key(&m.cluster);
             members.update(&m.cluster, |s| s.removing = false);
-            tracing::info!(cluster = %m.cluster, secret = %name, restarted, "member declared: feeding its pods");
+            tracing::info!(
+                cluster = %m.cluster,
+                secret = %name,
+                restarted,
+                "member declared: feeding its pods",
+            );
             let feed = crate::feed::member(
                 m.cluster.clone(),
                 client.clone(),
@@ -393,14 +410,23 @@ async fn copy_client_secret(
         {
             Ok(_) => {
                 if failing {
-                    tracing::info!(cluster = %cluster, secret = %format!("{namespace}/{name}"), "member client Secret copied again");
+                    tracing::info!(
+                        cluster = %cluster,
+                        secret = %format!("{namespace}/{name}"),
+                        "member client Secret copied again",
+                    );
                 }
                 failing = false;
                 tracing::debug!(cluster = %cluster, "member client Secret copied");
             }
             Err(e) => {
                 if !failing {
-                    tracing::warn!(cluster = %cluster, secret = %format!("{namespace}/{name}"), error = %e, "cannot copy the member's client Secret into it (does its kubeconfig allow writing that Secret?); retrying at the next change");
+                    tracing::warn!(
+                        cluster = %cluster,
+                        secret = %format!("{namespace}/{name}"),
+                        error = %e,
+                        "cannot copy the member's client Secret into it (does its kubeconfig allow writing that Secret?); retrying at the next change",
+                    );
                 }
                 failing = true;
             }

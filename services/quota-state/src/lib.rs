@@ -470,7 +470,12 @@ impl QuotaState for Service {
             &r.review_uid,
             &caller.identity,
         ) {
-            tracing::debug!(namespace = %r.namespace, name = %r.name, caller = %caller.identity, "nothing of this caller's to release");
+            tracing::debug!(
+                namespace = %r.namespace,
+                name = %r.name,
+                caller = %caller.identity,
+                "nothing of this caller's to release",
+            );
         }
         self.ok(M, ReleaseResponse {})
     }

@@ -34,7 +34,12 @@ struct Args {
     /// gRPC listen address.
     #[arg(long, env = "QUOTA_STATE_LISTEN", default_value = "0.0.0.0:9090")]
     listen: SocketAddr,
-    #[arg(long, env = "QUOTA_STATE_WORKER_THREADS", default_value_t = 1, help = admission_kit::server::runtime::WORKER_THREADS_HELP)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_WORKER_THREADS",
+        default_value_t = 1,
+        help = admission_kit::server::runtime::WORKER_THREADS_HELP,
+    )]
     worker_threads: usize,
     /// How long a reservation waits for its pod to appear in the Pod watch before it expires
     /// (seconds): the longest a forged review's reservation lives. It must cover the rest of the
@@ -47,7 +52,12 @@ struct Args {
     reservation_ttl_secs: u64,
     /// Hold a coordination.k8s.io Lease so that of several replicas only one (the leader) is
     /// SERVING, and so receives the admissions; the others keep their ledgers warm.
-    #[arg(long, env = "QUOTA_STATE_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_LEADER_ELECTION",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+    )]
     leader_election: bool,
     /// Lease name.
     #[arg(long, env = "QUOTA_STATE_LEASE_NAME", default_value = "quota-state")]
@@ -62,7 +72,12 @@ struct Args {
     /// the leader is lost, the standby takes over within this time, and until then creations
     /// of quota-charged Pods get `--quota-unavailable`'s answer. The leader renews a third of
     /// it before expiry. Shorter means a shorter gap and more Lease writes (one per 2/3 of it).
-    #[arg(long, env = "QUOTA_STATE_LEADER_LEASE_DURATION", default_value = "15s", value_parser = admission_kit::cli::duration)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_LEADER_LEASE_DURATION",
+        default_value = "15s",
+        value_parser = admission_kit::cli::duration,
+    )]
     leader_lease_duration: Duration,
     /// `--tls-mode=files`: PEM certificate served to callers (mutual TLS; reloaded when the
     /// file changes).
@@ -102,37 +117,72 @@ struct Args {
     )]
     metrics_listen: SocketAddr,
     /// Outstanding reservations (pods admitted, not yet created) allowed per namespace.
-    #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS_PER_NAMESPACE", default_value_t = ReservationLimits::default().per_namespace)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_RESERVATIONS_PER_NAMESPACE",
+        default_value_t = ReservationLimits::default().per_namespace,
+    )]
     max_reservations_per_namespace: usize,
     /// Outstanding reservations allowed in all.
-    #[arg(long, env = "QUOTA_STATE_MAX_RESERVATIONS", default_value_t = ReservationLimits::default().total)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_RESERVATIONS",
+        default_value_t = ReservationLimits::default().total,
+    )]
     max_reservations: usize,
     /// What pods admitted but not yet seen in the Pod watch may hold of a quota (and of each
     /// ancestor), in percent of its limit per resource: a client that forges reviews holds at
     /// most this share with pods that never come. 100 turns the bound off. One pod larger than
     /// the share still passes while nothing else is outstanding on that quota.
-    #[arg(long, env = "QUOTA_STATE_MAX_UNBACKED_PERCENT", default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_UNBACKED_PERCENT",
+        default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10,
+        value_parser = clap::value_parser!(u32).range(1..=100),
+    )]
     max_unbacked_percent: u32,
     /// The same share for one namespace's outstanding pods on the quota they charge: under a
     /// quota shared by several namespaces, one namespace cannot take what the others need.
-    #[arg(long, env = "QUOTA_STATE_MAX_UNBACKED_PERCENT_PER_NAMESPACE", default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_UNBACKED_PERCENT_PER_NAMESPACE",
+        default_value_t = ReservationLimits::SERVICE_SHARE_PERMILLE / 10,
+        value_parser = clap::value_parser!(u32).range(1..=100),
+    )]
     max_unbacked_percent_per_namespace: u32,
     /// Outstanding reservations allowed to one address that no created pod has vouched for
     /// yet (where the API server presents no client certificate, anyone may post reviews; see
     /// docs/threat-model.md). A trusted address's pod drops those in its way.
-    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED_PER_PEER", default_value_t = ReservationLimits::default().untrusted_per_peer)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_UNTRUSTED_PER_PEER",
+        default_value_t = ReservationLimits::default().untrusted_per_peer,
+    )]
     max_untrusted_per_peer: usize,
     /// The same for all such addresses together.
-    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED", default_value_t = ReservationLimits::default().untrusted_total)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_UNTRUSTED",
+        default_value_t = ReservationLimits::default().untrusted_total,
+    )]
     max_untrusted: usize,
     /// What the outstanding reservations of such addresses together may hold of a quota (and
     /// of each ancestor), in percent of its limit per resource.
-    #[arg(long, env = "QUOTA_STATE_MAX_UNTRUSTED_PERCENT", default_value_t = ReservationLimits::default().untrusted_share_permille / 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MAX_UNTRUSTED_PERCENT",
+        default_value_t = ReservationLimits::default().untrusted_share_permille / 10,
+        value_parser = clap::value_parser!(u32).range(1..=100),
+    )]
     max_untrusted_percent: u32,
     /// Lease (in `--lease-namespace`) where the serving replica remembers the addresses the API
     /// server's pods came from, so that the next leader trusts them from its first answer
     /// (docs/threat-model.md); lifecycle-webhook reads them too. Empty: nothing remembered.
-    #[arg(long, env = "QUOTA_STATE_PEERS_LEASE", default_value = admission_kit::cluster::peers::LEASE)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_PEERS_LEASE",
+        default_value = admission_kit::cluster::peers::LEASE,
+    )]
     peers_lease: String,
     /// Seconds between usage write-back rounds: the serving replica writes each quota's usage
     /// (admitted pods and reservations) to its `child-request` annotation, at most once a round
@@ -154,12 +204,24 @@ struct Args {
     /// naming `member-<cluster>` (managed mode issues one per member into
     /// quota-state-client-member-<cluster>), and each acts for its own cluster only.
     /// `--allowed-clients` is then not used.
-    #[arg(long, env = "QUOTA_STATE_FLEET", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_FLEET",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+    )]
     fleet: bool,
     /// In a fleet: how long a member's usage stays in the ledger after its Secret is deleted
     /// (its calls are refused at once). A Secret deleted by mistake and restored within it
     /// loses nothing.
-    #[arg(long, env = "QUOTA_STATE_MEMBER_REMOVAL_GRACE", default_value = "10m", value_parser = admission_kit::cli::duration)]
+    #[arg(
+        long,
+        env = "QUOTA_STATE_MEMBER_REMOVAL_GRACE",
+        default_value = "10m",
+        value_parser = admission_kit::cli::duration,
+    )]
     member_removal_grace: Duration,
     /// In a fleet: keep a copy of each member's client Secret in the member itself, as
     /// `namespace/name` (where its scheduling-webhook reads it with
@@ -499,7 +561,12 @@ async fn serve_with(args: Args) -> anyhow::Result<()> {
             }),
         ));
     }
-    tracing::info!(listen = %args.listen, metrics = %args.metrics_listen, mtls = tls.is_some(), "starting");
+    tracing::info!(
+        listen = %args.listen,
+        metrics = %args.metrics_listen,
+        mtls = tls.is_some(),
+        "starting",
+    );
     let service = QuotaStateServer::new(
         quota_state::Service::new(ledger, policy, metrics.clone()).with_serving(serving_flag),
     )

@@ -131,7 +131,10 @@ pub async fn run(client: kube::Client, ledger: Arc<Ledger>, at: LeaseAt, serving
             }
             Err(e) => {
                 if !failing {
-                    tracing::warn!(error = %e, "cannot remember the API server's addresses; retrying");
+                    tracing::warn!(
+                        error = %e,
+                        "cannot remember the API server's addresses; retrying",
+                    );
                 }
                 failing = true;
             }

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
+    CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
+    JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 use registry_webhook::types::{AutoscalingPolicy, AutoscalingPolicyBinding, Model};
 
@@ -51,10 +52,10 @@ fn paths(
             paths(v, &p, out, core);
         }
     }
-    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(items)) = &s.items {
+    if let Some(JSONSchemaPropsOrArray::Schema(items)) = &s.items {
         paths(items, &format!("{prefix}[]"), out, core);
     }
-    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool::Schema(m)) = &s.additional_properties {
+    if let Some(JSONSchemaPropsOrBool::Schema(m)) = &s.additional_properties {
         paths(m, &format!("{prefix}{{}}"), out, core);
     }
 }
@@ -95,10 +96,18 @@ fn compare(ours: CustomResourceDefinition, file: &str) {
         tv.subresources.as_ref().map(|s| s.status.is_some()),
         "status subresource"
     );
-    let schema = |v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
+    let schema = |v: &CustomResourceDefinitionVersion| {
         let mut own = BTreeSet::new();
         let mut core = BTreeSet::new();
-        paths(v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()).expect("schema"), "", &mut own, &mut core);
+        paths(
+            v.schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .expect("schema"),
+            "",
+            &mut own,
+            &mut core,
+        );
         (own, core)
     };
     let ((o_own, o_core), (t_own, t_core)) = (schema(ov), schema(tv));

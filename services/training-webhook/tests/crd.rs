@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrBool,
+    CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
+    JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 use training_webhook::crd;
 use training_webhook::types::{JAXJob, MXJob, PaddleJob, PyTorchJob, TFJob, XGBoostJob};
@@ -57,9 +58,18 @@ fn compare(ours: CustomResourceDefinition, file: &str, map: &str) {
         (ours.spec.versions.len(), &ov.name, ov.served, ov.storage),
         (1, &tv.name, tv.served, tv.storage)
     );
-    let sub = |v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
+    let sub = |v: &CustomResourceDefinitionVersion| {
         let s = v.subresources.clone().unwrap_or_default();
-        (s.status.is_some(), s.scale.map(|sc| (sc.spec_replicas_path, sc.status_replicas_path, sc.label_selector_path)))
+        (
+            s.status.is_some(),
+            s.scale.map(|sc| {
+                (
+                    sc.spec_replicas_path,
+                    sc.status_replicas_path,
+                    sc.label_selector_path,
+                )
+            }),
+        )
     };
     assert_eq!(sub(ov), sub(tv), "{file}: subresources");
     let os = ov
@@ -93,11 +103,9 @@ fn compare(ours: CustomResourceDefinition, file: &str, map: &str) {
     }
     // The pod template is k8s-openapi's: upstream's container fields are all there.
     let containers = ["spec", map, "*", "template", "spec", "containers"];
-    let item = |s: &JSONSchemaProps| {
-        match &at(s, &containers).items {
-        Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(i)) => props(i),
+    let item = |s: &JSONSchemaProps| match &at(s, &containers).items {
+        Some(JSONSchemaPropsOrArray::Schema(i)) => props(i),
         _ => BTreeSet::new(),
-    }
     };
     assert!(
         item(ts).is_subset(&item(os)),

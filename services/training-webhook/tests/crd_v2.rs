@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray,
+    CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
+    JSONSchemaPropsOrArray,
 };
 use training_webhook::v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRuntime};
 use training_webhook::v2_crd;
@@ -81,7 +82,7 @@ fn compare(ours: CustomResourceDefinition, file: &str, objects: &[&str], opaque:
         (&ov.name, ov.served, ov.storage),
         (&tv.name, tv.served, tv.storage)
     );
-    let status = |v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
+    let status = |v: &CustomResourceDefinitionVersion| {
         v.subresources.as_ref().is_some_and(|s| s.status.is_some())
     };
     assert_eq!(status(ov), status(tv), "{file}: status subresource");

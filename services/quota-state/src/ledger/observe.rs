@@ -59,7 +59,13 @@ impl Ledger {
         let (requests, uncountable) = match requests {
             Ok(r) => (s.names.requests(r), false),
             Err(e) => {
-                tracing::warn!(cluster, namespace, name, error = %e, "pod's requests cannot be counted; its quotas refuse admissions while it lives");
+                tracing::warn!(
+                    cluster,
+                    namespace,
+                    name,
+                    error = %e,
+                    "pod's requests cannot be counted; its quotas refuse admissions while it lives",
+                );
                 (Requests::default(), true)
             }
         };

@@ -234,7 +234,10 @@ impl State {
         if !self.peers.trust(peer, now) {
             return;
         }
-        tracing::info!(peer = %peer, "peer trusted from now on (a pod backed its reservation, or the previous leader remembered it)");
+        tracing::info!(
+            peer = %peer,
+            "peer trusted from now on (a pod backed its reservation, or the previous leader remembered it)",
+        );
         let own: Vec<Arc<ResKey>> = self
             .peers
             .untrusted

@@ -74,7 +74,10 @@ pub fn mapped(svc: &crate::Service) -> Arc<Vec<Kind>> {
             Arc::new(k)
         }
         Err(e) => {
-            tracing::error!(error = %e, "workload kinds file refused; the kinds read before are kept");
+            tracing::error!(
+                error = %e,
+                "workload kinds file refused; the kinds read before are kept",
+            );
             kept.unwrap_or_default()
         }
     };

@@ -786,7 +786,11 @@ pub fn client_config_from_secret(
         let client = match kube::Client::try_default().await {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(secret = %name, error = %e, "cannot reach the Kubernetes API for the client certificate; calls fail until restarted with access");
+                tracing::warn!(
+                    secret = %name,
+                    error = %e,
+                    "cannot reach the Kubernetes API for the client certificate; calls fail until restarted with access",
+                );
                 return;
             }
         };
@@ -796,13 +800,20 @@ pub fn client_config_from_secret(
             let s = match ev {
                 Ok(s) => s,
                 Err(e) => {
-                    tracing::warn!(secret = %name, error = %e, "cannot watch the client certificate Secret; retrying");
+                    tracing::warn!(
+                        secret = %name,
+                        error = %e,
+                        "cannot watch the client certificate Secret; retrying",
+                    );
                     continue;
                 }
             };
             let c = client_material(&s);
             let Some(pair) = c.pair.clone() else {
-                tracing::warn!(secret = %name, "client certificate Secret has no tls.crt/tls.key yet");
+                tracing::warn!(
+                    secret = %name,
+                    "client certificate Secret has no tls.crt/tls.key yet",
+                );
                 continue;
             };
             if last.as_ref() == Some(&c) {
@@ -821,7 +832,11 @@ pub fn client_config_from_secret(
                     tracing::info!(secret = %name, "client certificate loaded from the Secret");
                 }
                 Err(e) => {
-                    tracing::warn!(secret = %name, error = %e, "client certificate in the Secret not taken; keeping the current one")
+                    tracing::warn!(
+                        secret = %name,
+                        error = %e,
+                        "client certificate in the Secret not taken; keeping the current one",
+                    )
                 }
             }
             last = Some(c);
@@ -850,12 +865,19 @@ pub fn spawn_loader(
             let secret = match ev {
                 Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => s,
                 Ok(watcher::Event::Delete(_)) => {
-                    tracing::warn!(secret = %m.secret, "certificate Secret deleted; serving the current certificate until a new one is written");
+                    tracing::warn!(
+                        secret = %m.secret,
+                        "certificate Secret deleted; serving the current certificate until a new one is written",
+                    );
                     continue;
                 }
                 Ok(_) => continue,
                 Err(e) => {
-                    tracing::warn!(secret = %m.secret, error = %e, "cannot watch the certificate Secret; retrying");
+                    tracing::warn!(
+                        secret = %m.secret,
+                        error = %e,
+                        "cannot watch the certificate Secret; retrying",
+                    );
                     continue;
                 }
             };
@@ -878,12 +900,20 @@ pub fn spawn_loader(
             match check {
                 Ok(()) => {
                     let until = window(&pair.cert).map(|w| time_text(at(w.1)));
-                    tracing::info!(secret = %m.secret, not_after = until.as_deref().unwrap_or("?"), "serving certificate loaded from the Secret");
+                    tracing::info!(
+                        secret = %m.secret,
+                        not_after = until.as_deref().unwrap_or("?"),
+                        "serving certificate loaded from the Secret",
+                    );
                     served = Some(pair);
                 }
                 Err(e) => {
                     store.reject();
-                    tracing::warn!(secret = %m.secret, error = %e, "serving certificate in the Secret not taken; keeping the current one");
+                    tracing::warn!(
+                        secret = %m.secret,
+                        error = %e,
+                        "serving certificate in the Secret not taken; keeping the current one",
+                    );
                     served = Some(pair);
                 }
             }
@@ -911,7 +941,12 @@ pub fn spawn_writer(
             {
                 metrics.errors.inc();
                 let wait = backoff.next_delay();
-                tracing::error!(lease = %m.lease, error = %e, retry_in = ?wait, "certificate writer Lease not taken; retrying");
+                tracing::error!(
+                    lease = %m.lease,
+                    error = %e,
+                    retry_in = ?wait,
+                    "certificate writer Lease not taken; retrying",
+                );
                 tokio::time::sleep(wait).await;
                 continue;
             }
@@ -927,7 +962,12 @@ pub fn spawn_writer(
                 Err(e) => {
                     metrics.errors.inc();
                     let wait = backoff.next_delay();
-                    tracing::warn!(lease = %m.lease, error = %e, retry_in = ?wait, "cannot set up the certificate writer Lease; retrying");
+                    tracing::warn!(
+                        lease = %m.lease,
+                        error = %e,
+                        retry_in = ?wait,
+                        "cannot set up the certificate writer Lease; retrying",
+                    );
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -959,7 +999,12 @@ pub fn spawn_writer(
                 Err(e) => {
                     metrics.errors.inc();
                     let w = backoff.next_delay();
-                    tracing::warn!(secret = %m.secret, error = %e, retry_in = ?w, "certificate reconciliation failed; retrying");
+                    tracing::warn!(
+                        secret = %m.secret,
+                        error = %e,
+                        retry_in = ?w,
+                        "certificate reconciliation failed; retrying",
+                    );
                     w
                 }
             };
@@ -1164,7 +1209,11 @@ async fn reconcile(
                     .rotations
                     .with_label_values(&[Event::ClientIssued.as_str()])
                     .inc();
-                tracing::info!(event = Event::ClientIssued.as_str(), client = %id, "certificate rotation");
+                tracing::info!(
+                    event = Event::ClientIssued.as_str(),
+                    client = %id,
+                    "certificate rotation",
+                );
             }
             Step::Write(new, event) => {
                 let mut secret = current.unwrap_or_else(|| Secret {

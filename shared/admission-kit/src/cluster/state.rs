@@ -600,7 +600,10 @@ impl WatchState {
         let mut by_type = HashMap::new();
         for spec in specs {
             if spec.needed.as_ref().is_some_and(|needed| !needed(settings)) {
-                tracing::info!(kind = %spec.resource.kind, "not watched: no rule reads it with these options");
+                tracing::info!(
+                    kind = %spec.resource.kind,
+                    "not watched: no rule reads it with these options",
+                );
                 continue;
             }
             let ar = &spec.resource;
@@ -677,7 +680,10 @@ impl WatchState {
                         {
                             absent_flag.store(true, Ordering::Release);
                             if !said_absent {
-                                tracing::info!(kind = %kind, "kind not installed; its lookups find nothing until it is");
+                                tracing::info!(
+                                    kind = %kind,
+                                    "kind not installed; its lookups find nothing until it is",
+                                );
                                 said_absent = true;
                             }
                         }

@@ -1,5 +1,6 @@
 //! The view of an object most rules need: metadata and spec.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +32,7 @@ const DESCRIBED_LEVELS: usize = 5;
 /// below the first five levels (where the embedded Kubernetes types begin, a Pod template's
 /// hundreds of fields; `kubectl explain pod.spec` has them) are dropped, as controller-gen's
 /// `maxDescLen` does for the same reason. A CRD that already fits is left alone.
-pub fn fit_for_kubectl_apply(
-    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-) {
+pub fn fit_for_kubectl_apply(crd: &mut CustomResourceDefinition) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
         JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
     };
@@ -85,9 +84,7 @@ pub fn crd_of<K: kube::CustomResourceExt>(
 
 /// Spells out `listKind` as `<Kind>List`: kube-derive leaves it to the API server's default,
 /// the same value, which upstream's CRDs write out.
-pub fn name_list_kind(
-    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-) {
+pub fn name_list_kind(crd: &mut CustomResourceDefinition) {
     if crd.spec.names.list_kind.is_none() {
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     }
@@ -100,7 +97,7 @@ pub fn name_list_kind(
 /// would then write into every object before any webhook sees it; those are dropped. A path the
 /// schema lacks is skipped (the CRD tests compare every default with upstream's).
 pub fn crd_defaults(
-    crd: &mut k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    crd: &mut CustomResourceDefinition,
     defaults: &[(impl AsRef<str>, serde_json::Value)],
 ) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{

@@ -583,11 +583,17 @@ impl Server {
                     };
                     let Some(shaking) = handshakes.begin(peer.ip().to_canonical()) else {
                         self.metrics.handshakes_refused.with_label_values(&["busy"]).inc();
-                        tracing::debug!(%peer, "too many TLS handshakes in progress (in all or from this address): turned away");
+                        tracing::debug!(
+                            %peer,
+                            "too many TLS handshakes in progress (in all or from this address): turned away",
+                        );
                         continue;
                     };
                     if !conns.make_room() {
-                        tracing::debug!(%peer, "every connection answering at the connection cap: turned away");
+                        tracing::debug!(
+                            %peer,
+                            "every connection answering at the connection cap: turned away",
+                        );
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
@@ -600,7 +606,9 @@ impl Server {
                     let refused = self.metrics.handshakes_refused.clone();
                     let registered = conns.register();
                     tokio::spawn(async move {
-                        let handshake = tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream)).await;
+                        let handshake =
+                            tokio::time::timeout(opts.handshake_timeout, acceptor.accept(stream))
+                                .await;
                         drop(shaking);
                         let tls = match handshake {
                             Ok(Ok(s)) => s,
@@ -617,7 +625,12 @@ impl Server {
                         };
                         if let Err(names) = client_allowed(&tls, &opts.allowed_client_names) {
                             refused.with_label_values(&["forbidden"]).inc();
-                            tracing::warn!(%peer, ?names, allowed = ?opts.allowed_client_names, "refused a client certificate that names none of --allowed-client-names");
+                            tracing::warn!(
+                                %peer,
+                                ?names,
+                                allowed = ?opts.allowed_client_names,
+                                "refused a client certificate that names none of --allowed-client-names",
+                            );
                             return;
                         }
                         // The handshake proved the API server's client certificate.
@@ -625,7 +638,8 @@ impl Server {
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
                         let busy = registered.busy.clone();
                         // HTTP/1.1 request heads are bounded here, not by hyper (see crate::server::idle).
-                        let head = crate::server::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
+                        let head =
+                            crate::server::idle::HeadDeadline::new(opts.header_timeout, busy.clone());
                         let started = head.started();
                         let served = started.clone();
                         let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
@@ -664,7 +678,11 @@ impl Server {
                             .initial_connection_window_size(1 << 20)
                             .initial_stream_window_size(1 << 20)
                             .max_header_list_size(64 * 1024);
-                        let mut tls = crate::server::idle::IdleTimeout::new(tls, opts.header_timeout, opts.idle_timeout);
+                        let mut tls = crate::server::idle::IdleTimeout::new(
+                            tls,
+                            opts.header_timeout,
+                            opts.idle_timeout,
+                        );
                         if !h2 {
                             tls = tls.with_head_deadline(head);
                         }
@@ -706,7 +724,10 @@ impl Server {
         let _ = closing.send(true);
         drop(done);
         if tokio::time::timeout(grace, all_done.recv()).await.is_err() {
-            tracing::warn!(grace = ?grace, "in-flight reviews did not finish within the grace period");
+            tracing::warn!(
+                grace = ?grace,
+                "in-flight reviews did not finish within the grace period",
+            );
         }
         tracing::info!("server stopped");
     }

@@ -61,7 +61,10 @@ pub async fn serve_probes_with(
             }
         };
         if !conns.make_room() {
-            tracing::debug!(%peer, "probe port: every connection answering at the cap: turned away");
+            tracing::debug!(
+                %peer,
+                "probe port: every connection answering at the cap: turned away",
+            );
             continue;
         }
         let registered = conns.register();
