@@ -58,3 +58,23 @@ fn the_xtask_builds_its_dependencies_with_the_workspace_features() {
         differing.join("\n")
     );
 }
+
+/// admission-check runs the rules only: the kit's `serve` feature (certificates it issues, the
+/// Lease, OTLP export) stays out of its binary, and out of the service crates as it links them.
+#[test]
+fn admission_check_links_no_serving_part() {
+    let linked = features(&["-p", "admission-check"], "normal");
+    let serving: Vec<&String> = linked
+        .keys()
+        .filter(|p| {
+            ["rcgen ", "kube-lease-manager ", "opentelemetry-otlp "]
+                .iter()
+                .any(|name| p.starts_with(name))
+        })
+        .collect();
+    assert!(linked.len() > 100, "cargo tree listed {}", linked.len());
+    assert!(
+        serving.is_empty(),
+        "admission-check links {serving:?}: a crate it depends on turns on admission-kit's `serve`"
+    );
+}

@@ -6,8 +6,6 @@ use prost::Message;
 use quota_protocol::proto::{
     AdmitPodRequest, AdmitPodsRequest, Amount, LookupRequest, ReleaseRequest,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 fn chunk(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     out.push(kind);
@@ -15,35 +13,35 @@ fn chunk(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
-fn name(rng: &mut StdRng) -> String {
-    match rng.random_range(0..6) {
+fn name(rng: &mut fastrand::Rng) -> String {
+    match rng.u32(0..6) {
         0 => String::new(),
-        1 => "x".repeat(rng.random_range(60..300)),
+        1 => "x".repeat(rng.usize(60..300)),
         2 => "Bad Name/..".into(),
-        _ => format!("p{}", rng.random_range(0..4)),
+        _ => format!("p{}", rng.u32(0..4)),
     }
 }
 
-fn amount(rng: &mut StdRng) -> Amount {
-    let milli = match rng.random_range(0..6) {
+fn amount(rng: &mut fastrand::Rng) -> Amount {
+    let milli = match rng.u32(0..6) {
         0 => i64::MAX,
         1 => i64::MIN,
-        2 => -rng.random_range(1..1_000_000),
-        _ => rng.random_range(0..100_000),
+        2 => -rng.i64(1..1_000_000),
+        _ => rng.i64(0..100_000),
     };
     Amount {
         milli,
-        milli_high: match rng.random_range(0..5) {
+        milli_high: match rng.u32(0..5) {
             0 => i64::MAX,
             1 => i64::MIN,
             2 => 1,
             _ => 0,
         },
-        format: rng.random_range(0..4),
-        sub_milli_nano: match rng.random_range(0..5) {
+        format: rng.u32(0..4),
+        sub_milli_nano: match rng.u32(0..5) {
             0 => i32::MAX,
             1 => i32::MIN,
-            2 => -rng.random_range(0..1_000_000),
+            2 => -rng.i32(0..1_000_000),
             _ => 0,
         },
     }
@@ -51,18 +49,18 @@ fn amount(rng: &mut StdRng) -> Amount {
 
 #[test]
 fn arbitrary_inputs_never_panic() {
-    let mut rng = StdRng::seed_from_u64(7);
+    let mut rng = fastrand::Rng::with_seed(7);
     for _ in 0..2_000 {
-        let len = rng.random_range(0..2048);
-        let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let len = rng.usize(0..2048);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
         quota_state::fuzzing::run(&bytes);
     }
     let quota = br#"{"metadata":{"name":"p0","namespace":"p1","labels":{"quota.scheduling.koordinator.sh/parent":"p2"}},"spec":{"max":{"cpu":"1e40","memory":"-1"}}}"#;
     for _ in 0..500 {
         let mut data = Vec::new();
         chunk(&mut data, 4, quota);
-        for _ in 0..rng.random_range(1..40) {
-            let kind = rng.random_range(0..8u8);
+        for _ in 0..rng.u32(1..40) {
+            let kind = rng.u8(0..8);
             let payload = match kind {
                 1 | 6 => ReleaseRequest {
                     namespace: name(&mut rng),
@@ -72,16 +70,12 @@ fn arbitrary_inputs_never_panic() {
                 }
                 .encode_to_vec(),
                 2 => LookupRequest {
-                    names: (0..rng.random_range(0..80))
-                        .map(|_| name(&mut rng))
-                        .collect(),
+                    names: (0..rng.usize(0..80)).map(|_| name(&mut rng)).collect(),
                     namespace: name(&mut rng),
                 }
                 .encode_to_vec(),
                 7 => AdmitPodsRequest {
-                    pods: (0..rng.random_range(0..70))
-                        .map(|_| admit_pod(&mut rng))
-                        .collect(),
+                    pods: (0..rng.usize(0..70)).map(|_| admit_pod(&mut rng)).collect(),
                 }
                 .encode_to_vec(),
                 _ => admit_pod(&mut rng).encode_to_vec(),
@@ -92,15 +86,15 @@ fn arbitrary_inputs_never_panic() {
     }
 }
 
-fn admit_pod(rng: &mut StdRng) -> AdmitPodRequest {
+fn admit_pod(rng: &mut fastrand::Rng) -> AdmitPodRequest {
     AdmitPodRequest {
         namespace: name(rng),
         name: name(rng),
         quota_label: name(rng),
-        check_admission: rng.random(),
-        check_parent: rng.random(),
-        dry_run: rng.random_bool(0.2),
-        requests: (0..rng.random_range(0..4))
+        check_admission: rng.bool(),
+        check_parent: rng.bool(),
+        dry_run: rng.f64() < 0.2,
+        requests: (0..rng.usize(0..4))
             .map(|i| {
                 (
                     ["cpu", "memory", "nvidia.com/gpu", ""][i].to_owned(),

@@ -19,8 +19,6 @@ use quota_state::ledger::{
     Amount, Amounts, Ledger, MAX_AMOUNT_NANO, PodCheck, PodOutcome, QuotaSpec, ReservationLimits,
     UNCHECKED,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 const QUOTAS: [&str; 6] = ["q0", "q1", "q2", "q3", "q4", "q5"];
 const NAMESPACES: [&str; 2] = ["a", "b"];
@@ -257,34 +255,34 @@ fn spec(name: &str, q: &Quota) -> QuotaSpec {
 
 /// An amount for a request: mostly small, sometimes zero, fractional, huge, negative or
 /// crafted to overflow 64-bit sums.
-fn amount(rng: &mut StdRng) -> i128 {
-    match rng.random_range(0..20) {
+fn amount(rng: &mut fastrand::Rng) -> i128 {
+    match rng.u32(0..20) {
         0 => 0,
-        1 => -rng.random_range(1..5_000_000),
+        1 => -rng.i128(1..5_000_000),
         2 => 9_223_372_036_854_775_000,
         3 => i128::from(i64::MAX),
         4 => MAX_AMOUNT_NANO,
         5 => MAX_AMOUNT_NANO + 1,
-        6 => rng.random_range(1..2_000_000), // sub-milli and fractional
-        7 => rng.random_range(1..1000) * 1_000_000, // fractional
-        _ => i128::from(rng.random_range(1..8)) * 1_000_000_000,
+        6 => rng.i128(1..2_000_000),        // sub-milli and fractional
+        7 => rng.i128(1..1000) * 1_000_000, // fractional
+        _ => rng.i128(1..8) * 1_000_000_000,
     }
 }
 
-fn limit(rng: &mut StdRng) -> i128 {
-    match rng.random_range(0..10) {
+fn limit(rng: &mut fastrand::Rng) -> i128 {
+    match rng.u32(0..10) {
         0 => 0,
         1 => i128::from(i64::MAX),
         2 => 10_000_000_000_000,
         3 => 2_500_000, // 2.5m: sub-milli requests fill it exactly
-        _ => i128::from(rng.random_range(1..20)) * 1_000_000_000,
+        _ => rng.i128(1..20) * 1_000_000_000,
     }
 }
 
-fn requests(rng: &mut StdRng) -> BTreeMap<String, i128> {
+fn requests(rng: &mut fastrand::Rng) -> BTreeMap<String, i128> {
     let mut out = BTreeMap::new();
     for r in RESOURCES {
-        if rng.random_bool(0.7) {
+        if rng.f64() < 0.7 {
             out.insert(r.to_owned(), amount(rng));
         }
     }
@@ -332,49 +330,49 @@ fn check(ledger: &Ledger, model: &Model, seed: u64, step: usize, op: &str) {
 }
 
 fn run(seed: u64, steps: usize, counts: &mut Counts) {
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut ledger = Ledger::new(TTL).with_limits(LIMITS);
     let mut model = Model::default();
     let mut now = Instant::now();
     for step in 0..steps {
-        let ns = NAMESPACES[rng.random_range(0..2)].to_owned();
-        let key: Key = (ns.clone(), format!("p{}", rng.random_range(0..8)));
-        let label = match rng.random_range(0..8) {
+        let ns = NAMESPACES[rng.usize(0..2)].to_owned();
+        let key: Key = (ns.clone(), format!("p{}", rng.u32(0..8)));
+        let label = match rng.usize(0..8) {
             0 => String::new(),
             i => QUOTAS[(i - 1) % QUOTAS.len()].to_owned(),
         };
-        let op = match rng.random_range(0..100) {
+        let op = match rng.u32(0..100) {
             0..12 => {
-                let i = rng.random_range(0..QUOTAS.len());
-                let parent = if i == 0 || rng.random_bool(0.3) {
+                let i = rng.usize(0..QUOTAS.len());
+                let parent = if i == 0 || rng.f64() < 0.3 {
                     ROOT.to_owned()
                 } else {
-                    QUOTAS[rng.random_range(0..i)].to_owned()
+                    QUOTAS[rng.usize(0..i)].to_owned()
                 };
                 let mut max = BTreeMap::new();
                 for r in RESOURCES {
-                    if rng.random_bool(0.8) {
+                    if rng.f64() < 0.8 {
                         max.insert(r.to_owned(), limit(&mut rng));
                     }
                 }
                 let q = Quota {
                     parent,
                     max,
-                    binds_a: i == 0 && rng.random_bool(0.5),
+                    binds_a: i == 0 && rng.f64() < 0.5,
                 };
                 ledger.upsert_quota(spec(QUOTAS[i], &q));
                 model.quotas.insert(QUOTAS[i].to_owned(), q);
                 "upsert quota"
             }
             12..15 => {
-                let q = QUOTAS[rng.random_range(0..QUOTAS.len())];
+                let q = QUOTAS[rng.usize(0..QUOTAS.len())];
                 ledger.delete_quota(q, "team");
                 model.quotas.remove(q);
                 "delete quota"
             }
             15..55 => {
                 let req = requests(&mut rng);
-                let dry_run = rng.random_bool(0.1);
+                let dry_run = rng.f64() < 0.1;
                 let want = model.admit(&key, &label, &req, dry_run, now);
                 let a = amounts(&req);
                 let got = ledger.check_pod(
@@ -410,7 +408,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
             }
             55..75 => {
                 let mut req = requests(&mut rng);
-                if rng.random_bool(0.1) {
+                if rng.f64() < 0.1 {
                     req.clear(); // finished
                 }
                 model.reservations.remove(&key);
@@ -431,7 +429,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                 "delete pod"
             }
             85..92 => {
-                let caller = if rng.random_bool(0.5) {
+                let caller = if rng.f64() < 0.5 {
                     "webhook"
                 } else {
                     "intruder"
@@ -451,7 +449,7 @@ fn run(seed: u64, steps: usize, counts: &mut Counts) {
                 "release"
             }
             92..98 => {
-                now += Duration::from_secs(rng.random_range(1..20));
+                now += Duration::from_secs(rng.u64(1..20));
                 "time passes"
             }
             _ => {

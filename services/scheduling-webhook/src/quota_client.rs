@@ -215,9 +215,7 @@ fn tls_channel(o: &Options, endpoint: Endpoint) -> Result<Channel, String> {
                 secret.to_owned(),
             ),
         };
-        let config = admission_kit::cluster::managed::client_config_from_secret(namespace, name_of)
-            .map_err(|e| format!("quota-state client TLS: {e}"))?;
-        return quota_protocol::channel::mtls_channel(endpoint, config.source(), &name);
+        return secret_channel(endpoint, namespace, name_of, &name);
     }
     let file = |v: &Option<std::path::PathBuf>, flag: &str| {
         v.clone()
@@ -231,6 +229,28 @@ fn tls_channel(o: &Options, endpoint: Endpoint) -> Result<Channel, String> {
     let config = admission_kit::server::mtls::client(files, Duration::from_secs(5))
         .map_err(|e| format!("quota-state client TLS: {e}"))?;
     quota_protocol::channel::mtls_channel(endpoint, config.source(), &name)
+}
+
+/// The mutual-TLS channel with the client certificate of a managed Secret, watched.
+#[cfg(feature = "serve")]
+fn secret_channel(
+    endpoint: Endpoint,
+    namespace: String,
+    secret: String,
+    server_name: &str,
+) -> Result<Channel, String> {
+    let config = admission_kit::cluster::managed::client_config_from_secret(namespace, secret)
+        .map_err(|e| format!("quota-state client TLS: {e}"))?;
+    quota_protocol::channel::mtls_channel(endpoint, config.source(), server_name)
+}
+
+/// Without `serve` (the rules run offline, as admission-check does) there are no managed
+/// certificates to read.
+#[cfg(not(feature = "serve"))]
+fn secret_channel(_: Endpoint, _: String, secret: String, _: &str) -> Result<Channel, String> {
+    Err(format!(
+        "--quota-state-client-secret {secret}: this build has no managed certificates (feature serve)"
+    ))
 }
 
 /// The name quota-state's certificate must carry: `--quota-state-server-name`, else the URL's

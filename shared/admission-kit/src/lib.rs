@@ -18,6 +18,14 @@
 //!    self-registration.
 //!
 //! On top, [`cli`] is a service's `main`: the `serve`, `review`, `crd` and `endpoints` commands.
+//!
+//! Features: `serve` (default) is what a webhook process needs beyond its rules: the `serve`
+//! command, with `certificates` (issuing them: `--tls-mode self-signed` and `managed`, and the
+//! Lease electing the replica that writes them; rcgen and kube-lease-manager) and `otlp` (span
+//! export; opentelemetry-otlp and its gRPC client). Every webhook offers all three as run-time
+//! options, so every webhook binary links them; admission-check, which only runs the rules,
+//! leaves them out.
+//!
 //! Test support (fixture runner, fuzz entry points, variant generator) is the separate
 //! `admission-testing` crate, so production binaries do not carry it.
 

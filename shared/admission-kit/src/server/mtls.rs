@@ -13,9 +13,12 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use rustls::pki_types::CertificateDer;
 
+#[cfg(feature = "certificates")]
 use rustls::sign::CertifiedKey;
 
-use crate::server::tls::{TlsError, certified_key, pem_chain as chain, pem_key as key, read};
+#[cfg(feature = "certificates")]
+use crate::server::tls::certified_key;
+use crate::server::tls::{TlsError, pem_chain as chain, pem_key as key, read};
 
 /// The three PEM files of one side of a mutual-TLS link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,7 +166,10 @@ fn reloading<T: Send + Sync + std::fmt::Debug + 'static>(
             let now = match files.contents() {
                 Ok(c) => c,
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot read mutual-TLS files; keeping the current ones");
+                    tracing::warn!(
+                        error = %e,
+                        "cannot read mutual-TLS files; keeping the current ones",
+                    );
                     continue;
                 }
             };
@@ -173,11 +179,18 @@ fn reloading<T: Send + Sync + std::fmt::Debug + 'static>(
             match build(&now) {
                 Ok(cfg) => {
                     me.current.store(cfg);
-                    tracing::info!(cert = %files.cert.display(), ca = %files.ca.display(), "mutual-TLS files reloaded");
+                    tracing::info!(
+                        cert = %files.cert.display(),
+                        ca = %files.ca.display(),
+                        "mutual-TLS files reloaded",
+                    );
                     last = now;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "new mutual-TLS files not usable yet; keeping the current ones")
+                    tracing::warn!(
+                        error = %e,
+                        "new mutual-TLS files not usable yet; keeping the current ones",
+                    )
                 }
             }
         }
@@ -240,6 +253,7 @@ pub fn peer_names(cert: &CertificateDer<'_>) -> Vec<String> {
     names
 }
 
+#[cfg(feature = "certificates")]
 /// A CA in memory that issues server and client certificates: local runs and tests, and the
 /// managed certificates of [`crate::cluster::managed`] (which keeps the CA in a Secret and loads it back
 /// with [`Pki::from_pem`]).
@@ -249,6 +263,7 @@ pub struct Pki {
     key_pem: String,
 }
 
+#[cfg(feature = "certificates")]
 /// A certificate's validity window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Validity {
@@ -258,6 +273,7 @@ pub struct Validity {
     pub not_after: std::time::SystemTime,
 }
 
+#[cfg(feature = "certificates")]
 impl Validity {
     /// From now (backdated by a tenth of the lifetime, at most five minutes, for clock skew
     /// between us and the API server) for `lifetime`.
@@ -280,6 +296,7 @@ impl Validity {
     }
 }
 
+#[cfg(feature = "certificates")]
 impl Default for Validity {
     /// The validity rcgen gives when none is set would be centuries; ours is a year.
     fn default() -> Self {
@@ -287,6 +304,7 @@ impl Default for Validity {
     }
 }
 
+#[cfg(feature = "certificates")]
 impl Pki {
     /// A new CA named `common_name`, valid for a year.
     pub fn new(common_name: &str) -> Result<Self, TlsError> {
@@ -403,6 +421,7 @@ impl Pki {
     }
 }
 
+#[cfg(feature = "certificates")]
 /// A CA and a serving certificate signed by it, made in memory.
 pub struct SelfSigned {
     /// The CA certificate, PEM: the `caBundle` of webhook configurations.
@@ -413,6 +432,7 @@ pub struct SelfSigned {
     pub key_pem: String,
 }
 
+#[cfg(feature = "certificates")]
 impl SelfSigned {
     /// Makes a CA and a serving certificate for `names` (DNS names or IP addresses).
     pub fn generate(names: &[String]) -> Result<Self, TlsError> {
@@ -431,7 +451,7 @@ impl SelfSigned {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "certificates"))]
 mod tests {
     use super::*;
 

@@ -1,6 +1,7 @@
 //! Logs and traces: tracing with JSON (or text) output, and OTLP trace export when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
+#[cfg(feature = "otlp")]
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use std::fmt::Write as _;
@@ -322,6 +323,15 @@ impl Telemetry {
             .is_some_and(|v| !v.is_empty())
             || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
                 .is_some_and(|v| !v.is_empty());
+        #[cfg(not(feature = "otlp"))]
+        let _ = service;
+        #[cfg(not(feature = "otlp"))]
+        if endpoint_set {
+            return Err(TelemetryError::Otlp(
+                "an OTLP endpoint is set, but this build has no OTLP export (feature otlp)".into(),
+            ));
+        }
+        #[cfg(feature = "otlp")]
         let (provider, otel) = if endpoint_set {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_tonic()
@@ -340,6 +350,11 @@ impl Telemetry {
         } else {
             (None, None)
         };
+        #[cfg(not(feature = "otlp"))]
+        let (provider, otel) = (
+            None::<SdkTracerProvider>,
+            None::<tracing_opentelemetry::OpenTelemetryLayer<_, opentelemetry_sdk::trace::Tracer>>,
+        );
         tracing_subscriber::registry()
             .with(filter)
             .with(fmt)
@@ -492,7 +507,14 @@ mod tests {
                 let _e = span.enter();
                 span.record("uid", "u-1");
                 span.record("allowed", true);
-                tracing::info!(target: "admission::decision", webhook = "/validate", name = %"a \"quoted\" name", allowed = false, latency_us = 42u64, "decision");
+                tracing::info!(
+                    target: "admission::decision",
+                    webhook = "/validate",
+                    name = %"a \"quoted\" name",
+                    allowed = false,
+                    latency_us = 42u64,
+                    "decision",
+                );
                 let odd =
                     "q\" b\\ s/ nl\n cr\r tab\t bs\u{8} ff\u{c} one\u{1} us\u{1f} del\u{7f} é € 😀";
                 let error: &(dyn std::error::Error + 'static) = &std::fmt::Error;

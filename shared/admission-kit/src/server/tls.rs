@@ -34,6 +34,7 @@ pub enum TlsError {
     #[error("unsupported private key: {0}")]
     Key(rustls::Error),
     /// Certificate generation failed.
+    #[cfg(feature = "certificates")]
     #[error("cannot generate a certificate: {0}")]
     Generate(#[from] rcgen::Error),
     /// The TLS configuration could not be built.
@@ -285,7 +286,10 @@ impl CertFiles {
                 let now = match self.read_both() {
                     Ok(v) => v,
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot read serving certificate; keeping the current one");
+                        tracing::warn!(
+                            error = %e,
+                            "cannot read serving certificate; keeping the current one",
+                        );
                         continue;
                     }
                 };
@@ -299,7 +303,11 @@ impl CertFiles {
                     }
                     Err(e) => {
                         store.reject();
-                        tracing::warn!(error = %e, cert = %self.cert.display(), "new serving certificate not taken; keeping the current one");
+                        tracing::warn!(
+                            error = %e,
+                            cert = %self.cert.display(),
+                            "new serving certificate not taken; keeping the current one",
+                        );
                     }
                 }
                 tried = Some(now);
@@ -308,7 +316,7 @@ impl CertFiles {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "certificates"))]
 mod tests {
     use super::*;
     use crate::server::mtls::SelfSigned;
