@@ -369,9 +369,12 @@ pub const MAX_STREAMS: u32 = 32;
 /// The gRPC server as quota-state runs it: each connection at most [`MAX_STREAMS`] calls at
 /// once, 256 KiB unread per call and 1 MiB per connection (a call announcing a large message
 /// and sending it slowly holds no more), header lists of 64 KiB, every call answered within 10 s.
-/// With [`auth::MAX_CONNECTIONS_PER_IDENTITY`] this bounds what one client key can hold.
+/// With [`auth::MAX_CONNECTIONS_PER_IDENTITY`] this bounds what one client key can hold. A call
+/// whose metadata carries a W3C trace context (`traceparent`, as scheduling-webhook sends it for
+/// a traced review) is a span of that trace, named by its method.
 pub fn grpc_server() -> tonic::transport::Server {
     tonic::transport::Server::builder()
+        .trace_fn(|req| admission_kit::server::trace::server_span(req.uri().path(), req.headers()))
         .max_concurrent_streams(MAX_STREAMS)
         .initial_stream_window_size(256 * 1024)
         .initial_connection_window_size(1024 * 1024)

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use admission_kit::compat::resources::PodRequest;
 use admission_kit::server::mtls::MtlsFiles;
+use admission_kit::server::trace;
 use admission_kit::{Context, Operation, Request};
 use k8s_openapi::api::core::v1::Pod;
 use quota_protocol::proto::quota_state_client::QuotaStateClient;
@@ -271,14 +272,21 @@ fn server_name(o: &Options, endpoint: &Endpoint) -> String {
 /// validator [`waits`](admission_kit::Validator::waits)); synchronous callers go through
 /// [`blocking`]. Checked before anything is started: a runtime to run it on, multi-threaded so
 /// that [`blocking`] can always finish what it started.
-async fn call<T, F, Fut>(q: &QuotaClient, f: F) -> Result<T, String>
+async fn call<T, F, Fut>(q: &QuotaClient, method: &'static str, f: F) -> Result<T, String>
 where
-    F: FnOnce(QuotaStateClient<Channel>, Duration) -> Fut,
+    F: FnOnce(QuotaStateClient<Channel>, Sending) -> Fut,
     Fut: Future<Output = Result<T, tonic::Status>>,
 {
     let deadline = deadline(q)?;
     let client = QuotaStateClient::new(channel(q, deadline)?);
-    let r = f(client, deadline).await.map_err(|s| status_text(&s));
+    // Held until the answer: the span's length is the call's.
+    let span = trace::call_span(method, &[trace::Carried::current()]);
+    let sending = Sending {
+        deadline,
+        trace: trace::headers_of(&span),
+    };
+    let r = f(client, sending).await.map_err(|s| status_text(&s));
+    drop(span);
     if r.is_ok() {
         reachable(q);
     }
@@ -306,6 +314,8 @@ const MAX_BATCH: usize = 64;
 struct Asked {
     msg: AdmitPodRequest,
     answer: oneshot::Sender<Result<AdmitPodResponse, String>>,
+    /// The review's trace, which the call continues.
+    trace: trace::Carried,
 }
 
 /// AdmitPod through the client's batcher: the pods whose reviews arrive while a call is out
@@ -319,7 +329,11 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
     // The deadline covers the queue too: a full queue (quota-state slow) waits no longer.
     let asked = async {
         batches
-            .send(Asked { msg, answer })
+            .send(Asked {
+                msg,
+                answer,
+                trace: trace::Carried::current(),
+            })
             .await
             .map_err(|_| "quota-state's batcher has stopped".to_owned())?;
         answered
@@ -392,28 +406,38 @@ async fn run_batches(
         }
         // A review that stopped waiting (past its deadline, or its connection gone) is not
         // asked for: no reservation for a pod nobody will admit.
+        let mut traces = Vec::with_capacity(batch.len());
         let (msgs, answers): (Vec<_>, Vec<_>) = batch
             .drain(..)
             .filter(|a| !a.answer.is_closed())
-            .map(|a| (a.msg, a.answer))
+            .map(|a| {
+                traces.push(a.trace);
+                (a.msg, a.answer)
+            })
             .unzip();
         if msgs.is_empty() {
             continue;
         }
         let now = Peer::of(peer.load(std::sync::atomic::Ordering::Acquire));
         if now == Peer::Singles {
-            one_by_one(&client, msgs, answers, deadline);
+            one_by_one(&client, msgs, answers, traces, deadline);
             continue;
         }
         let (client, peer) = (client.clone(), peer.clone());
         let call = async move {
             let _permit = permit;
             // Until AdmitPods has answered once, a copy is kept to ask again one by one.
-            let copy = (now == Peer::Untried).then(|| msgs.clone());
+            let copy = (now == Peer::Untried).then(|| (msgs.clone(), traces.clone()));
             let mut c = client.clone();
+            let span = trace::call_span("quota-state.AdmitPods", &traces);
+            let sending = Sending {
+                deadline,
+                trace: trace::headers_of(&span),
+            };
             let r = c
-                .admit_pods(with_deadline(AdmitPodsRequest { pods: msgs }, deadline))
+                .admit_pods(request(AdmitPodsRequest { pods: msgs }, &sending))
                 .await;
+            drop(span);
             match r {
                 Ok(r) => {
                     peer.store(Peer::Batches as u8, std::sync::atomic::Ordering::Release);
@@ -433,7 +457,8 @@ async fn run_batches(
                 }
                 Err(s) if s.code() == tonic::Code::Unimplemented && copy.is_some() => {
                     peer.store(Peer::Singles as u8, std::sync::atomic::Ordering::Release);
-                    one_by_one(&client, copy.unwrap_or_default(), answers, deadline);
+                    let (msgs, traces) = copy.unwrap_or_default();
+                    one_by_one(&client, msgs, answers, traces, deadline);
                 }
                 Err(s) => fail_all(answers, &status_text(&s)),
             }
@@ -480,16 +505,23 @@ fn one_by_one(
     client: &QuotaStateClient<Channel>,
     msgs: Vec<AdmitPodRequest>,
     answers: Vec<oneshot::Sender<Result<AdmitPodResponse, String>>>,
+    traces: Vec<trace::Carried>,
     deadline: Duration,
 ) {
-    for (msg, answer) in msgs.into_iter().zip(answers) {
+    for ((msg, answer), carried) in msgs.into_iter().zip(answers).zip(traces) {
         let mut c = client.clone();
         tokio::spawn(async move {
+            let span = trace::call_span("quota-state.AdmitPod", &[carried]);
+            let sending = Sending {
+                deadline,
+                trace: trace::headers_of(&span),
+            };
             let r = c
-                .admit_pod(with_deadline(msg, deadline))
+                .admit_pod(request(msg, &sending))
                 .await
                 .map(|r| r.into_inner())
                 .map_err(|s| status_text(&s));
+            drop(span);
             let _ = answer.send(r);
         });
     }
@@ -518,9 +550,23 @@ pub fn blocking<T>(question: impl Future<Output = Result<T, String>>) -> Result<
         .unwrap_or_else(|| Err("quota-state calls need the multi-threaded runtime".into()))
 }
 
-fn with_deadline<T>(msg: T, deadline: Duration) -> tonic::Request<T> {
+/// What every call carries besides its message: the deadline and the trace it is part of.
+#[derive(Clone)]
+struct Sending {
+    deadline: Duration,
+    /// `traceparent` (and `tracestate`): none when the review is not traced.
+    trace: Vec<(&'static str, String)>,
+}
+
+fn request<T>(msg: T, sending: &Sending) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
-    r.set_timeout(deadline);
+    r.set_timeout(sending.deadline);
+    for (key, value) in &sending.trace {
+        // A value the propagator wrote is always valid ASCII; one that is not is left out.
+        if let Ok(v) = value.parse() {
+            r.metadata_mut().insert(*key, v);
+        }
+    }
     r
 }
 
@@ -630,8 +676,8 @@ pub async fn check_workload(
     q: &QuotaClient,
     msg: CheckWorkloadRequest,
 ) -> Result<Option<CheckWorkloadResponse>, String> {
-    let r = call(q, |mut c, d| async move {
-        match c.check_workload(with_deadline(msg, d)).await {
+    let r = call(q, "quota-state.CheckWorkload", |mut c, s| async move {
+        match c.check_workload(request(msg, &s)).await {
             Ok(r) => Ok(Some(r.into_inner())),
             Err(s) if s.code() == tonic::Code::Unimplemented => Ok(None),
             Err(s) => Err(s),
@@ -653,8 +699,8 @@ pub async fn release(q: &QuotaClient, req: &Request<Pod>, ns: &str) {
         review_uid: req.uid.clone(),
         cluster: q.options.quota_state_cluster.clone(),
     };
-    if let Err(e) = call(q, |mut c, d| async move {
-        c.release(with_deadline(msg, d)).await.map(|_| ())
+    if let Err(e) = call(q, "quota-state.Release", |mut c, s| async move {
+        c.release(request(msg, &s)).await.map(|_| ())
     })
     .await
     {
@@ -694,10 +740,8 @@ pub async fn lookup(
         names,
         namespace: namespace.to_owned(),
     };
-    let r = call(q, |mut c, d| async move {
-        c.lookup(with_deadline(msg, d))
-            .await
-            .map(|r| r.into_inner())
+    let r = call(q, "quota-state.Lookup", |mut c, s| async move {
+        c.lookup(request(msg, &s)).await.map(|r| r.into_inner())
     })
     .await?;
     if q.options.fleet_member() {
@@ -755,8 +799,8 @@ pub async fn validate_quota(
         old_object: old.map(to_json).transpose()?.unwrap_or_default(),
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
     };
-    let r = call(q, |mut c, d| async move {
-        c.validate_quota(with_deadline(msg, d))
+    let r = call(q, "quota-state.ValidateQuota", |mut c, s| async move {
+        c.validate_quota(request(msg, &s))
             .await
             .map(|r| r.into_inner())
     })

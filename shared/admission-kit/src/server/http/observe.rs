@@ -29,23 +29,6 @@ pub struct Observe<S> {
     cfg: ObserveLayer,
 }
 
-pub(super) struct HeaderExtractor<'a>(&'a HeaderMap);
-
-impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|v| v.to_str().ok())
-    }
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(|k| k.as_str()).collect()
-    }
-}
-
-/// The W3C trace context the API server sent, if any.
-pub(super) fn parent_context(headers: &HeaderMap) -> opentelemetry::Context {
-    use opentelemetry::propagation::TextMapPropagator;
-    opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&HeaderExtractor(headers))
-}
-
 impl<S, B> Service<Request<B>> for Observe<S>
 where
     S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
@@ -61,7 +44,6 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
         let inner = self.inner.clone();
         let cfg = self.cfg.clone();
         let span = tracing::info_span!(
@@ -71,9 +53,7 @@ where
             uid = tracing::field::Empty,
             allowed = tracing::field::Empty,
         );
-        if req.headers().contains_key("traceparent") {
-            let _ = span.set_parent(parent_context(req.headers()));
-        }
+        crate::server::trace::continue_from(&span, req.headers());
         Box::pin(
             async move {
                 let m = &cfg.metrics;
