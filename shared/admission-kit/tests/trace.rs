@@ -38,7 +38,7 @@ fn review_span_continues_the_callers_trace() {
         readiness,
         &ServeOptions::default(),
     );
-    let body = br#"{"apiVersion":"admission.k8s.io/v1","request":{"uid":"u","operation":"CREATE","object":{}}}"#;
+    let body = br#"{"apiVersion":"admission.k8s.io/v1","request":{"uid":"u","operation":"CREATE","namespace":"team","name":"n","object":{}}}"#;
     let req = http::Request::post("/v")
         .header("content-type", "application/json")
         .header(
@@ -66,9 +66,22 @@ fn review_span_continues_the_callers_trace() {
         span.parent_span_id,
         SpanId::from_hex("00f067aa0ba902b7").unwrap()
     );
-    assert!(
+    let attribute = |key: &str| {
         span.attributes
             .iter()
-            .any(|kv| kv.key.as_str() == "uid" && kv.value.as_str() == "u")
-    );
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.as_str().into_owned())
+    };
+    // What a reader of the trace needs (the decision line's fields), no object body.
+    for (key, value) in [
+        ("uid", "u"),
+        ("operation", "CREATE"),
+        ("namespace", "team"),
+        ("name", "n"),
+        ("allowed", "true"),
+        ("patched", "false"),
+        ("rules", ""),
+    ] {
+        assert_eq!(attribute(key).as_deref(), Some(value), "{key}");
+    }
 }

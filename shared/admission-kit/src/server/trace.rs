@@ -34,6 +34,12 @@ pub fn continue_from(span: &tracing::Span, headers: &http::HeaderMap) {
     }
 }
 
+/// Whether `span` is exported (OTLP export is on and the span is recorded): what only a trace
+/// reader needs is worth writing into it.
+pub fn exported(span: &tracing::Span) -> bool {
+    !span.is_disabled() && span.context().span().span_context().is_valid()
+}
+
 /// The trace context of a span, kept to make calls on its behalf later, from another task
 /// (the batch of quota-state calls).
 #[derive(Clone, Debug)]
@@ -116,6 +122,7 @@ mod tests {
             headers.insert("traceparent", PARENT.parse().unwrap());
             let review = tracing::info_span!("review");
             continue_from(&review, &headers);
+            assert!(exported(&review));
             let other = tracing::info_span!("other review");
             let carried = review.in_scope(Carried::current);
             let unrelated = other.in_scope(Carried::current);
@@ -160,6 +167,7 @@ mod tests {
     #[test]
     fn without_export_nothing_is_sent() {
         let span = tracing::info_span!("review");
+        assert!(!exported(&span));
         assert!(headers_of(&span).is_empty());
         let carried = span.in_scope(Carried::current);
         assert!(!carried.is_valid());

@@ -52,6 +52,14 @@ where
             webhook = %cfg.path,
             uid = tracing::field::Empty,
             allowed = tracing::field::Empty,
+            kind = tracing::field::Empty,
+            namespace = tracing::field::Empty,
+            name = tracing::field::Empty,
+            operation = tracing::field::Empty,
+            rules = tracing::field::Empty,
+            applied = tracing::field::Empty,
+            patched = tracing::field::Empty,
+            dry_run = tracing::field::Empty,
         );
         crate::server::trace::continue_from(&span, req.headers());
         Box::pin(
@@ -85,6 +93,18 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
         let span = tracing::Span::current();
         span.record("uid", d.uid.as_str());
         span.record("allowed", d.allowed);
+        // What a trace reader needs, written only when the span is exported: the decision line
+        // below has it already.
+        if crate::server::trace::exported(&span) {
+            span.record("kind", d.kind.as_str());
+            span.record("namespace", d.namespace.as_str());
+            span.record("name", d.name.as_str());
+            span.record("operation", d.operation);
+            span.record("rules", tracing::field::display(d.rules()));
+            span.record("applied", d.applied.join(",").as_str());
+            span.record("patched", d.patched);
+            span.record("dry_run", d.dry_run);
+        }
         let decision = if d.allowed { "allowed" } else { "denied" };
         m.decisions
             .with_label_values(&[path, d.operation, decision])
