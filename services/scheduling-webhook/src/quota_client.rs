@@ -281,11 +281,9 @@ where
     let client = QuotaStateClient::new(channel(q, deadline)?);
     // Held until the answer: the span's length is the call's.
     let span = trace::call_span(method, &[trace::Carried::current()]);
-    let sending = Sending {
-        deadline,
-        trace: trace::headers_of(&span),
-    };
-    let r = f(client, sending).await.map_err(|s| status_text(&s));
+    let r = f(client, Sending::within(deadline, &span))
+        .await
+        .map_err(|s| status_text(&s));
     drop(span);
     if r.is_ok() {
         reachable(q);
@@ -406,15 +404,12 @@ async fn run_batches(
         }
         // A review that stopped waiting (past its deadline, or its connection gone) is not
         // asked for: no reservation for a pod nobody will admit.
-        let mut traces = Vec::with_capacity(batch.len());
-        let (msgs, answers): (Vec<_>, Vec<_>) = batch
-            .drain(..)
-            .filter(|a| !a.answer.is_closed())
-            .map(|a| {
-                traces.push(a.trace);
-                (a.msg, a.answer)
-            })
-            .unzip();
+        let (mut msgs, mut answers, mut traces) = (Vec::new(), Vec::new(), Vec::new());
+        for a in batch.drain(..).filter(|a| !a.answer.is_closed()) {
+            msgs.push(a.msg);
+            answers.push(a.answer);
+            traces.push(a.trace);
+        }
         if msgs.is_empty() {
             continue;
         }
@@ -430,10 +425,7 @@ async fn run_batches(
             let copy = (now == Peer::Untried).then(|| (msgs.clone(), traces.clone()));
             let mut c = client.clone();
             let span = trace::call_span("quota-state.AdmitPods", &traces);
-            let sending = Sending {
-                deadline,
-                trace: trace::headers_of(&span),
-            };
+            let sending = Sending::within(deadline, &span);
             let r = c
                 .admit_pods(request(AdmitPodsRequest { pods: msgs }, &sending))
                 .await;
@@ -512,12 +504,8 @@ fn one_by_one(
         let mut c = client.clone();
         tokio::spawn(async move {
             let span = trace::call_span("quota-state.AdmitPod", &[carried]);
-            let sending = Sending {
-                deadline,
-                trace: trace::headers_of(&span),
-            };
             let r = c
-                .admit_pod(request(msg, &sending))
+                .admit_pod(request(msg, &Sending::within(deadline, &span)))
                 .await
                 .map(|r| r.into_inner())
                 .map_err(|s| status_text(&s));
@@ -551,11 +539,20 @@ pub fn blocking<T>(question: impl Future<Output = Result<T, String>>) -> Result<
 }
 
 /// What every call carries besides its message: the deadline and the trace it is part of.
-#[derive(Clone)]
 struct Sending {
     deadline: Duration,
     /// `traceparent` (and `tracestate`): none when the review is not traced.
     trace: Vec<(&'static str, String)>,
+}
+
+impl Sending {
+    /// A call within `deadline`, part of `span`'s trace.
+    fn within(deadline: Duration, span: &tracing::Span) -> Self {
+        Self {
+            deadline,
+            trace: trace::headers_of(span),
+        }
+    }
 }
 
 fn request<T>(msg: T, sending: &Sending) -> tonic::Request<T> {

@@ -1,7 +1,6 @@
 //! Logs and traces: tracing with JSON (or text) output, and OTLP trace export when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
-#[cfg(feature = "otlp")]
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use std::fmt::Write as _;
@@ -284,6 +283,31 @@ impl<W: std::io::Write> std::io::Write for EscapedLine<W> {
     }
 }
 
+/// The span pipeline exporting over OTLP/gRPC, as the `OTEL_EXPORTER_OTLP_*` variables say.
+#[cfg(feature = "otlp")]
+fn otlp_provider(service: &'static str) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .build()
+        .map_err(|e| TelemetryError::Otlp(e.to_string()))?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name(service)
+                .build(),
+        )
+        .build())
+}
+
+/// Without the `otlp` feature an endpoint set is a mistake worth stopping for.
+#[cfg(not(feature = "otlp"))]
+fn otlp_provider(_: &'static str) -> Result<SdkTracerProvider, TelemetryError> {
+    Err(TelemetryError::Otlp(
+        "an OTLP endpoint is set, but this build has no OTLP export (feature otlp)".into(),
+    ))
+}
+
 /// Keeps the trace pipeline alive; [`Telemetry::shutdown`] flushes pending spans.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
@@ -323,38 +347,14 @@ impl Telemetry {
             .is_some_and(|v| !v.is_empty())
             || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
                 .is_some_and(|v| !v.is_empty());
-        #[cfg(not(feature = "otlp"))]
-        let _ = service;
-        #[cfg(not(feature = "otlp"))]
-        if endpoint_set {
-            return Err(TelemetryError::Otlp(
-                "an OTLP endpoint is set, but this build has no OTLP export (feature otlp)".into(),
-            ));
-        }
-        #[cfg(feature = "otlp")]
-        let (provider, otel) = if endpoint_set {
-            let exporter = opentelemetry_otlp::SpanExporter::builder()
-                .with_tonic()
-                .build()
-                .map_err(|e| TelemetryError::Otlp(e.to_string()))?;
-            let provider = SdkTracerProvider::builder()
-                .with_batch_exporter(exporter)
-                .with_resource(
-                    opentelemetry_sdk::Resource::builder()
-                        .with_service_name(service)
-                        .build(),
-                )
-                .build();
-            let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer(service));
-            (Some(provider), Some(layer))
+        let provider = if endpoint_set {
+            Some(otlp_provider(service)?)
         } else {
-            (None, None)
+            None
         };
-        #[cfg(not(feature = "otlp"))]
-        let (provider, otel) = (
-            None::<SdkTracerProvider>,
-            None::<tracing_opentelemetry::OpenTelemetryLayer<_, opentelemetry_sdk::trace::Tracer>>,
-        );
+        let otel = provider
+            .as_ref()
+            .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service)));
         tracing_subscriber::registry()
             .with(filter)
             .with(fmt)
