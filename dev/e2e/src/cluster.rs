@@ -19,6 +19,27 @@ pub async fn start_services_in(
     services: &[&str],
     webhook_args: Vec<String>,
 ) -> (System, Options) {
+    start_services_with(
+        env,
+        kubeconfig,
+        client_ca,
+        services,
+        webhook_args,
+        Vec::new(),
+    )
+    .await
+}
+
+/// [`start_services_in`], every service (quota-state included) with the environment `vars`
+/// (the OTLP exporter's settings, say).
+pub async fn start_services_with(
+    env: &Env,
+    kubeconfig: &Path,
+    client_ca: Option<PathBuf>,
+    services: &[&str],
+    webhook_args: Vec<String>,
+    vars: Vec<(String, String)>,
+) -> (System, Options) {
     let services: Vec<String> = services.iter().map(|s| (*s).to_owned()).collect();
     let bin_dir = must(
         bin_dir_of_current_exe().ok_or("no directory of the test binary"),
@@ -40,6 +61,7 @@ pub async fn start_services_in(
         client_ca,
         webhook_args,
         args_of: Default::default(),
+        env: vars,
     };
     let system = must(
         testenv::system::start(&env.client, &opts).await,

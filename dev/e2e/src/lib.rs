@@ -219,8 +219,19 @@ impl Env {
 /// A control plane of the test's own (not the shared one: a test that restarts it, or needs
 /// several clusters), with namespace `ns` created in it, and an admin client.
 pub async fn own_control_plane(ns: &str) -> (testenv::ControlPlane, kube::Client) {
+    own_control_plane_with(ns, &testenv::StartOptions::default()).await
+}
+
+/// [`own_control_plane`] started with `options` (its API server tracing, say).
+pub async fn own_control_plane_with(
+    ns: &str,
+    options: &testenv::StartOptions,
+) -> (testenv::ControlPlane, kube::Client) {
     let bins = must(testenv::tools::locate(), "tools");
-    let cp = must(testenv::ControlPlane::start(&bins).await, "control plane");
+    let cp = must(
+        testenv::ControlPlane::start_with(&bins, options).await,
+        "control plane",
+    );
     let client = must(cp.client().await, "kube client");
     create_namespace(&client, ns).await;
     (cp, client)

@@ -112,6 +112,14 @@ pub async fn start_in(
         webhook_args,
     )
     .await;
+    let quota = enforce_quota(env, resource, max).await;
+    (system, opts, quota)
+}
+
+/// Creates the quota `q-<namespace>` of `max` of `resource` through the services' own webhooks
+/// (quota-state and scheduling-webhook running); returns its name once it is enforced (a dry
+/// run past it is refused).
+pub async fn enforce_quota(env: &Env, resource: &str, max: u32) -> String {
     let quota = format!("q-{}", env.ns);
     let eq: DynamicObject = crate::must(
         serde_json::from_value(json!({
@@ -137,5 +145,5 @@ pub async fn start_in(
         }
     })
     .await;
-    (system, opts, quota)
+    quota
 }

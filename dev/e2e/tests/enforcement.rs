@@ -78,6 +78,7 @@ async fn start(env: &Env, dir: &std::path::Path, mode: &str) -> System {
         client_ca: None,
         webhook_args: vec!["--enforcement".into(), mode.into()],
         args_of: Default::default(),
+        env: Vec::new(),
     };
     std::fs::create_dir_all(&opts.dir).unwrap();
     testenv::system::start(&env.client, &opts).await.unwrap()

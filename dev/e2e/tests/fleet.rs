@@ -55,6 +55,7 @@ fn options(bin_dir: &Path, dir: PathBuf, kubeconfig: PathBuf, ns: &str) -> Optio
         client_ca: None,
         webhook_args: Vec::new(),
         args_of: Default::default(),
+        env: Vec::new(),
     }
 }
 

@@ -640,3 +640,53 @@ async fn multi_cluster_overlays_pass_server_dry_run() {
         "members run no quota-state"
     );
 }
+
+/// The tracing component (`kustomize/components/tracing`, used by `kustomize/examples/tracing`):
+/// every service's Deployment, quota-state's included, exports to the collector the overlay
+/// names, the local ConfigMap is not applied, and the API server's dry run accepts every object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracing_component_renders_and_passes_server_dry_run() {
+    let env = Env::new("e2e-kustomize-tracing").await;
+    let bins = testenv::tools::locate().unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let overlay = root.join("kustomize/examples/tracing");
+    let (text, _) = render_and_dry_run(&env, &bins.kustomize, &overlay).await;
+    let mut exporting = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let v = serde_json::Value::deserialize(doc).unwrap();
+        let kind = v["kind"].as_str().unwrap_or_default();
+        let name = v["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(
+            !(kind == "ConfigMap" && name == "tracing-collector"),
+            "the component's local ConfigMap is applied"
+        );
+        if kind == "Deployment" {
+            let env = &v["spec"]["template"]["spec"]["containers"][0]["env"];
+            let endpoint: Vec<&serde_json::Value> = env
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT")
+                .collect();
+            assert_eq!(
+                endpoint,
+                [&serde_json::json!({"name": "OTEL_EXPORTER_OTLP_ENDPOINT",
+                                     "value": "http://jaeger-collector.tracing.svc:4317"})],
+                "{name}"
+            );
+            exporting.push(name.to_owned());
+        }
+    }
+    exporting.sort();
+    assert_eq!(
+        exporting,
+        [
+            "lifecycle-webhook",
+            "node-config-webhook",
+            "quota-state",
+            "registry-webhook",
+            "scheduling-webhook",
+            "training-webhook"
+        ]
+    );
+}

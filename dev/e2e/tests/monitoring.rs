@@ -306,6 +306,7 @@ async fn prometheus_scrapes_every_service_and_every_query_has_series() {
             ],
         )]
         .into(),
+        env: Vec::new(),
     };
     let system = testenv::system::start(&env.client, &opts).await.unwrap();
     // Prometheus scrapes each service as the PodMonitor does: job = the service's name.

@@ -17,16 +17,20 @@ pub struct Measured {
     pub body: &'static str,
     /// The cluster state the service reads (`serve --state`), as the bench serves the path.
     pub state: Option<&'static str>,
+    /// Through the kit's HTTP router, and how (`review-loop --served`): `plain`, `traceparent`
+    /// or `exported`; the handler alone when `None`.
+    pub served: Option<&'static str>,
 }
 
 /// Every guarded path.
-pub const PATHS: [Measured; 6] = [
+pub const PATHS: [Measured; 9] = [
     Measured {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
         path: "/validate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review.json",
         state: Some("services/registry-webhook/examples/state.yaml"),
+        served: None,
     },
     Measured {
         name: "registry mutate Model (4.5 KB)",
@@ -34,6 +38,7 @@ pub const PATHS: [Measured; 6] = [
         path: "/mutate-registry-volcano-sh-v1alpha1-model",
         body: "services/registry-webhook/benches/model-review-mutate.json",
         state: Some("services/registry-webhook/examples/state.yaml"),
+        served: None,
     },
     Measured {
         name: "node-config mutate node status (22 KB)",
@@ -41,6 +46,7 @@ pub const PATHS: [Measured; 6] = [
         path: "/mutate-node-status",
         body: "services/node-config-webhook/benches/node-status-review.json",
         state: Some("services/node-config-webhook/examples/state.yaml"),
+        served: None,
     },
     Measured {
         name: "training validate PyTorchJob (4.9 KB)",
@@ -48,6 +54,7 @@ pub const PATHS: [Measured; 6] = [
         path: "/validate-kubeflow-org-v1-pytorchjob",
         body: "services/training-webhook/benches/pytorchjob-review.json",
         state: None,
+        served: None,
     },
     Measured {
         name: "scheduling validate Pod (1.7 KB)",
@@ -55,6 +62,7 @@ pub const PATHS: [Measured; 6] = [
         path: "/validate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
         state: Some("services/scheduling-webhook/examples/state.yaml"),
+        served: None,
     },
     Measured {
         name: "scheduling mutate Pod (1.7 KB)",
@@ -62,6 +70,34 @@ pub const PATHS: [Measured; 6] = [
         path: "/mutate-pod",
         body: "services/scheduling-webhook/benches/pod-review.json",
         state: Some("services/scheduling-webhook/examples/state.yaml"),
+        served: None,
+    },
+    // The same review through the router: what the endpoint's layers add, and what tracing
+    // adds to them with export off (the API server's `traceparent` read and nothing more) and
+    // on (the review span made, filled and handed to the exporter).
+    Measured {
+        name: "registry validate Model, served (4.6 KB)",
+        service: "registry-webhook",
+        path: "/validate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review.json",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        served: Some("plain"),
+    },
+    Measured {
+        name: "registry validate Model, served, traceparent, export off (4.6 KB)",
+        service: "registry-webhook",
+        path: "/validate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review.json",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        served: Some("traceparent"),
+    },
+    Measured {
+        name: "registry validate Model, served, traceparent, exported (4.6 KB)",
+        service: "registry-webhook",
+        path: "/validate-registry-volcano-sh-v1alpha1-model",
+        body: "services/registry-webhook/benches/model-review.json",
+        state: Some("services/registry-webhook/examples/state.yaml"),
+        served: Some("exported"),
     },
 ];
 

@@ -89,6 +89,11 @@ struct Args {
     /// ceiling on a path the server routes and refuses at once.
     #[arg(long, default_value_t = 200)]
     expect_status: u16,
+    /// Send a `traceparent` with each review, a new trace each, as an API server with tracing
+    /// configured does, this percentage of them sampled (100: every request, as
+    /// `samplingRatePerMillion: 1000000`).
+    #[arg(long, value_name = "SAMPLED_PERCENT")]
+    traceparent: Option<f64>,
 }
 
 struct Case {
@@ -167,6 +172,8 @@ pub(crate) struct Target {
     pub cfg: Arc<rustls::ClientConfig>,
     pub h2: bool,
     pub expect: http::StatusCode,
+    /// Send a `traceparent` with each review, sampled with this probability.
+    pub traceparent: Option<f64>,
 }
 
 async fn connect(t: &Target) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
@@ -207,11 +214,21 @@ impl Conn {
         }
     }
 
-    async fn review(&mut self, case: &Case, expect: http::StatusCode) -> Result<()> {
-        let req = http::Request::post(&case.path)
+    async fn review(&mut self, case: &Case, target: &Target) -> Result<()> {
+        let mut req = http::Request::post(&case.path)
             .header("host", "localhost")
-            .header("content-type", "application/json")
-            .body(Full::new(case.body.clone()))?;
+            .header("content-type", "application/json");
+        if let Some(sampled) = target.traceparent {
+            // A new trace per review; ids only need to be valid and distinct.
+            let (trace, span) = (fastrand::u128(1..), fastrand::u64(1..));
+            let flags = u8::from(fastrand::f64() < sampled);
+            req = req.header(
+                "traceparent",
+                format!("00-{trace:032x}-{span:016x}-{flags:02x}"),
+            );
+        }
+        let req = req.body(Full::new(case.body.clone()))?;
+        let expect = target.expect;
         let resp = match self {
             Conn::H1(s) => s.send_request(req).await?,
             Conn::H2(s) => s.send_request(req).await?,
@@ -322,6 +339,7 @@ async fn load(args: Args) -> Result<()> {
                         cfg: tls_config(&pem, false)?,
                         h2: false,
                         expect: http::StatusCode::OK,
+                        traceparent: None,
                     };
                     connect(&probe).await?;
                     // Start to ready (a TLS handshake answered, the malloc re-exec included),
@@ -358,16 +376,18 @@ async fn load(args: Args) -> Result<()> {
         cfg: tls_config(&ca_pem, args.http2)?,
         h2: args.http2,
         expect: http::StatusCode::from_u16(args.expect_status)?,
+        traceparent: args.traceparent.map(|p| p / 100.0),
     };
     if args.rate > 0.0 || args.calibrate_secs > 0 {
         let rate = if args.rate > 0.0 {
             args.rate
         } else {
-            let (lat, elapsed) = closed_loop(
+            let (lat, elapsed, _) = closed_loop(
                 &target,
                 cases.clone(),
                 &args,
                 Duration::from_secs(args.calibrate_secs),
+                None,
             )
             .await?;
             let max = lat.len() as f64 / elapsed.as_secs_f64();
@@ -392,11 +412,12 @@ async fn load(args: Args) -> Result<()> {
         stop(spawned);
         return Ok(());
     }
-    let (mut all, elapsed) = closed_loop(
+    let (mut all, elapsed, cpu) = closed_loop(
         &target,
         cases,
         &args,
         Duration::from_secs(args.duration_secs),
+        spawned.as_ref().map(|s| s.child.id()),
     )
     .await?;
     all.sort_unstable();
@@ -418,6 +439,13 @@ async fn load(args: Args) -> Result<()> {
         percentile(&all, 99.9),
         percentile(&all, 100.0)
     );
+    if let Some(cpu) = cpu {
+        println!(
+            "server CPU: {:.1} µs per review ({:.0} % of a core)",
+            cpu.as_secs_f64() * 1e6 / all.len().max(1) as f64,
+            cpu.as_secs_f64() * 100.0 / elapsed.as_secs_f64()
+        );
+    }
     match rss {
         Some(kib) => println!("server peak RSS: {:.1} MiB", kib as f64 / 1024.0),
         None => println!("server peak RSS: n/a (not spawned)"),
@@ -456,7 +484,8 @@ async fn closed_loop(
     cases: Arc<Vec<Case>>,
     args: &Args,
     duration: Duration,
-) -> Result<(Vec<u64>, Duration)> {
+    server: Option<u32>,
+) -> Result<(Vec<u64>, Duration, Option<Duration>)> {
     let per_conn = args.requests.div_ceil(args.connections as u64);
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<Result<()>>(args.connections);
     let (start_tx, start_rx) = tokio::sync::watch::channel::<Option<Instant>>(None);
@@ -473,7 +502,7 @@ async fn closed_loop(
             let opened = async {
                 let mut conn = Conn::open(&target).await?;
                 for i in 0..warmup {
-                    conn.review(&cases[(i as usize + w) % cases.len()], target.expect)
+                    conn.review(&cases[(i as usize + w) % cases.len()], &target)
                         .await
                         .context("warm-up review")?;
                 }
@@ -501,7 +530,7 @@ async fn closed_loop(
             let mut i = w;
             while (lat.len() as u64) < per_conn && Instant::now() < stop_at {
                 let t = Instant::now();
-                conn.review(&cases[i % cases.len()], target.expect).await?;
+                conn.review(&cases[i % cases.len()], &target).await?;
                 lat.push(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
                 i += 1;
             }
@@ -524,6 +553,7 @@ async fn closed_loop(
         }
     }
     let start = Instant::now();
+    let cpu_before = server.and_then(cpu_time);
     start_tx.send(Some(start))?;
     let mut all = Vec::new();
     while let Some(done) = tasks.join_next().await {
@@ -535,5 +565,20 @@ async fn closed_loop(
             }
         }
     }
-    Ok((all, start.elapsed()))
+    let elapsed = start.elapsed();
+    let cpu = cpu_before.and_then(|b| Some(server.and_then(cpu_time)?.saturating_sub(b)));
+    Ok((all, elapsed, cpu))
+}
+
+/// The CPU time (user and system, all threads) process `pid` has used: `/proc/<pid>/stat`'s
+/// utime and stime, in clock ticks of 10 ms (Linux's USER_HZ, 100 on every architecture it
+/// reports to user space).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }

@@ -61,10 +61,10 @@ pub async fn run(plan: Plan, cases: Arc<Vec<Case>>) -> Result<()> {
                     continue;
                 };
                 let result = match conn.as_mut() {
-                    Some(c) => c.review(&cases[i % cases.len()], target.expect).await,
+                    Some(c) => c.review(&cases[i % cases.len()], &target).await,
                     None => match Conn::open(&target).await {
                         Ok(mut c) => {
-                            let r = c.review(&cases[i % cases.len()], target.expect).await;
+                            let r = c.review(&cases[i % cases.len()], &target).await;
                             conn = Some(c);
                             r
                         }

@@ -243,9 +243,32 @@ fn admission_files(dir: &Path, cert: &Path, key: &Path) -> (String, String) {
     (webhook_kubeconfig, config)
 }
 
+/// How to start a control plane beyond the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Where the API server sends its spans (OTLP/gRPC, `host:port`), every request sampled:
+    /// its spans and the webhooks' then share one trace. No tracing when `None`.
+    pub tracing_endpoint: Option<String>,
+}
+
+/// The API server's tracing configuration: every request sampled, spans to `endpoint`.
+fn tracing_config(endpoint: &str) -> String {
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1\n\
+         kind: TracingConfiguration\n\
+         endpoint: {endpoint}\n\
+         samplingRatePerMillion: 1000000\n"
+    )
+}
+
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the API server is ready (at most 90 s).
     pub async fn start(bins: &Binaries) -> Result<Self, StartError> {
+        Self::start_with(bins, &StartOptions::default()).await
+    }
+
+    /// As [`ControlPlane::start`], with `options`.
+    pub async fn start_with(bins: &Binaries, options: &StartOptions) -> Result<Self, StartError> {
         sweep_stale();
         let dir = root_dir().join(format!(
             "{}-{}",
@@ -302,7 +325,7 @@ impl ControlPlane {
             &dir.join("etcd.log"),
         )?);
         cp.server = format!("https://127.0.0.1:{api_port}");
-        let args = vec![
+        let mut args = vec![
             format!("--etcd-servers={client_url}"),
             format!("--cert-dir={}", dir.join("certs").display()),
             format!("--tls-cert-file={}", tls_crt.display()),
@@ -325,6 +348,10 @@ impl ControlPlane {
             format!("--service-account-signing-key-file={}", sa_key.display()),
             "--v=1".to_owned(),
         ];
+        if let Some(endpoint) = &options.tracing_endpoint {
+            let config = write("tracing-config.yaml", &tracing_config(endpoint))?;
+            args.push(format!("--tracing-config-file={}", config.display()));
+        }
         cp.apiserver = Some(spawn(
             Command::new(&bins.kube_apiserver).args(&args),
             &dir.join("kube-apiserver.log"),

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod control_plane;
+pub mod jaeger;
 pub mod lb;
 pub mod ports;
 pub mod system;
@@ -11,7 +12,7 @@ pub mod tools;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-pub use control_plane::{ControlPlane, StartError};
+pub use control_plane::{ControlPlane, StartError, StartOptions};
 pub use ports::free_port;
 pub use tools::{BUILD_COMMAND, Binaries, ToolsError};
 

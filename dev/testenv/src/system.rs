@@ -132,6 +132,8 @@ pub struct Options {
     pub webhook_args: Vec<String>,
     /// More arguments for one webhook's `serve`, by service (after `webhook_args`).
     pub args_of: std::collections::BTreeMap<String, Vec<String>>,
+    /// Environment of every service, quota-state included (the OTLP exporter's settings, say).
+    pub env: Vec<(String, String)>,
 }
 
 impl Options {
@@ -153,6 +155,7 @@ impl Options {
             client_ca: Some(cp.admission_client_ca.clone()),
             webhook_args: Vec::new(),
             args_of: Default::default(),
+            env: Vec::new(),
         }
     }
 }
@@ -320,6 +323,7 @@ fn spawn_quota_state_on(
         .arg(&o.namespace)
         .args(extra)
         .env("KUBECONFIG", &o.kubeconfig)
+        .envs(o.env.iter().map(|(k, v)| (k, v)))
         .stdout(logf)
         .stderr(err)
         .spawn()
@@ -395,6 +399,7 @@ pub async fn start(client: &kube::Client, o: &Options) -> Result<System, SystemE
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{mport}"))
             .env("KUBECONFIG", &o.kubeconfig)
+            .envs(o.env.iter().map(|(k, v)| (k, v)))
             .stdout(logf)
             .stderr(err);
         if let (Some((url, _)), "scheduling-webhook") = (&system.quota_state, svc.as_str()) {

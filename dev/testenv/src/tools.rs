@@ -18,6 +18,9 @@ pub const TILT_VERSION: &str = "v0.33.21";
 /// toxiproxy release (the newest the module proxy serves): adds round-trip time between a
 /// fleet member's webhook and quota-state in `cargo xtask fleet-latency`.
 pub const TOXIPROXY_VERSION: &str = "v2.5.0";
+/// Jaeger release (the v2 binary, an OpenTelemetry collector with Jaeger's trace store): the
+/// trace store of the local control plane and of the end-to-end trace test.
+pub const JAEGER_VERSION: &str = "v1.76.0";
 
 /// One tool: its name, pinned version and how to build it.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +56,7 @@ const KUBERNETES_LDFLAGS: &str = "-X k8s.io/component-base/version.gitVersion=v1
 pub const KWOK_VERSION: &str = "v0.8.0";
 
 /// Every tool the test command runs.
-pub const TOOLS: [Tool; 5] = [
+pub const TOOLS: [Tool; 6] = [
     Tool {
         name: "etcd",
         module: "etcd",
@@ -104,6 +107,16 @@ pub const TOOLS: [Tool; 5] = [
         nosumdb: "",
         cgo: false,
         cold_secs: 10,
+    },
+    Tool {
+        name: "jaeger",
+        module: "jaeger",
+        version: JAEGER_VERSION,
+        package: "github.com/jaegertracing/jaeger/cmd/jaeger",
+        ldflags: "",
+        nosumdb: "",
+        cgo: false,
+        cold_secs: 298,
     },
 ];
 
@@ -543,6 +556,11 @@ pub fn locate() -> Result<Binaries, ToolsError> {
 /// The cached toxiproxy server (built by [`ensure`]).
 pub fn toxiproxy() -> Result<PathBuf, ToolsError> {
     find("toxiproxy")
+}
+
+/// The cached Jaeger binary (built by [`ensure`]).
+pub fn jaeger() -> Result<PathBuf, ToolsError> {
+    find("jaeger")
 }
 
 /// Builds every missing tool from the wrapper modules under `go_root`

@@ -58,6 +58,12 @@ pub fn measure(root: &Path, bin_dir: &Path) -> Result<Vec<Row>> {
                 .args(["--tool=callgrind", "--quiet"])
                 .arg(format!("--callgrind-out-file={}", out.display()))
                 .arg(&bin)
+                .args(
+                    p.served
+                        .map(|mode| ["--served", mode])
+                        .into_iter()
+                        .flatten(),
+                )
                 .args([p.service, p.path])
                 .arg(root.join(p.body))
                 .arg(n.to_string())

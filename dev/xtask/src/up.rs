@@ -29,6 +29,10 @@ pub struct UpArgs {
     /// Deployments and Jobs get Pods that are scheduled and run; 0 starts none of the three.
     #[arg(long, default_value_t = 3)]
     nodes: usize,
+    /// Start no trace store: without it Jaeger receives the API server's and every service's
+    /// spans (every request sampled) and shows them in its UI.
+    #[arg(long)]
+    no_traces: bool,
 }
 
 fn samples(svc: &str) -> Result<Vec<(String, DynamicObject)>> {
@@ -117,7 +121,17 @@ pub async fn up(args: UpArgs) -> Result<()> {
         "cargo test --workspace --no-run (the services, as the tests build them)",
     )?;
     eprintln!("built after {:.0?}", started.elapsed());
-    let mut cp = testenv::ControlPlane::start(&bins).await?;
+    let jaeger = if args.no_traces {
+        None
+    } else {
+        let dir = std::env::temp_dir().join(format!("admission-up-jaeger-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Some(testenv::jaeger::Jaeger::start(&testenv::tools::jaeger()?, &dir).await?)
+    };
+    let start = testenv::StartOptions {
+        tracing_endpoint: jaeger.as_ref().map(|j| j.otlp_address.clone()),
+    };
+    let mut cp = testenv::ControlPlane::start_with(&bins, &start).await?;
     let client = cp.client().await?;
     eprintln!(
         "control plane up at {} (etcd + kube-apiserver {})",
@@ -138,6 +152,10 @@ pub async fn up(args: UpArgs) -> Result<()> {
     };
     let opts = testenv::system::Options {
         port_base: args.port_base,
+        env: jaeger
+            .as_ref()
+            .map(testenv::jaeger::Jaeger::exporter_env)
+            .unwrap_or_default(),
         ..testenv::system::Options::as_up(&cp, root().join("target/debug"), svcs.clone())
     };
     let system = testenv::system::start(&client, &opts).await?;
@@ -160,6 +178,15 @@ pub async fn up(args: UpArgs) -> Result<()> {
             r.name,
             metrics(r),
             r.log.display()
+        );
+    }
+    if let Some(j) = &jaeger {
+        println!(
+            "{:<20} traces {}  OTLP {}  log {}",
+            "jaeger",
+            j.ui(),
+            j.otlp_endpoint,
+            j.running.log.display()
         );
     }
     for s in &system.skipped {
@@ -191,6 +218,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
     drop(system);
     drop(cluster);
     cp.stop();
+    drop(jaeger);
     Ok(())
 }
 

@@ -23,6 +23,7 @@ pub mod remembered;
 pub mod synthetic;
 pub mod usage;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -220,12 +221,15 @@ impl Service {
                 waiting: self.waiting.clone(),
             }
         };
-        let deadline = tokio::time::Instant::now() + VOUCH_WAIT;
+        let started = tokio::time::Instant::now();
+        let deadline = started + VOUCH_WAIT;
         while self.ledger.awaiting_vouch(cluster, peer, VOUCH_WAIT)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(VOUCH_POLL).await;
         }
+        let waited = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        admission_kit::server::trace::record(&tracing::Span::current(), "vouch_wait_us", waited);
         self.ledger.peer_trusted(cluster, peer)
     }
 
@@ -382,6 +386,34 @@ pub fn grpc_server() -> tonic::transport::Server {
         .timeout(Duration::from_secs(10))
 }
 
+/// What a trace reader needs of an admission call, written into its span when exported: pods
+/// asked for, how many were admitted, the quotas they were charged to and the rules that
+/// refused (a wait for the Pod watch is [`Service::vouched_after_a_wait`]'s `vouch_wait_us`).
+fn describe_admissions<'a>(answers: impl IntoIterator<Item = &'a AdmitPodResponse>) {
+    use admission_kit::server::trace::{exported, record};
+    let span = tracing::Span::current();
+    if !exported(&span) {
+        return;
+    }
+    let (mut pods, mut allowed) = (0_i64, 0_i64);
+    let (mut quotas, mut rules) = (BTreeSet::new(), BTreeSet::new());
+    for a in answers {
+        pods += 1;
+        allowed += i64::from(a.allowed);
+        if !a.quota.is_empty() {
+            quotas.insert(a.quota.clone());
+        }
+        if !a.allowed && !a.rule.is_empty() {
+            rules.insert(a.rule.clone());
+        }
+    }
+    let list = |s: BTreeSet<String>| s.into_iter().collect::<Vec<_>>().join(",");
+    record(&span, "pods", pods);
+    record(&span, "allowed", allowed);
+    record(&span, "quotas", list(quotas));
+    record(&span, "rules", list(rules));
+}
+
 /// How long a refused review from a peer awaiting its first vouching pod waits for the Pod
 /// watch ([`Service::vouched_after_a_wait`]): the watch shows a created pod within
 /// milliseconds, the API server retries a webhook call only after seconds.
@@ -409,6 +441,7 @@ impl QuotaState for Service {
                 .admit_one(&r, &caller)
                 .map_err(|e| self.invalid(M, e))?;
         }
+        describe_admissions([&answer]);
         self.ok(M, answer)
     }
 
@@ -454,6 +487,7 @@ impl QuotaState for Service {
                 }
             }
         }
+        describe_admissions(answers.iter().filter_map(|a| a.response.as_ref()));
         self.ok(M, AdmitPodsResponse { answers })
     }
 

@@ -110,4 +110,31 @@ async fn a_traced_reviews_quota_call_is_one_trace_through_quota_state() {
         assert_eq!(call.parent_span_id, review.span_context.span_id());
         assert_eq!(got.parent_span_id, call.span_context.span_id());
     }
+    // What a reader needs: the quota and the wait on the review, the counts on the calls.
+    let attribute = |s: &SpanData, key: &str| {
+        s.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.as_str().into_owned())
+            .unwrap_or_default()
+    };
+    for (name, allowed, quota) in [("fits", "true", "q"), ("too-big", "false", "")] {
+        let review = reviews.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(attribute(review, "quota"), quota, "{:?}", review.attributes);
+        assert_eq!(attribute(review, "quota.allowed"), allowed);
+        assert!(attribute(review, "quota.wait_us").parse::<u64>().is_ok());
+    }
+    for call in &calls {
+        assert_eq!(attribute(call, "pods"), "1", "{:?}", call.attributes);
+    }
+    let by_outcome = |allowed: &str| {
+        received
+            .iter()
+            .find(|s| attribute(s, "allowed") == allowed)
+            .unwrap_or_else(|| panic!("no call answered with allowed={allowed}: {received:?}"))
+    };
+    let (admitted, refused) = (by_outcome("1"), by_outcome("0"));
+    assert_eq!(attribute(admitted, "pods"), "1");
+    assert_eq!(attribute(admitted, "quotas"), "q");
+    assert_eq!(attribute(refused, "rules"), "PV-4");
 }

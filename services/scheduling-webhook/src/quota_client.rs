@@ -338,6 +338,8 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
             .await
             .map_err(|_| "quota-state's batcher dropped the question".to_owned())?
     };
+    let review = tracing::Span::current();
+    let asked_at = trace::exported(&review).then(std::time::Instant::now);
     let r = match tokio::time::timeout(deadline, asked).await {
         Err(_) => Err(format!(
             "{}: no answer within {} ms",
@@ -346,8 +348,17 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
         )),
         Ok(r) => r,
     };
-    if r.is_ok() {
+    if let Ok(a) = &r {
         reachable(q);
+        if let Some(at) = asked_at {
+            // Queue and call together: what the review waited for quota-state.
+            let waited = i64::try_from(at.elapsed().as_micros()).unwrap_or(i64::MAX);
+            if !a.quota.is_empty() {
+                trace::record(&review, "quota", a.quota.clone());
+            }
+            trace::record(&review, "quota.allowed", a.allowed);
+            trace::record(&review, "quota.wait_us", waited);
+        }
     }
     r
 }
@@ -425,6 +436,7 @@ async fn run_batches(
             let copy = (now == Peer::Untried).then(|| (msgs.clone(), traces.clone()));
             let mut c = client.clone();
             let span = trace::call_span("quota-state.AdmitPods", &traces);
+            trace::record(&span, "pods", i64::try_from(msgs.len()).unwrap_or(i64::MAX));
             let sending = Sending::within(deadline, &span);
             let r = c
                 .admit_pods(request(AdmitPodsRequest { pods: msgs }, &sending))

@@ -113,6 +113,7 @@ fn opts() -> ServeOptions {
         allowed_client_names: Vec::new(),
         reuse_port: false,
         enforcement: Default::default(),
+        continue_traces: true,
     }
 }
 

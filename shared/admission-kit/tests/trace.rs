@@ -20,14 +20,45 @@ impl Validator for AllowAll {
     }
 }
 
-#[test]
-fn review_span_continues_the_callers_trace() {
+/// A sampled trace context, as an API server that traces the request sends it.
+const SAMPLED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// Counts the spans made, exported or not.
+#[derive(Clone, Default)]
+struct Made(Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Made {
+    fn on_new_span(
+        &self,
+        _: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The spans one review through the router exports, its request carrying `traceparent`.
+fn spans_of_one_review(
+    opts: &ServeOptions,
+    traceparent: &str,
+) -> Vec<opentelemetry_sdk::trace::SpanData> {
+    spans_made_and_exported(opts, traceparent).1
+}
+
+/// How many spans one review through the router makes, and those it exports.
+fn spans_made_and_exported(
+    opts: &ServeOptions,
+    traceparent: &str,
+) -> (usize, Vec<opentelemetry_sdk::trace::SpanData>) {
+    let made = Made::default();
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
     let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")))
+        .with(made.clone());
     let target = Target::resource("g", "v1", "r", "Thing").operations(&[]);
     let app = App::new("t", "t").validate("/v", target, FailurePolicy::Fail, AllowAll);
     let readiness = Arc::new(Readiness::new(CertStore::new(), || true));
@@ -36,15 +67,12 @@ fn review_span_continues_the_callers_trace() {
         Context::default(),
         Metrics::new().unwrap(),
         readiness,
-        &ServeOptions::default(),
+        opts,
     );
     let body = br#"{"apiVersion":"admission.k8s.io/v1","request":{"uid":"u","operation":"CREATE","namespace":"team","name":"n","object":{}}}"#;
     let req = http::Request::post("/v")
         .header("content-type", "application/json")
-        .header(
-            "traceparent",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-        )
+        .header("traceparent", traceparent)
         .body(Full::new(Bytes::from_static(body)))
         .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -53,7 +81,15 @@ fn review_span_continues_the_callers_trace() {
         .unwrap();
     let resp = tracing::subscriber::with_default(subscriber, || rt.block_on(router.handle(req)));
     assert_eq!(resp.status(), 200);
-    let spans = exporter.get_finished_spans().unwrap();
+    (
+        made.0.load(std::sync::atomic::Ordering::Relaxed),
+        exporter.get_finished_spans().unwrap(),
+    )
+}
+
+#[test]
+fn review_span_continues_the_callers_trace() {
+    let spans = spans_of_one_review(&ServeOptions::default(), SAMPLED);
     let span = spans
         .iter()
         .find(|s| s.name == "/v")
@@ -80,8 +116,39 @@ fn review_span_continues_the_callers_trace() {
         ("name", "n"),
         ("allowed", "true"),
         ("patched", "false"),
+        ("patch_bytes", "0"),
         ("rules", ""),
     ] {
         assert_eq!(attribute(key).as_deref(), Some(value), "{key}");
     }
+}
+
+/// With `continue_traces` off (`serve` with no span export) the header is not read: the span,
+/// were it exported, would start a trace of its own.
+#[test]
+fn without_continue_traces_the_header_is_not_read() {
+    let spans = spans_of_one_review(
+        &ServeOptions {
+            continue_traces: false,
+            ..ServeOptions::default()
+        },
+        SAMPLED,
+    );
+    let span = spans.iter().find(|s| s.name == "/v").unwrap();
+    assert_ne!(
+        span.span_context.trace_id(),
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+    );
+    assert_eq!(span.parent_span_id, SpanId::INVALID);
+}
+
+/// A request its caller traces without sampling it (flags 00) makes no span at all (the
+/// sampler would drop it, after it was made and filled).
+#[test]
+fn an_unsampled_request_makes_no_span() {
+    let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+    let (made, exported) = spans_made_and_exported(&ServeOptions::default(), unsampled);
+    assert_eq!((made, exported.len()), (0, 0));
+    let (made, exported) = spans_made_and_exported(&ServeOptions::default(), SAMPLED);
+    assert_eq!((made, exported.len()), (1, 1));
 }

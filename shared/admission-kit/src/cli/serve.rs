@@ -532,6 +532,7 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
         max_connection_age: (!a.max_connection_age.is_zero()).then_some(a.max_connection_age),
         reuse_port: a.reuse_port,
         enforcement: modes,
+        continue_traces: telemetry.exporting(),
         ..ServeOptions::default()
     };
     let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;

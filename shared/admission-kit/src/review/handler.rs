@@ -415,6 +415,8 @@ pub struct Decision {
     pub allowed: bool,
     /// Whether a patch was sent.
     pub patched: bool,
+    /// The JSON Patch's length in bytes (before base64), 0 when none.
+    pub patch_bytes: usize,
     /// Each reason for the denial: its rule, field and message (the log and metrics keep the
     /// rule ids, `admission-check` reports all of it).
     pub denials: Vec<Denial>,
@@ -724,7 +726,10 @@ impl<M: Mutator> Mutating<M> {
         } else {
             typed_patch(&raw_object, &d.req.object, &edited)?
         };
-        let decision = decision_of(&d.req, &verdict, patch.is_some());
+        let decision = Decision {
+            patch_bytes: patch.as_ref().map_or(0, |p| p.len()),
+            ..decision_of(&d.req, &verdict, patch.is_some())
+        };
         let mut response = response_of(&d.req.uid, verdict, None);
         if let Some(p) = patch {
             response.patch = Some(base64::engine::general_purpose::STANDARD.encode(p));

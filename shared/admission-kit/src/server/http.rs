@@ -101,6 +101,10 @@ pub struct ServeOptions {
     pub reuse_port: bool,
     /// Each endpoint's enforcement mode (`--enforcement`): what it does with its decisions.
     pub enforcement: Modes,
+    /// Continue the trace a request's `traceparent` names. `serve` sets it when spans are
+    /// exported ([`crate::server::telemetry::Telemetry::exporting`]); off, the header is not read,
+    /// so a traced API server costs a service that exports nothing nothing.
+    pub continue_traces: bool,
 }
 
 impl Default for ServeOptions {
@@ -133,6 +137,7 @@ impl Default for ServeOptions {
             shutdown_delay: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(25),
             enforcement: Modes::default(),
+            continue_traces: true,
         }
     }
 }
@@ -369,7 +374,11 @@ impl EndpointStack {
         budget: Arc<Budget>,
     ) -> Self {
         let svc = tower::ServiceBuilder::new()
-            .layer(ObserveLayer { path, metrics })
+            .layer(ObserveLayer {
+                path,
+                metrics,
+                continue_traces: opts.continue_traces,
+            })
             .layer(LimitsLayer {
                 body_limit: opts.body_limit,
                 body_timeout: opts.body_timeout,

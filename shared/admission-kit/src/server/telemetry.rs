@@ -308,6 +308,29 @@ fn otlp_provider(_: &'static str) -> Result<SdkTracerProvider, TelemetryError> {
     ))
 }
 
+/// The target of the decision lines (one per review): what a log pipeline selects them by.
+pub const DECISION_TARGET: &str = "admission::decision";
+
+/// The layer that turns spans into OpenTelemetry spans for `provider`, as the services export
+/// them: the spans' own attributes only. The source location, thread and busy/idle times the
+/// layer adds by default say nothing to a trace reader and cost every exported review; the
+/// decision line is not copied into the review's span as an event, whose attributes hold it
+/// already.
+pub fn span_layer<S>(provider: &SdkTracerProvider, service: &'static str) -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer(service))
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
+        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+            m.target() != DECISION_TARGET
+        }))
+}
+
 /// Keeps the trace pipeline alive; [`Telemetry::shutdown`] flushes pending spans.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
@@ -352,9 +375,7 @@ impl Telemetry {
         } else {
             None
         };
-        let otel = provider
-            .as_ref()
-            .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service)));
+        let otel = provider.as_ref().map(|p| span_layer(p, service));
         tracing_subscriber::registry()
             .with(filter)
             .with(fmt)
@@ -412,6 +433,7 @@ mod tests {
         let observed = crate::server::http::observe::ObserveLayer {
             path: "/validate-x",
             metrics: crate::server::metrics::Metrics::new().unwrap(),
+            continue_traces: true,
         }
         .layer(tower::service_fn(|_: http::Request<()>| async {
             let mut resp = http::Response::new(crate::server::http::Body::default());

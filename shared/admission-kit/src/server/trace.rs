@@ -34,10 +34,34 @@ pub fn continue_from(span: &tracing::Span, headers: &http::HeaderMap) {
     }
 }
 
+/// Whether `headers` carry a trace context whose caller chose not to sample it (`traceparent`
+/// with the sampled flag clear): the services sample as their caller does, so such a request
+/// needs no span at all. A malformed header is not "unsampled": the propagator decides.
+pub fn unsampled(headers: &http::HeaderMap) -> bool {
+    let Some(v) = headers.get("traceparent").map(http::HeaderValue::as_bytes) else {
+        return false;
+    };
+    // version "-" trace-id "-" parent-id "-" flags: 55 bytes in version 00.
+    v.len() == 55
+        && v[52] == b'-'
+        && std::str::from_utf8(&v[53..])
+            .ok()
+            .and_then(|f| u8::from_str_radix(f, 16).ok())
+            .is_some_and(|flags| flags & 1 == 0)
+}
+
 /// Whether `span` is exported (OTLP export is on and the span is recorded): what only a trace
 /// reader needs is worth writing into it.
 pub fn exported(span: &tracing::Span) -> bool {
     !span.is_disabled() && span.context().span().span_context().is_valid()
+}
+
+/// Writes `key = value` into `span` when it is [`exported`]: attributes only a trace reader
+/// needs cost nothing when nobody reads them.
+pub fn record(span: &tracing::Span, key: &'static str, value: impl Into<opentelemetry::Value>) {
+    if exported(span) {
+        span.set_attribute(key, value);
+    }
 }
 
 /// The trace context of a span, kept to make calls on its behalf later, from another task
@@ -162,6 +186,29 @@ mod tests {
             .find(|s| s.name == "/quota.QuotaState/AdmitPods")
             .unwrap();
         assert_eq!(server.parent_span_id, call.span_context.span_id());
+    }
+
+    #[test]
+    fn unsampled_reads_the_flags_of_a_well_formed_traceparent_only() {
+        let with = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert("traceparent", v.parse().unwrap());
+            unsampled(&h)
+        };
+        assert!(with(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+        ));
+        assert!(with(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-02"
+        ));
+        assert!(!with(PARENT));
+        assert!(!with(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0x"
+        ));
+        assert!(!with(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333-00"
+        ));
+        assert!(!unsampled(&http::HeaderMap::new()));
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub struct ObserveLayer {
     pub path: &'static str,
     /// Where to count.
     pub metrics: Metrics,
+    /// Continue the trace of `traceparent` ([`ServeOptions::continue_traces`]).
+    pub continue_traces: bool,
 }
 
 impl<S> Layer<S> for ObserveLayer {
@@ -46,22 +48,31 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let inner = self.inner.clone();
         let cfg = self.cfg.clone();
-        let span = tracing::info_span!(
-            "admission.review",
-            otel.name = %cfg.path,
-            webhook = %cfg.path,
-            uid = tracing::field::Empty,
-            allowed = tracing::field::Empty,
-            kind = tracing::field::Empty,
-            namespace = tracing::field::Empty,
-            name = tracing::field::Empty,
-            operation = tracing::field::Empty,
-            rules = tracing::field::Empty,
-            applied = tracing::field::Empty,
-            patched = tracing::field::Empty,
-            dry_run = tracing::field::Empty,
-        );
-        crate::server::trace::continue_from(&span, req.headers());
+        // A request its caller traces without sampling gets no span: it would be made, filled
+        // and dropped by the sampler.
+        let span = if cfg.continue_traces && crate::server::trace::unsampled(req.headers()) {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "admission.review",
+                otel.name = %cfg.path,
+                webhook = %cfg.path,
+                uid = tracing::field::Empty,
+                allowed = tracing::field::Empty,
+                kind = tracing::field::Empty,
+                namespace = tracing::field::Empty,
+                name = tracing::field::Empty,
+                operation = tracing::field::Empty,
+                rules = tracing::field::Empty,
+                applied = tracing::field::Empty,
+                patched = tracing::field::Empty,
+                patch_bytes = tracing::field::Empty,
+                dry_run = tracing::field::Empty,
+            )
+        };
+        if cfg.continue_traces && !span.is_none() {
+            crate::server::trace::continue_from(&span, req.headers());
+        }
         Box::pin(
             async move {
                 let m = &cfg.metrics;
@@ -87,6 +98,37 @@ where
     }
 }
 
+/// Writes the decision's fields into the review span in one call (one pass through the
+/// subscriber's layers instead of one per field).
+fn trace_fields(span: &tracing::Span, d: &Decision) {
+    use tracing::field::Value;
+    let Some(meta) = span.metadata() else {
+        return;
+    };
+    let (rules, applied) = (tracing::field::display(d.rules()), d.applied.join(","));
+    let patch_bytes = d.patch_bytes as u64;
+    let values: [(&str, &dyn Value); 9] = [
+        ("kind", &d.kind.as_str()),
+        ("namespace", &d.namespace.as_str()),
+        ("name", &d.name.as_str()),
+        ("operation", &d.operation),
+        ("rules", &rules),
+        ("applied", &applied.as_str()),
+        ("patched", &d.patched),
+        ("patch_bytes", &patch_bytes),
+        ("dry_run", &d.dry_run),
+    ];
+    let fields = meta.fields();
+    let found: Vec<_> = values.iter().filter_map(|(n, _)| fields.field(n)).collect();
+    // All nine are declared where the span is made.
+    let Ok(found) = <[tracing::field::Field; 9]>::try_from(found) else {
+        return;
+    };
+    let pairs: [(&tracing::field::Field, Option<&dyn Value>); 9] =
+        std::array::from_fn(|i| (&found[i], Some(values[i].1)));
+    span.record_all(&fields.value_set(&pairs));
+}
+
 pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
     let latency_us = elapsed.as_micros() as u64;
     if let Some(d) = resp.extensions().get::<Decision>() {
@@ -96,14 +138,7 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
         // What a trace reader needs, written only when the span is exported: the decision line
         // below has it already.
         if crate::server::trace::exported(&span) {
-            span.record("kind", d.kind.as_str());
-            span.record("namespace", d.namespace.as_str());
-            span.record("name", d.name.as_str());
-            span.record("operation", d.operation);
-            span.record("rules", tracing::field::display(d.rules()));
-            span.record("applied", d.applied.join(",").as_str());
-            span.record("patched", d.patched);
-            span.record("dry_run", d.dry_run);
+            trace_fields(&span, d);
         }
         let decision = if d.allowed { "allowed" } else { "denied" };
         m.decisions
@@ -118,7 +153,7 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
             trial(path, m, d);
         }
         tracing::info!(
-            target: "admission::decision",
+            target: crate::server::telemetry::DECISION_TARGET,
             webhook = path,
             uid = %d.uid,
             kind = %d.kind,
@@ -149,7 +184,7 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
             .map(ToString::to_string)
             .unwrap_or_default();
         tracing::info!(
-            target: "admission::decision",
+            target: crate::server::telemetry::DECISION_TARGET,
             webhook = path,
             allowed = true,
             enforcement = mode.as_str(),
@@ -167,7 +202,7 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
             .map(ToString::to_string)
             .unwrap_or_default();
         tracing::warn!(
-            target: "admission::decision",
+            target: crate::server::telemetry::DECISION_TARGET,
             webhook = path,
             code = resp.status().as_u16(),
             error = %why,
