@@ -121,12 +121,14 @@ pub async fn up(args: UpArgs) -> Result<()> {
         "cargo test --workspace --no-run (the services, as the tests build them)",
     )?;
     eprintln!("built after {:.0?}", started.elapsed());
+    // Started first: the API server's tracing configuration names it.
+    let jaeger_dir =
+        std::env::temp_dir().join(format!("admission-up-jaeger-{}", std::process::id()));
     let jaeger = if args.no_traces {
         None
     } else {
-        let dir = std::env::temp_dir().join(format!("admission-up-jaeger-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        Some(testenv::jaeger::Jaeger::start(&testenv::tools::jaeger()?, &dir).await?)
+        std::fs::create_dir_all(&jaeger_dir)?;
+        Some(testenv::jaeger::Jaeger::start(&testenv::tools::jaeger()?, &jaeger_dir).await?)
     };
     let start = testenv::StartOptions {
         tracing_endpoint: jaeger.as_ref().map(|j| j.otlp_address.clone()),
@@ -219,6 +221,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
     drop(cluster);
     cp.stop();
     drop(jaeger);
+    let _ = std::fs::remove_dir_all(&jaeger_dir);
     Ok(())
 }
 
