@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use e2e::cluster::start_services_with;
-use e2e::quota::{enforce_quota, pod};
+use e2e::quota::{create_retrying, enforce_quota, pod};
 use e2e::{Env, eventually, own_control_plane_with};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, PostParams};
@@ -30,13 +30,16 @@ const SHOWN: &[&str] = &[
     "webhook",
 ];
 
-/// The trace that holds `service`'s review span (`endpoint`) of the object `name`, once it also
-/// holds a span of every service in `services` (spans arrive in batches, the API server's last).
+/// The trace that holds `service`'s review span (`endpoint`) of the object `name` answered
+/// `allowed` (a refusal that asked to retry leaves a trace of its own), once it also
+/// holds a span of every service in `services` and the API server's root span (spans arrive in
+/// batches; the root ends last, after every span of the request, and so arrives last).
 async fn trace_of(
     jaeger: &Jaeger,
     service: &str,
     endpoint: &str,
     name: &str,
+    allowed: bool,
     services: &[&str],
 ) -> Trace {
     eventually(Duration::from_secs(60), || async {
@@ -44,17 +47,26 @@ async fn trace_of(
         let t = traces
             .into_iter()
             .find(|t| {
-                t.span(service, endpoint, |s| s.tag("name") == name)
-                    .is_some()
+                t.span(service, endpoint, |s| {
+                    s.tag("name") == name && s.tag("allowed") == allowed.to_string()
+                })
+                .is_some()
             })
             .ok_or_else(|| format!("no trace of {name} at {service}{endpoint} yet"))?;
-        match services
+        if let Some(missing) = services
             .iter()
             .find(|svc| !t.spans.iter().any(|s| s.service == **svc))
         {
-            Some(missing) => Err(format!("trace {} has no {missing} span yet", t.id)),
-            None => Ok(t),
+            return Err(format!("trace {} has no {missing} span yet", t.id));
         }
+        if !t
+            .spans
+            .iter()
+            .any(|s| s.service == "apiserver" && s.parent.is_empty())
+        {
+            return Err(format!("trace {} has no root span yet", t.id));
+        }
+        Ok(t)
     })
     .await
 }
@@ -109,7 +121,8 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), ns);
 
     // Admitted: charged to the quota.
-    pods.create(&PostParams::default(), &pod("traced", &quota, 1))
+    // As a controller would: a refusal asking to retry is retried (docs/quota-state.md).
+    create_retrying(&pods, &pod("traced", &quota, 1))
         .await
         .unwrap();
     let all = ["apiserver", "scheduling-webhook", "quota-state"];
@@ -118,6 +131,7 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
         "scheduling-webhook",
         "/validate-pod",
         "traced",
+        true,
         &all,
     )
     .await;
@@ -185,6 +199,7 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
         "scheduling-webhook",
         "/validate-pod",
         "too-big",
+        false,
         &all,
     )
     .await;
@@ -232,6 +247,7 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
         "training-webhook",
         endpoint,
         "traced-job",
+        true,
         &["apiserver"],
     )
     .await;
