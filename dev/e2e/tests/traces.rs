@@ -79,6 +79,17 @@ fn must<'a>(t: &'a Trace, found: Option<&'a Span>, what: &str) -> &'a Span {
     }
 }
 
+/// quota-state's span of the AdmitPod(s) call in the trace.
+fn quota_call(t: &Trace) -> &Span {
+    must(
+        t,
+        t.spans
+            .iter()
+            .find(|s| s.service == "quota-state" && s.operation.contains("AdmitPod")),
+        "quota-state's AdmitPod(s) call",
+    )
+}
+
 /// The API server's root span of the trace: the request.
 fn request(t: &Trace) -> &Span {
     must(
@@ -169,13 +180,7 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
         "{:?}",
         validate.tags
     );
-    let decided = must(
-        &t,
-        t.spans
-            .iter()
-            .find(|s| s.service == "quota-state" && s.operation.contains("AdmitPod")),
-        "quota-state's admission",
-    );
+    let decided = quota_call(&t);
     assert!(t.descends(decided, validate), "{}", t.render(SHOWN));
     assert_eq!(decided.tag("quotas"), quota, "{:?}", decided.tags);
     assert_eq!(decided.tag("allowed"), "1", "{:?}", decided.tags);
@@ -216,13 +221,7 @@ async fn one_trace_from_the_api_server_through_every_webhook_and_quota_state() {
     // PV-4: the quota's check, in quota-state's span too.
     assert!(message.contains("exceeded quota"), "{message}");
     assert_eq!(refused.tag("rules"), "PV-4", "{:?}", refused.tags);
-    let decided = must(
-        &t,
-        t.spans
-            .iter()
-            .find(|s| s.service == "quota-state" && s.operation.contains("AdmitPod")),
-        "quota-state's refusal",
-    );
+    let decided = quota_call(&t);
     assert!(t.descends(decided, refused), "{}", t.render(SHOWN));
     assert_eq!(decided.tag("rules"), "PV-4", "{:?}", decided.tags);
 

@@ -76,15 +76,6 @@ exporters:
     )
 }
 
-/// Span export settings for a service sending to `endpoint`: OTLP/gRPC, and a batch sent every
-/// 200 ms instead of every 5 s, so a test reads its trace soon after the request.
-pub fn exporter_env(endpoint: &str) -> Vec<(String, String)> {
-    vec![
-        ("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint.to_owned()),
-        ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
-    ]
-}
-
 impl Jaeger {
     /// Starts Jaeger with its files (configuration, log) in `dir` and waits until its query API
     /// answers (at most 60 s).
@@ -124,9 +115,16 @@ impl Jaeger {
         format!("http://{}", self.query)
     }
 
-    /// [`exporter_env`] for this Jaeger.
+    /// Span export settings for a service sending here: OTLP/gRPC, and a batch sent every
+    /// 200 ms instead of every 5 s, so a test reads its trace soon after the request.
     pub fn exporter_env(&self) -> Vec<(String, String)> {
-        exporter_env(&self.otlp_endpoint)
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+                self.otlp_endpoint.clone(),
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
+        ]
     }
 
     /// The traces of the last hour that hold a span of `service` (at most 1,000).

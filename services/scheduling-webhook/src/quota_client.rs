@@ -324,13 +324,16 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
     let deadline = deadline(q)?;
     let batches = batcher(q, deadline)?;
     let (answer, answered) = oneshot::channel();
+    let carried = trace::Carried::current();
+    // Only a traced review is timed: its span records the wait.
+    let asked_at = carried.is_valid().then(std::time::Instant::now);
     // The deadline covers the queue too: a full queue (quota-state slow) waits no longer.
     let asked = async {
         batches
             .send(Asked {
                 msg,
                 answer,
-                trace: trace::Carried::current(),
+                trace: carried,
             })
             .await
             .map_err(|_| "quota-state's batcher has stopped".to_owned())?;
@@ -338,8 +341,6 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
             .await
             .map_err(|_| "quota-state's batcher dropped the question".to_owned())?
     };
-    let review = tracing::Span::current();
-    let asked_at = trace::exported(&review).then(std::time::Instant::now);
     let r = match tokio::time::timeout(deadline, asked).await {
         Err(_) => Err(format!(
             "{}: no answer within {} ms",
@@ -353,6 +354,7 @@ async fn admit(q: &QuotaClient, msg: AdmitPodRequest) -> Result<AdmitPodResponse
         if let Some(at) = asked_at {
             // Queue and call together: what the review waited for quota-state.
             let waited = i64::try_from(at.elapsed().as_micros()).unwrap_or(i64::MAX);
+            let review = tracing::Span::current();
             if !a.quota.is_empty() {
                 trace::record(&review, "quota", a.quota.clone());
             }

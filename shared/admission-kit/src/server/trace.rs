@@ -56,12 +56,11 @@ pub fn exported(span: &tracing::Span) -> bool {
     !span.is_disabled() && span.context().span().span_context().is_valid()
 }
 
-/// Writes `key = value` into `span` when it is [`exported`]: attributes only a trace reader
-/// needs cost nothing when nobody reads them.
+/// Writes `key = value` into `span`'s exported attributes; nothing when the span is not
+/// exported. A caller building a costly value checks [`exported`] (or [`Carried::is_valid`])
+/// first, once for all its attributes.
 pub fn record(span: &tracing::Span, key: &'static str, value: impl Into<opentelemetry::Value>) {
-    if exported(span) {
-        span.set_attribute(key, value);
-    }
+    span.set_attribute(key, value);
 }
 
 /// The trace context of a span, kept to make calls on its behalf later, from another task
