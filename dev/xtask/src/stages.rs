@@ -83,7 +83,7 @@ const USER: [(&str, &[&str]); 7] = [
             "decoded_body",
             "handler::envelope",
             "review_body",
-            "null_as_default",
+            "compat::zero",
             "parse_quantity",
         ],
     ),
@@ -363,7 +363,7 @@ tokio-rt-worker 1
 \t 12 admission_kit::review::handler::Validating<V>::answer (svc)
 
 tokio-rt-worker 1 
-\t 13 admission_kit::compat::go::null_as_default (svc)
+\t 13 admission_kit::compat::zero::after_strict (svc)
 \t 14 admission_kit::review::handler::decode_raw (svc)
 ";
         let c = classify(script);

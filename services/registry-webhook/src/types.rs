@@ -1,12 +1,14 @@
 //! Kthena registry kinds (`registry.volcano.sh/v1alpha1`): Model, AutoscalingPolicy,
 //! AutoscalingPolicyBinding.
 //!
-//! Decoding follows Go's lenient `encoding/json` as the spec (§3.1) requires: missing or `null`
-//! non-pointer fields take their zero value (`null_as_default`), pointer fields are `Option`
-//! (presence matters to the rules), a wrong JSON type fails the whole decode. Unknown keys are
-//! ignored here and kept by mutators (the kit diffs typed objects and replays onto the raw JSON).
+//! Decoding follows Go's lenient `encoding/json` as the spec (§3.1) requires: missing non-pointer
+//! fields take their zero value (`#[serde(default)]`; the kit reads a `null` as Go does), pointer
+//! fields are `Option` (presence matters to the rules), a wrong JSON type fails the whole decode.
+//! Unknown keys are ignored here and kept by mutators (the kit diffs typed objects and replays
+//! onto the raw JSON).
 
-use admission_kit::compat::go::{GoDuration, Quantity, null_as_default};
+use admission_kit::compat::go::{GoDuration, Quantity};
+use admission_kit::review::object::crd_default;
 use k8s_openapi::api::core::v1::{
     Affinity, EnvFromSource, EnvVar, ObjectReference, ResourceRequirements,
 };
@@ -40,21 +42,13 @@ fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[serde(rename_all = "camelCase")]
 pub struct ModelSpec {
     /// Display name of the model (not used by any rule).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Owner.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub owner: String,
     /// The inference backends.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub backends: Vec<ModelBackend>,
     /// Model-level autoscaling (inline policy). Presence matters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,13 +102,13 @@ pub struct BodyMatch {
 #[serde(rename_all = "camelCase")]
 pub struct ModelBackend {
     /// Backend name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// `vLLM`, `vLLMDisaggregated`, `SGLang`, `MindIE`, `MindIEDisaggregated`.
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "type")]
     pub type_: String,
     /// Where the weights come from (`hf://`, `s3://`, `pvc://`).
-    #[serde(default, rename = "modelURI", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "modelURI")]
     pub model_uri: String,
     /// Where weights are cached.
     #[serde(default, rename = "cacheURI", skip_serializing_if = "Option::is_none")]
@@ -126,26 +120,23 @@ pub struct ModelBackend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<EnvVar>>,
     /// Minimum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Maximum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
     /// Scaling cost; 0 and absent are the same ("not provided").
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub scaling_cost: i32,
     /// Route weight, 0..100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(100))]
     pub route_weight: Option<u32>,
     /// How long to wait before scaling to zero. Presence matters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_to_zero_grace_period: Option<GoDuration>,
     /// The backend's workers.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub workers: Vec<ModelWorker>,
     /// LoRA adapters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,14 +154,11 @@ fn is_zero(v: &i32) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelWorker {
     /// `server`, `prefill`, `decode`, `controller`, `coordinator`; absent is `""`.
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "type")]
+    #[schemars(transform = crd_default("server"))]
     pub type_: String,
     /// Container image.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image: String,
     /// Replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,10 +183,10 @@ pub struct ModelWorker {
 #[serde(rename_all = "camelCase")]
 pub struct LoraAdapter {
     /// Adapter name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Where the adapter comes from.
-    #[serde(default, rename = "artifactURL", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "artifactURL")]
     pub artifact_url: String,
 }
 
@@ -243,9 +231,10 @@ pub struct BackendStatus {
 pub struct AutoscalingPolicySpec {
     /// Tolerance in percent (not checked by the webhook).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(10))]
     pub tolerance_percent: Option<i32>,
     /// Metrics and their targets.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub metrics: Vec<AutoscalingPolicyMetric>,
     /// Scaling behaviour. Emptiness is decided by presence (§8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,10 +250,10 @@ pub struct EmptyStatus {}
 #[serde(rename_all = "camelCase")]
 pub struct AutoscalingPolicyMetric {
     /// Metric name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub metric_name: String,
     /// Target value; missing or `null` is the zero quantity.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_value: Quantity,
 }
 
@@ -298,19 +287,19 @@ pub struct ScaleUpPolicy {
 pub struct StablePolicy {
     /// Instances per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub instances: Option<i32>,
     /// Percent per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(100))]
     pub percent: Option<i32>,
     /// Step period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("15s"))]
     pub period: Option<GoDuration>,
     /// `Or` or `And`; a plain string upstream, so `""` is the same as absent.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(transform = crd_default("Or"))]
     pub select_policy: String,
     /// Stabilisation window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -334,6 +323,7 @@ impl StablePolicy {
 pub struct PanicPolicy {
     /// Percent per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1000))]
     pub percent: Option<i32>,
     /// Step period: a plain (non-pointer) duration upstream, absent = 0; `null` fails to decode
     /// as it does upstream.
@@ -341,9 +331,11 @@ pub struct PanicPolicy {
     pub period: GoDuration,
     /// Threshold to enter panic mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(200))]
     pub panic_threshold_percent: Option<i32>,
     /// How long panic mode lasts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("60s"))]
     pub panic_mode_hold: Option<GoDuration>,
 }
 
@@ -371,7 +363,7 @@ impl PanicPolicy {
 #[serde(rename_all = "camelCase")]
 pub struct AutoscalingPolicyBindingSpec {
     /// The AutoscalingPolicy in the same namespace.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub policy_ref: PolicyRef,
     /// Heterogeneous (cost-optimised) scaling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -385,7 +377,8 @@ pub struct AutoscalingPolicyBindingSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyRef {
     /// Policy name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
+    #[schemars(transform = crd_default(""))]
     pub name: String,
 }
 
@@ -394,10 +387,11 @@ pub struct PolicyRef {
 #[serde(rename_all = "camelCase")]
 pub struct OptimizerConfiguration {
     /// One entry per target.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub params: Vec<OptimizerParam>,
     /// Cost expansion rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(200))]
     pub cost_expansion_rate_percent: Option<i32>,
 }
 
@@ -406,16 +400,16 @@ pub struct OptimizerConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct OptimizerParam {
     /// The scaled target.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target: Target,
     /// Cost of one replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<i32>,
     /// Minimum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Maximum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
 }
 
@@ -424,13 +418,13 @@ pub struct OptimizerParam {
 #[serde(rename_all = "camelCase")]
 pub struct ScalingConfiguration {
     /// The scaled target.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target: Target,
     /// Minimum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Maximum replicas.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
 }
 
@@ -439,7 +433,7 @@ pub struct ScalingConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct Target {
     /// The target object.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_ref: ObjectReference,
     /// Extra labels to match pods with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -454,8 +448,10 @@ pub struct Target {
 pub struct MetricEndpoint {
     /// Path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("/metrics"))]
     pub uri: Option<String>,
     /// Port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(8100))]
     pub port: Option<i32>,
 }

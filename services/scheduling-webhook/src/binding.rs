@@ -22,11 +22,6 @@ impl Validator for BindingValidator {
     /// The Binding object; only the request's fields are read.
     type Object = Value;
 
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     /// PB-6: a Binding by a user outside the allowed list is refused (403) for a Pod in scope
     /// (its namespace listed, no bypass label or annotation, not a dry run).
     ///

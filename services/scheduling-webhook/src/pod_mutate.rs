@@ -513,11 +513,6 @@ pub struct PodMutator(pub std::sync::Arc<crate::Service>);
 impl Mutator for PodMutator {
     type Object = Pod;
 
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     /// No rule reads a Pod's managed fields, the larger part of its decode.
     fn reads_managed_fields(&self) -> bool {
         false

@@ -543,11 +543,6 @@ async fn pv_3_2_and_4(
 impl Validator for PodValidator {
     type Object = Pod;
 
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     /// No rule reads a Pod's managed fields, the larger part of its decode.
     fn reads_managed_fields(&self) -> bool {
         false

@@ -491,11 +491,6 @@ pub struct QuotaDefaulter(pub Arc<crate::Service>);
 impl Mutator for QuotaDefaulter {
     type Object = ElasticQuota;
 
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     /// A quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {
         check_quota_quantities(q)
@@ -566,11 +561,6 @@ fn validate_quota(
 
 impl Validator for QuotaValidator {
     type Object = ElasticQuota;
-
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
 
     /// A quantity Go's decoder refuses fails the decode here too.
     fn check_decoded(&self, q: &ElasticQuota) -> Result<(), String> {

@@ -54,11 +54,6 @@ fn apply(r: &mut Reservation, ctx: &Context) -> Result<bool, String> {
 impl Mutator for ReservationMutator {
     type Object = Reservation;
 
-    /// Upstream's controller-runtime decoder reads `null` as Go does.
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     /// A quantity Go's decoder refuses fails the decode here too; so do a `spec.ttl` that is not
     /// a Go duration and a `spec.expires` that is not an RFC 3339 time (the CRD declares free
     /// strings, and the mutator sees them before the schema).

@@ -16,13 +16,10 @@ use types::{
     TFJobSpec, XGBoostJob, XGBoostJobSpec,
 };
 
-/// The CRD of a kind with `listKind` spelled out and upstream's one default (`runPolicy.suspend:
-/// false`) as its only one ([`admission_kit::review::object::crd_defaults`]).
+/// The CRD of a kind with `listKind` spelled out and the defaults upstream's CRD has, declared
+/// on the fields ([`admission_kit::review::object::crd_default`]).
 pub fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
-    admission_kit::review::object::crd_of::<K>(&[(
-        ".spec.runPolicy.suspend",
-        serde_json::Value::Bool(false),
-    )])
+    admission_kit::review::object::crd_of::<K>()
 }
 
 /// The service's options: flags of `serve` and `review`, parsed once.
@@ -37,30 +34,6 @@ pub struct Options {
 fn rfc3339(s: &str) -> Result<jiff::Timestamp, String> {
     s.parse()
         .map_err(|e| format!("an RFC 3339 time such as 2026-01-01T00:00:00Z: {e}"))
-}
-
-/// The CRD of a Trainer v2 kind with upstream's defaults (spec §2).
-pub fn v2_crd<K: CustomResourceExt>() -> CustomResourceDefinition {
-    use serde_json::json;
-    admission_kit::review::object::crd_of::<K>(&[
-        (
-            ".spec.managedBy",
-            json!("trainer.kubeflow.org/trainjob-controller"),
-        ),
-        (".spec.runtimeRef.apiGroup", json!("trainer.kubeflow.org")),
-        (".spec.runtimeRef.kind", json!("ClusterTrainingRuntime")),
-        (".spec.suspend", json!(false)),
-        (".spec.mlPolicy.flux.numProcPerNode", json!(1)),
-        (".spec.mlPolicy.mpi.mpiImplementation", json!("OpenMPI")),
-        (".spec.mlPolicy.mpi.numProcPerNode", json!(1)),
-        (".spec.mlPolicy.mpi.runLauncherAsNode", json!(false)),
-        (".spec.mlPolicy.mpi.sshAuthMountPath", json!("/root/.ssh")),
-        (
-            ".spec.template.spec.replicatedJobs[].groupName",
-            json!("default"),
-        ),
-        (".spec.template.spec.replicatedJobs[].replicas", json!(1)),
-    ])
 }
 
 /// The service under these of its flags (`--name=value`), as `serve` builds it: for tools that
@@ -109,7 +82,7 @@ pub fn app_with(options: Options) -> App {
     .crd(crd::<PaddleJob>)
     .crd(crd::<JAXJob>)
     .crd(crd::<MXJob>)
-    .crd(v2_crd::<TrainJob>)
-    .crd(v2_crd::<TrainingRuntime>)
-    .crd(v2_crd::<ClusterTrainingRuntime>)
+    .crd(crd::<TrainJob>)
+    .crd(crd::<TrainingRuntime>)
+    .crd(crd::<ClusterTrainingRuntime>)
 }

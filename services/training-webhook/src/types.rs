@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use admission_kit::review::object::crd_default;
 use k8s_openapi::api::autoscaling::v2::MetricSpec;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -52,6 +53,7 @@ pub struct RunPolicy {
     pub scheduling_policy: Option<SchedulingPolicy>,
     /// Suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(false))]
     pub suspend: Option<bool>,
     /// The controller that reconciles the job; absent is not `""` (TR-02, TR-03).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +81,7 @@ pub struct MXRunPolicy {
     pub scheduling_policy: Option<SchedulingPolicy>,
     /// Suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(false))]
     pub suspend: Option<bool>,
 }
 

@@ -10,8 +10,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
     JSONSchemaPropsOrArray,
 };
+use training_webhook::crd as v2_crd;
 use training_webhook::v2::types::{ClusterTrainingRuntime, TrainJob, TrainingRuntime};
-use training_webhook::v2_crd;
 
 fn upstream(file: &str) -> CustomResourceDefinition {
     let root = admission_testing::fixtures::fixtures_root();

@@ -23,9 +23,100 @@ use serde_json::{Error, Map, Value};
 /// Decodes `text` as Go's `encoding/json` does `null`: the zero value of the type expected
 /// there (see the module doc). Errors other than `null` are serde_json's, as a strict decode
 /// reports them.
+///
+/// An object with a duplicated member is refused (`duplicate field`), as a strict decode of a
+/// struct refuses it: a parsed [`Value`] would keep the last occurrence silently, where Go
+/// decodes every occurrence in turn and fails on any ill-typed one.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
-    let value: Value = serde_json::from_str(text)?;
-    T::deserialize(Zeroing(&value))
+    let Distinct(value) = serde_json::from_str(text)?;
+    from_value(&value)
+}
+
+/// Decodes a parsed `value` as [`from_str`] decodes its text.
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
+    T::deserialize(Zeroing(value))
+}
+
+/// Decodes `text` as Go reads it once a strict decode of it failed with `strict`, and says which
+/// fault to report when this reading fails too: the strict one (serde_json's words say where),
+/// unless that was a `null`, which Go accepts, so the fault this reading met. serde_json's error
+/// keeps no structured form of what it met, only its words (`invalid type: null, expected …`).
+pub fn after_strict<T: DeserializeOwned>(text: &str, strict: Error) -> Result<T, Error> {
+    from_str(text).map_err(|go| {
+        if strict.is_data() && strict.to_string().starts_with("invalid type: null") {
+            go
+        } else {
+            strict
+        }
+    })
+}
+
+/// A JSON value whose objects have no member twice; hand-written because serde_json's `Value`
+/// keeps the last occurrence and has no option to refuse.
+struct Distinct(Value);
+
+impl<'de> de::Deserialize<'de> for Distinct {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DistinctVisitor).map(Distinct)
+    }
+}
+
+struct DistinctVisitor;
+
+impl<'de> Visitor<'de> for DistinctVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Distinct(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Distinct(v) = map.next_value()?;
+            if members.contains_key(&key) {
+                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            members.insert(key, v);
+        }
+        Ok(Value::Object(members))
+    }
 }
 
 /// A JSON value that reads `null` as the zero value of whatever type is asked of it.
@@ -357,5 +448,40 @@ mod tests {
             strict.to_string().split(" at line").next()
         );
         assert!(from_str::<Pod>("{").is_err());
+    }
+
+    /// A member given twice is refused wherever it is, even in a map serde would fill with
+    /// the last one, and even when the last one is well typed (Go fails on the first).
+    #[test]
+    fn a_duplicated_member_is_refused() {
+        for text in [
+            r#"{"metadata": {"name": "p"}, "spec": "x", "spec": {"containers": []}}"#,
+            r#"{"metadata": {"labels": {"a": "1", "a": null}}}"#,
+        ] {
+            let e = from_str::<Pod>(text).unwrap_err().to_string();
+            assert!(e.starts_with("duplicate field"), "{text}: {e}");
+        }
+    }
+
+    /// After a strict decode stopped at a `null`, the fault reported is the one Go's reading
+    /// meets; after any other fault, the strict one, which says where.
+    #[test]
+    fn after_strict_reports_the_fault_go_meets() {
+        let decode = |text: &str| -> Result<Pod, String> {
+            serde_json::from_str(text)
+                .or_else(|strict| after_strict(text, strict))
+                .map_err(|e| e.to_string())
+        };
+        assert!(decode(r#"{"metadata": {"labels": {"a": null}}}"#).is_ok());
+        let e = decode(r#"{"metadata": {"labels": {"a": null}, "name": 5}}"#).unwrap_err();
+        assert!(e.starts_with("invalid type: integer `5`"), "{e}");
+        let e = decode(r#"{"metadata": {"name": 5, "labels": {"a": null}}}"#).unwrap_err();
+        assert!(
+            e.starts_with("invalid type: integer `5`") && e.contains("line 1"),
+            "{e}"
+        );
+        let e = decode(r#"{"metadata": {"labels": {"a": null}}, "spec": "x", "spec": {}}"#)
+            .unwrap_err();
+        assert!(e.starts_with("duplicate field"), "{e}");
     }
 }

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::compat::go::{GoDuration, null_as_default};
+use admission_kit::compat::go::GoDuration;
 use kube::CustomResource;
 
 // A matcher and the body match are the pinned kinds' (v1.0 kept them field for field).
 pub use crate::types::{BodyMatch, StringMatch};
+use admission_kit::review::object::crd_default;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -28,11 +29,7 @@ pub const GROUP: &str = "networking.serving.volcano.sh";
 #[serde(rename_all = "camelCase")]
 pub struct ModelRouteSpec {
     /// The model requests name.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model_name: String,
     /// LoRA adapters requests name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,7 +38,7 @@ pub struct ModelRouteSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_refs: Option<Vec<ParentReference>>,
     /// Routing rules; `null` items are kept (MR-3).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub rules: Vec<Option<Rule>>,
     /// Token rate limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,15 +51,17 @@ pub struct ModelRouteSpec {
 pub struct ParentReference {
     /// API group of the parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("gateway.networking.k8s.io"))]
     pub group: Option<String>,
     /// Kind of the parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("Gateway"))]
     pub kind: Option<String>,
     /// Namespace of the parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Name of the parent.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Section (listener) of the parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,17 +76,13 @@ pub struct ParentReference {
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
     /// Rule name.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Which requests the rule takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_match: Option<ModelMatch>,
     /// Where they go; `null` items are kept (MR-6).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_models: Vec<Option<TargetModel>>,
 }
 
@@ -110,10 +105,11 @@ pub struct ModelMatch {
 #[serde(rename_all = "camelCase")]
 pub struct TargetModel {
     /// The ModelServer.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub model_server_name: String,
     /// Share of traffic; absent counts 100 (MR-7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(100))]
     pub weight: Option<u32>,
 }
 
@@ -128,7 +124,8 @@ pub struct RateLimit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_unit: Option<u32>,
     /// `second`, `minute`, `hour`, `day` or `month`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
+    #[schemars(transform = crd_default("second"))]
     pub unit: String,
     /// A limit shared by every router.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,7 +144,7 @@ pub struct GlobalRateLimit {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RedisConfig {
     /// `host:port`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub address: String,
 }
 
@@ -172,7 +169,7 @@ pub struct ModelServerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// `vLLM` or `SGLang`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub inference_engine: String,
     /// Which pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,13 +202,13 @@ pub struct WorkloadSelector {
 #[serde(rename_all = "camelCase")]
 pub struct PdGroup {
     /// Label grouping a prefill pod with its decode pods.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub group_key: String,
     /// Labels of prefill pods.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub prefill_labels: BTreeMap<String, String>,
     /// Labels of decode pods.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub decode_labels: BTreeMap<String, String>,
 }
 
@@ -219,10 +216,11 @@ pub struct PdGroup {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadPort {
     /// Port.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub port: i32,
     /// `http` or `https`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("http"))]
     pub protocol: Option<String>,
 }
 
@@ -242,10 +240,11 @@ pub struct TrafficPolicy {
 #[serde(rename_all = "camelCase")]
 pub struct Retry {
     /// Attempts.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub attempts: i32,
     /// Pause between attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("100ms"))]
     pub retry_interval: Option<GoDuration>,
 }
 
@@ -254,5 +253,6 @@ pub struct Retry {
 pub struct KvConnector {
     /// `http`, `nixl`, `lmcache` or `mooncake`.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("http"))]
     pub type_: Option<String>,
 }

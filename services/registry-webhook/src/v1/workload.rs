@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::compat::go::{Quantity, null_as_default};
+use admission_kit::compat::go::Quantity;
+use admission_kit::review::object::crd_default;
 use k8s_openapi::api::core::v1::{
     Affinity, EnvFromSource, EnvVar, ObjectReference, PodSpec, ResourceRequirements, Toleration,
 };
@@ -46,21 +47,13 @@ fn is_zero(v: &i32) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct ModelBoosterSpec {
     /// The model's name where `metadata.name` cannot hold it.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Owner.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub owner: String,
     /// The backend.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub backend: ModelBackend,
     /// Request matching for routing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,21 +65,16 @@ pub struct ModelBoosterSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ModelBackend {
     /// Backend name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// `vLLM`, `vLLMDisaggregated`, `SGLang`, `MindIE`, `MindIEDisaggregated`.
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "type")]
     pub type_: String,
     /// Where the weights come from.
-    #[serde(default, rename = "modelURI", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "modelURI")]
     pub model_uri: String,
     /// Where weights are cached.
-    #[serde(
-        default,
-        rename = "cacheURI",
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, rename = "cacheURI", skip_serializing_if = "String::is_empty")]
     pub cache_uri: String,
     /// Environment sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,17 +83,13 @@ pub struct ModelBackend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<EnvVar>>,
     /// Replicas (a plain int upstream: absent is 0).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub replicas: i32,
     /// The workers.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub workers: Vec<ModelWorker>,
     /// Scheduler of the pods.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scheduler_name: String,
     /// RuntimeClass of the pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,33 +100,17 @@ pub struct ModelBackend {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelWorker {
     /// `server`, `prefill`, `decode`, `controller`, `coordinator`; absent is `""`.
-    #[serde(
-        default,
-        rename = "type",
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
+    #[schemars(transform = crd_default("server"))]
     pub type_: String,
     /// Container image.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image: String,
     /// Replicas.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub replicas: i32,
     /// Pods per replica.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub pods: i32,
     /// Resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,25 +159,24 @@ pub struct ModelBoosterStatus {
 pub struct ModelServingSpec {
     /// Serving groups; a pointer upstream, so absent and 0 differ (MS-5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub replicas: Option<i32>,
     /// Scheduler of the pods.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
+    #[schemars(transform = crd_default("volcano"))]
     pub scheduler_name: String,
     /// Built-in plugins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugins: Option<Vec<PluginSpec>>,
     /// The serving group template.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub template: ServingGroup,
     /// How updates roll out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_strategy: Option<RolloutStrategy>,
     /// `ServingGroupRecreate`, `RoleRecreate` (the default when empty) or `None`.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(transform = crd_default("RoleRecreate"))]
     pub recovery_policy: String,
 }
 
@@ -217,10 +184,11 @@ pub struct ModelServingSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PluginSpec {
     /// Plugin name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// `BuiltIn`.
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "type")]
+    #[schemars(transform = crd_default("BuiltIn"))]
     pub type_: String,
     /// Plugin configuration, any JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -238,11 +206,7 @@ pub struct PluginScope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<Vec<String>>,
     /// `All`, `Entry` or `Worker`.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub target: String,
 }
 
@@ -251,7 +215,8 @@ pub struct PluginScope {
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStrategy {
     /// `ServingGroupRollingUpdate` (the default when empty) or `RoleRollingUpdate`.
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "type")]
+    #[schemars(transform = crd_default("ServingGroupRollingUpdate"))]
     pub type_: String,
     /// Rolling update bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +229,7 @@ pub struct RolloutStrategy {
 pub struct RollingUpdateConfiguration {
     /// Serving groups that may be down at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub max_unavailable: Option<IntOrString>,
     /// Groups at or above this ordinal are updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,6 +242,7 @@ pub struct RollingUpdateConfiguration {
 pub struct ServingGroup {
     /// Grace period before a failed group restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(0))]
     pub restart_grace_period_seconds: Option<i64>,
     /// Gang scheduling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,6 +282,7 @@ pub struct NetworkTopology {
 pub struct NetworkTopologySpec {
     /// `hard` or `soft`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("hard"))]
     pub mode: Option<String>,
     /// Highest tier allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -329,16 +297,17 @@ pub struct NetworkTopologySpec {
 #[serde(rename_all = "camelCase")]
 pub struct Role {
     /// Role name, a DNS-1035 label (MS-2).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Role replicas; a pointer upstream (absent counts as 1 where defaulted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub replicas: Option<i32>,
     /// The entry pod.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub entry_template: PodTemplate,
     /// Workers per role replica.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub worker_replicas: i32,
     /// The worker pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,6 +387,7 @@ pub struct ModelServingStatus {
 pub struct AutoscalingPolicySpec {
     /// Tolerance in percent (no rule reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(10))]
     pub tolerance_percent: Option<i32>,
     /// Metrics and their targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -441,10 +411,10 @@ pub struct AutoscalingPolicySpec {
 #[serde(rename_all = "camelCase")]
 pub struct Metric {
     /// Metric name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Target value; missing or `null` is the zero quantity.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_value: Quantity,
 }
 
@@ -468,9 +438,11 @@ pub struct PodMetricSource {
     pub name: Option<String>,
     /// Path of the metrics endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("/metrics"))]
     pub uri: Option<String>,
     /// Port of the metrics endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(8100))]
     pub port: Option<i32>,
     /// Which pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -482,10 +454,10 @@ pub struct PodMetricSource {
 #[serde(rename_all = "camelCase")]
 pub struct PrometheusMetricSource {
     /// Prometheus URL.
-    #[serde(default, rename = "serverURL", deserialize_with = "null_as_default")]
+    #[serde(default, rename = "serverURL")]
     pub server_url: String,
     /// PromQL query.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub query: String,
     /// Authentication (empty in v1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -501,7 +473,7 @@ pub struct EmptyObject {}
 #[serde(rename_all = "camelCase")]
 pub struct Target {
     /// The ModelServing.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_ref: ObjectReference,
     /// Metric sources by metric name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -513,13 +485,13 @@ pub struct Target {
 #[serde(rename_all = "camelCase")]
 pub struct HomogeneousTarget {
     /// The target.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target: Target,
     /// Lower bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Upper bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
 }
 
@@ -532,6 +504,7 @@ pub struct HeterogeneousTarget {
     pub params: Option<Vec<HeterogeneousTargetParam>>,
     /// How far cost may grow, in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(200))]
     pub cost_expansion_rate_percent: Option<i32>,
 }
 
@@ -540,16 +513,16 @@ pub struct HeterogeneousTarget {
 #[serde(rename_all = "camelCase")]
 pub struct HeterogeneousTargetParam {
     /// The target.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target: Target,
     /// Relative cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<i32>,
     /// Lower bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Upper bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
 }
 
@@ -558,10 +531,10 @@ pub struct HeterogeneousTargetParam {
 #[serde(rename_all = "camelCase")]
 pub struct DisaggregatedTarget {
     /// The ModelServing.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub target_ref: ObjectReference,
     /// Bounds and metrics per role name (a Go map: rules visit keys in sorted order).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub roles: BTreeMap<String, RoleScalingParam>,
     /// Bounds on the ratio of two roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -573,10 +546,10 @@ pub struct DisaggregatedTarget {
 #[serde(rename_all = "camelCase")]
 pub struct RoleScalingParam {
     /// Lower bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_replicas: i32,
     /// Upper bound.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_replicas: i32,
     /// The role's own metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -591,16 +564,16 @@ pub struct RoleScalingParam {
 #[serde(rename_all = "camelCase")]
 pub struct RoleRatioConstraint {
     /// Role counted above the line.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub numerator_role: String,
     /// Role counted below the line.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub denominator_role: String,
     /// Lowest ratio.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub min_ratio: Quantity,
     /// Highest ratio.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub max_ratio: Quantity,
 }
 

@@ -400,7 +400,8 @@ static JOBSET_TEMPLATE: Ty = Ty::Struct(&[
     f("metadata", &OBJECT_META, Never),
     f("spec", &JOBSET_SPEC, Never),
 ]);
-static RUNTIME_SPEC: Ty = Ty::Struct(&[
+/// `trainer.TrainingRuntimeSpec`.
+pub static RUNTIME_SPEC: Ty = Ty::Struct(&[
     f("mlPolicy", &ML_POLICY, Nil),
     f("podGroupPolicy", &ANY, Nil),
     f("template", &JOBSET_TEMPLATE, Never),

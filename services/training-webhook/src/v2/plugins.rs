@@ -130,7 +130,7 @@ pub fn fx_01_num_proc_per_node(info: &Info, job: &Job, errs: &mut ErrorList) {
 
 /// FX-02: the `node` job has no init container named `flux-installer` (Flux adds its own).
 ///
-/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux-bad}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {initContainers: [{name: flux-installer, image: y}], containers: [{name: node, image: x}]}}}}}]}}}}`
+/// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux-bad}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {initContainers: [{name: flux-installer, image: i}], containers: [{name: node, image: x}]}}}}}]}}}}`
 ///
 /// State: `{apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime, metadata: {name: flux}, spec: {mlPolicy: {numNodes: 1, flux: {}}, template: {spec: {replicatedJobs: [{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}}`
 ///

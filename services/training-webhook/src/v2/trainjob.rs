@@ -10,7 +10,7 @@ use super::info::{MergeError, runtime_info};
 use super::plugins::{self, Job};
 use super::runtimes::{DEPRECATION_POLICY_URL, is_deprecated};
 use super::types::{ClusterTrainingRuntime, GROUP, TrainJob, TrainingRuntime, TrainingRuntimeSpec};
-use super::{Doc, denial};
+use super::{Doc, denial, gojson};
 
 /// Which runtime kind a TrainJob names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +43,10 @@ fn tj_01_kind(job: &TrainJob) -> Result<Kind, String> {
 /// as the API client would report it.
 fn decode_runtime(o: &DynamicObject) -> Result<TrainingRuntimeSpec, String> {
     match o.data.get("spec") {
+        // Read as Go reads it (a `null` is the zero value), as the defaulter reads the objects.
         Some(spec) if !spec.is_null() => {
-            TrainingRuntimeSpec::deserialize(spec).map_err(|e| e.to_string())
+            gojson::go_decode_view(spec, &gojson::RUNTIME_SPEC, ".spec")
+                .and_then(|view| TrainingRuntimeSpec::deserialize(&view).map_err(|e| e.to_string()))
         }
         _ => Ok(TrainingRuntimeSpec::default()),
     }
@@ -192,5 +194,39 @@ impl Validator for TrainJobValidator {
 
     fn denial(&self, _: &Request<Self::Object>, errors: &[FieldError]) -> Status {
         denial(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored runtime reads as Go's client reads it: a `null` anywhere is the zero value,
+    /// inside the members our types keep as sent too.
+    #[test]
+    fn a_stored_runtime_reads_null_as_zero() {
+        let o: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
+            "metadata": {"name": "r", "namespace": "n"},
+            "spec": {"mlPolicy": {"numNodes": null, "torch": null},
+                     "template": {"spec": {"replicatedJobs": [null, {"name": "node", "template": {
+                         "metadata": {"labels": {"a": null}},
+                         "spec": {"parallelism": null, "template": {"spec": {
+                             "containers": [null, {"name": "node", "image": null}]}}}}}]}}}
+        }))
+        .unwrap();
+        let spec = decode_runtime(&o).unwrap();
+        let jobs = &spec.template.spec.replicated_jobs;
+        assert_eq!((jobs.len(), jobs[0].name.as_str()), (2, ""));
+        let node = &jobs[1].template;
+        let labels = node.metadata.as_ref().and_then(|m| m.labels.clone());
+        assert_eq!(labels, Some([("a".to_owned(), String::new())].into()));
+        assert_eq!(node.spec.parallelism, None);
+        let containers = &node.spec.template.spec.containers;
+        let names: Vec<_> = containers
+            .iter()
+            .map(super::super::types::container_name)
+            .collect();
+        assert_eq!(names, ["", "node"]);
     }
 }

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use admission_kit::compat::go::null_as_default;
+use admission_kit::review::object::crd_default;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
@@ -60,7 +60,7 @@ fn is_zero_i64(v: &i64) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct TrainJobSpec {
     /// The runtime the job runs on.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub runtime_ref: RuntimeRef,
     /// Dataset and model initializers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,24 +69,18 @@ pub struct TrainJobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trainer: Option<Trainer>,
     /// Patches to the runtime's template, one per manager.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_patches: Vec<RuntimePatch>,
     /// Suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(false))]
     pub suspend: Option<bool>,
     /// Deadline in seconds.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "is_zero_i64"
-    )]
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
     pub active_deadline_seconds: i64,
     /// The controller that reconciles the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("trainer.kubeflow.org/trainjob-controller"))]
     pub managed_by: Option<String>,
 }
 
@@ -100,13 +94,15 @@ pub struct TrainJobStatus(#[schemars(schema_with = "preserve_unknown")] pub serd
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeRef {
     /// The runtime's name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Its API group (the CRD defaults `trainer.kubeflow.org`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("trainer.kubeflow.org"))]
     pub api_group: Option<String>,
     /// Its kind (the CRD defaults `ClusterTrainingRuntime`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("ClusterTrainingRuntime"))]
     pub kind: Option<String>,
 }
 
@@ -129,11 +125,7 @@ pub struct StorageInitializer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_uri: Option<String>,
     /// Extra environment.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     /// Credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,25 +141,13 @@ pub struct Trainer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// Entrypoint.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     /// Arguments.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Environment.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     /// Nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,7 +165,7 @@ pub struct Trainer {
 #[serde(rename_all = "camelCase")]
 pub struct RuntimePatch {
     /// Who wrote the patch (a domain-prefixed path).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub manager: String,
     /// When it last changed (set by the defaulter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,11 +199,7 @@ pub struct JobSetTemplatePatch {
 #[serde(rename_all = "camelCase")]
 pub struct JobSetSpecPatch {
     /// Patches by replicated job name.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicated_jobs: Vec<ReplicatedJobPatch>,
 }
 
@@ -231,7 +207,7 @@ pub struct JobSetSpecPatch {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplicatedJobPatch {
     /// The replicated job patched.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// The Job template patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,33 +252,17 @@ pub struct PodSpecPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// Volumes (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "any_list")]
     pub volumes: Vec<serde_json::Value>,
     /// Init containers (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<ContainerPatch>,
     /// Containers (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<ContainerPatch>,
     /// Image pull secrets (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "any_list")]
     pub image_pull_secrets: Vec<serde_json::Value>,
     /// Pod security context.
@@ -310,30 +270,18 @@ pub struct PodSpecPatch {
     #[schemars(schema_with = "preserve_unknown")]
     pub security_context: Option<serde_json::Value>,
     /// Node selector.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
     /// Affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserve_unknown")]
     pub affinity: Option<serde_json::Value>,
     /// Tolerations (replaced whole).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "any_list")]
     pub tolerations: Vec<serde_json::Value>,
     /// Scheduling gates (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "any_list")]
     pub scheduling_gates: Vec<serde_json::Value>,
     /// Grace period.
@@ -353,21 +301,13 @@ fn any_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[serde(rename_all = "camelCase")]
 pub struct ContainerPatch {
     /// The container patched.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Environment (merged by name).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     /// Volume mounts (merged by mount path).
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMountLite>,
     /// Security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -380,10 +320,10 @@ pub struct ContainerPatch {
 #[serde(rename_all = "camelCase")]
 pub struct VolumeMountLite {
     /// The volume.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Where it is mounted (the merge key).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub mount_path: String,
 }
 
@@ -406,7 +346,7 @@ pub struct TrainingRuntimeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_group_policy: Option<PodGroupPolicy>,
     /// The JobSet template.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub template: JobSetTemplateSpec,
 }
 
@@ -428,7 +368,7 @@ pub struct ClusterTrainingRuntimeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_group_policy: Option<PodGroupPolicy>,
     /// The JobSet template.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub template: JobSetTemplateSpec,
 }
 
@@ -481,11 +421,7 @@ pub struct TorchPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvInjection {
     /// Where to inject.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<EnvInjectionTarget>,
 }
 
@@ -494,14 +430,10 @@ pub struct EnvInjection {
 #[serde(rename_all = "camelCase")]
 pub struct EnvInjectionTarget {
     /// The replicated job.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub job_name: String,
     /// Its containers.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub container_names: Vec<String>,
 }
 
@@ -511,15 +443,19 @@ pub struct EnvInjectionTarget {
 pub struct MpiPolicy {
     /// Slots per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub num_proc_per_node: Option<i32>,
     /// `OpenMPI`, `Intel`, `MPICH`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("OpenMPI"))]
     pub mpi_implementation: Option<String>,
     /// Where the SSH keys are mounted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("/root/.ssh"))]
     pub ssh_auth_mount_path: Option<String>,
     /// Whether the launcher also trains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(false))]
     pub run_launcher_as_node: Option<bool>,
 }
 
@@ -529,6 +465,7 @@ pub struct MpiPolicy {
 pub struct FluxPolicy {
     /// Processes per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default(1))]
     pub num_proc_per_node: Option<i32>,
 }
 
@@ -552,7 +489,7 @@ pub struct JobSetTemplateSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ObjectMeta>,
     /// The JobSet spec.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub spec: JobSetSpec,
 }
 
@@ -561,11 +498,7 @@ pub struct JobSetTemplateSpec {
 #[serde(rename_all = "camelCase")]
 pub struct JobSetSpec {
     /// The replicated jobs.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicated_jobs: Vec<ReplicatedJob>,
     /// Network settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -607,17 +540,19 @@ pub struct JobSetSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ReplicatedJob {
     /// The replicated job's name.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub name: String,
     /// Group name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crd_default("default"))]
     pub group_name: Option<String>,
     /// The Job template.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     #[schemars(schema_with = "job_template_schema")]
     pub template: JobTemplate,
     /// Jobs made from the template (Go's `int32`, not a pointer: absent is 0).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
+    #[schemars(transform = crd_default(1))]
     pub replicas: i32,
     /// Start dependencies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -632,7 +567,7 @@ pub struct JobTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ObjectMeta>,
     /// The Job spec.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub spec: JobSpecLite,
 }
 
@@ -643,7 +578,7 @@ pub struct JobSpecLite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<i32>,
     /// The pod template.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub template: PodTemplateLite,
     /// Every other Job field, as sent.
     #[serde(flatten)]
@@ -657,7 +592,7 @@ pub struct PodTemplateLite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ObjectMeta>,
     /// The pod spec.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub spec: PodSpecLite,
 }
 
@@ -666,18 +601,10 @@ pub struct PodTemplateLite {
 #[serde(rename_all = "camelCase")]
 pub struct PodSpecLite {
     /// Init containers.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<serde_json::Value>,
     /// Containers.
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<serde_json::Value>,
     /// Priority class.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,8 +22,6 @@ pub use json::*;
 pub use quantity::*;
 pub use quote::*;
 
-use serde::{Deserialize, Deserializer};
-
 /// Go's `strconv.Atoi` on a 64-bit platform: an optional sign and decimal digits, nothing else;
 /// the error is Go's text (`strconv.Atoi: parsing "x": invalid syntax`, `… value out of range`).
 pub fn atoi(s: &str) -> Result<i64, String> {
@@ -44,16 +42,6 @@ pub fn atoi(s: &str) -> Result<i64, String> {
         magnitude
     };
     i64::try_from(value).map_err(|_| fail("value out of range"))
-}
-
-/// Decodes a JSON `null` as the type's default, the way Go's `encoding/json` leaves a non-pointer
-/// field at its zero value. Use with `#[serde(default, deserialize_with = "null_as_default")]`.
-pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -79,18 +67,5 @@ mod tests {
             Err("strconv.Atoi: parsing \"9223372036854775808\": value out of range".to_owned())
         );
         assert_eq!(atoi("-9223372036854775808"), Ok(i64::MIN));
-    }
-
-    #[test]
-    fn null_decodes_as_zero_value() {
-        #[derive(Deserialize)]
-        struct S {
-            #[serde(default, deserialize_with = "null_as_default")]
-            n: i32,
-            #[serde(default, deserialize_with = "null_as_default")]
-            v: Vec<String>,
-        }
-        let s: S = serde_json::from_str(r#"{"n": null, "v": null}"#).unwrap();
-        assert_eq!((s.n, s.v.len()), (0, 0));
     }
 }

@@ -271,14 +271,6 @@ pub trait Validator: Send + Sync + 'static {
         true
     }
 
-    /// Whether a JSON `null` where a value is expected reads as that type's zero value, as
-    /// controller-runtime's decoder (Go's `encoding/json`) reads it ([`crate::compat::zero`]),
-    /// instead of failing the decode. Tried only when the strict decode fails, so it costs
-    /// nothing on the objects an API server usually sends.
-    fn reads_null_as_zero(&self) -> bool {
-        false
-    }
-
     /// Whether the rules read `metadata.managedFields`. When not, the objects are decoded
     /// without them (a tenth of a Pod review's CPU; the kit's `review::unmanaged` module), with
     /// the same answers: what their full decode would refuse is still refused.
@@ -315,11 +307,6 @@ pub trait Mutator: Send + Sync + 'static {
     /// it), the old object is not typed and cannot fail the review, as upstream's cannot.
     fn reads_old_object(&self) -> bool {
         true
-    }
-
-    /// Whether `null` reads as the zero value (see [`Validator::reads_null_as_zero`]).
-    fn reads_null_as_zero(&self) -> bool {
-        false
     }
 
     /// Whether the rules read `metadata.managedFields` (see

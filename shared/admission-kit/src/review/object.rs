@@ -4,8 +4,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::compat::go::null_as_default;
-
 /// An object as rules see it: metadata and spec. Unlike kube-derive's kinds, a missing or null
 /// `spec` decodes as the zero spec, as Go's decoder leaves it; `status` and unknown keys are not
 /// decoded (mutators still keep them: the kit diffs views and replays onto the raw object).
@@ -13,10 +11,10 @@ use crate::compat::go::null_as_default;
 #[serde(bound(deserialize = "S: Deserialize<'de> + Default"))]
 pub struct SpecView<S> {
     /// Standard object metadata.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub metadata: ObjectMeta,
     /// The spec.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     pub spec: S,
 }
 
@@ -72,13 +70,12 @@ pub fn fit_for_kubectl_apply(crd: &mut CustomResourceDefinition) {
 }
 
 /// The CRD of `K` as kube-derive generates it, with `listKind` named ([`name_list_kind`]) and
-/// exactly `defaults` ([`crd_defaults`]): what every service's `crd` command prints.
-pub fn crd_of<K: kube::CustomResourceExt>(
-    defaults: &[(impl AsRef<str>, serde_json::Value)],
-) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+/// exactly the defaults its fields declare with [`crd_default`]: what every service's `crd`
+/// command prints.
+pub fn crd_of<K: kube::CustomResourceExt>() -> CustomResourceDefinition {
     let mut c = K::crd();
     name_list_kind(&mut c);
-    crd_defaults(&mut c, defaults);
+    crd_defaults(&mut c);
     c
 }
 
@@ -90,59 +87,47 @@ pub fn name_list_kind(crd: &mut CustomResourceDefinition) {
     }
 }
 
-/// Gives a generated CRD exactly the defaults of `defaults`, each a schema path
-/// (`.spec.backends[].workers[].type`; `[]` an array's items, `{}` a map's values) and its
-/// value, as the upstream's CRD has them. schemars writes a `default` for every
-/// `#[serde(default)]` field (Go's zero values: `""`, `0`, `[]`, `{…}`), which the API server
-/// would then write into every object before any webhook sees it; those are dropped. A path the
-/// schema lacks is skipped (the CRD tests compare every default with upstream's).
-pub fn crd_defaults(
-    crd: &mut CustomResourceDefinition,
-    defaults: &[(impl AsRef<str>, serde_json::Value)],
-) {
+/// The key that carries a field's [`crd_default`] through kube-derive: its conversion of the
+/// schema keeps only the keys a CRD schema has, and `example` is one no CRD of ours uses.
+const DEFAULT_CARRIER: &str = "example";
+
+/// Declares the default a field has in its upstream's CRD, beside the field:
+/// `#[schemars(transform = crd_default(100))]`. [`crd_of`] makes it the field's `default`.
+///
+/// Why not schemars' own `default`: its derive writes one for every `#[serde(default)]` field
+/// (Go's zero values: `""`, `0`, `[]`, `{…}`), which the API server would then write into every
+/// object before any webhook sees it, and a declared default cannot be told from those.
+pub fn crd_default(value: impl Into<serde_json::Value>) -> impl FnMut(&mut schemars::Schema) {
+    let value = value.into();
+    move |schema: &mut schemars::Schema| {
+        schema.insert(DEFAULT_CARRIER.into(), value.clone());
+    }
+}
+
+/// Gives a generated CRD exactly the defaults its fields declare ([`crd_default`]): every
+/// `default` schemars wrote is dropped and every declared one put in its place.
+fn crd_defaults(crd: &mut CustomResourceDefinition) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-        JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+        JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
     };
-    fn strip(s: &mut JSONSchemaProps) {
-        s.default = None;
+    fn declared(s: &mut JSONSchemaProps) {
+        // `DEFAULT_CARRIER`.
+        s.default = s.example.take();
         for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
-            strip(p);
+            declared(p);
         }
         if let Some(JSONSchemaPropsOrArray::Schema(i)) = &mut s.items {
-            strip(i);
+            declared(i);
         }
         if let Some(JSONSchemaPropsOrBool::Schema(a)) = &mut s.additional_properties {
-            strip(a);
+            declared(a);
         }
         for list in [&mut s.all_of, &mut s.any_of, &mut s.one_of]
             .into_iter()
             .flatten()
         {
-            list.iter_mut().for_each(strip);
+            list.iter_mut().for_each(declared);
         }
-    }
-    fn at<'a>(mut s: &'a mut JSONSchemaProps, path: &str) -> Option<&'a mut JSONSchemaProps> {
-        for seg in path.split('.').filter(|p| !p.is_empty()) {
-            let (name, suffixes) = seg.find(['[', '{']).map_or((seg, ""), |i| seg.split_at(i));
-            s = s.properties.as_mut()?.get_mut(name)?;
-            for suffix in [suffixes.get(..2), suffixes.get(2..4)]
-                .into_iter()
-                .flatten()
-            {
-                s = match suffix {
-                    "[]" => match s.items.as_mut()? {
-                        JSONSchemaPropsOrArray::Schema(i) => i,
-                        JSONSchemaPropsOrArray::Schemas(_) => return None,
-                    },
-                    "{}" => match s.additional_properties.as_mut()? {
-                        JSONSchemaPropsOrBool::Schema(a) => a,
-                        JSONSchemaPropsOrBool::Bool(_) => return None,
-                    },
-                    _ => return None,
-                };
-            }
-        }
-        Some(s)
     }
     for v in &mut crd.spec.versions {
         if let Some(s) = v
@@ -150,12 +135,69 @@ pub fn crd_defaults(
             .as_mut()
             .and_then(|s| s.open_api_v3_schema.as_mut())
         {
-            strip(s);
-            for (path, value) in defaults {
-                if let Some(field) = at(s, path.as_ref()) {
-                    field.default = Some(JSON(value.clone()));
-                }
+            declared(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+
+    /// A kind whose fields have Go's zero defaults (`#[serde(default)]`) and one declared default.
+    #[derive(CustomResource, Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    #[kube(group = "example.com", version = "v1", kind = "Thing", namespaced)]
+    struct ThingSpec {
+        #[serde(default)]
+        zero: i32,
+        #[serde(default)]
+        #[schemars(transform = crd_default(3))]
+        replicas: i32,
+        #[serde(default)]
+        parts: Vec<Part>,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    struct Part {
+        #[serde(default)]
+        #[schemars(transform = crd_default("main"))]
+        name: String,
+        #[serde(default)]
+        note: String,
+    }
+
+    #[test]
+    fn a_crd_has_exactly_the_declared_defaults() {
+        let crd = crd_of::<Thing>();
+        let mut found = Vec::new();
+        fn walk(s: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+            let Some(o) = s.as_object() else { return };
+            if let Some(d) = o.get("default") {
+                found.push(format!("{at} = {d}"));
+            }
+            assert!(!o.contains_key(DEFAULT_CARRIER), "{at}: carrier left");
+            for (k, v) in o
+                .get("properties")
+                .and_then(|p| p.as_object())
+                .into_iter()
+                .flatten()
+            {
+                walk(v, &format!("{at}.{k}"), found);
+            }
+            if let Some(i) = o.get("items") {
+                walk(i, &format!("{at}[]"), found);
             }
         }
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        walk(&schema["openAPIV3Schema"], "", &mut found);
+        assert_eq!(
+            found,
+            [".spec.parts[].name = \"main\"", ".spec.replicas = 3"]
+        );
+        assert_eq!(crd.spec.names.list_kind.as_deref(), Some("ThingList"));
     }
 }

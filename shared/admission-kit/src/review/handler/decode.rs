@@ -12,8 +12,6 @@ pub(super) fn envelope(body: &[u8]) -> Result<ReviewIn, ReviewError> {
 pub(super) struct Reading {
     /// The old object is typed (`reads_old_object`).
     pub(super) old_object: bool,
-    /// A `null` reads as the zero value when the strict decode fails (`reads_null_as_zero`).
-    pub(super) null_as_zero: bool,
     /// Objects keep their `metadata.managedFields` (`reads_managed_fields`).
     pub(super) managed_fields: bool,
 }
@@ -22,7 +20,6 @@ impl Reading {
     pub(super) fn of_validator<V: Validator>(v: &V) -> Self {
         Self {
             old_object: v.reads_old_object(),
-            null_as_zero: v.reads_null_as_zero(),
             managed_fields: v.reads_managed_fields(),
         }
     }
@@ -30,25 +27,22 @@ impl Reading {
     pub(super) fn of_mutator<M: Mutator>(m: &M) -> Self {
         Self {
             old_object: m.reads_old_object(),
-            null_as_zero: m.reads_null_as_zero(),
             managed_fields: m.reads_managed_fields(),
         }
     }
 }
 
-/// Decodes one object; when the strict decode fails and `null_as_zero`, as Go reads `null`.
-/// An object neither reading accepts fails with the strict decode's error.
+/// Decodes one object as every upstream's Go decoder reads it: a JSON `null` where a value is
+/// expected is that type's zero value. That reading is tried only when the strict decode fails
+/// (so it costs nothing on the objects an API server sends), and which fault a review that
+/// neither reading accepts is refused with is [`crate::compat::zero::after_strict`]'s.
 pub(super) fn decode_raw<T: DeserializeOwned>(
     what: &'static str,
     raw: &RawValue,
-    null_as_zero: bool,
 ) -> Result<T, ReviewError> {
-    serde_json::from_str(raw.get()).or_else(|strict| {
-        null_as_zero
-            .then(|| crate::compat::zero::from_str(raw.get()).ok())
-            .flatten()
-            .ok_or_else(|| ReviewError::Object(what, strict.to_string()))
-    })
+    serde_json::from_str(raw.get())
+        .or_else(|strict| crate::compat::zero::after_strict(raw.get(), strict))
+        .map_err(|e| ReviewError::Object(what, e.to_string()))
 }
 
 /// Decodes one object as [`decode_raw`] does, without its managed fields when the rules do not
@@ -64,7 +58,7 @@ pub(super) fn decode_object<T: DeserializeOwned>(
     {
         return Ok(object);
     }
-    decode_raw(what, raw, reading.null_as_zero)
+    decode_raw(what, raw)
 }
 
 /// Runs a handler's post-decode check on the object and the old object.

@@ -324,10 +324,6 @@ impl<const MANAGED: bool> Validator for PodRule<MANAGED> {
         MANAGED
     }
 
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
     fn validate(&self, req: &Request<Self::Object>, _: &Context) -> Verdict {
         let bad = req
             .object
@@ -348,10 +344,6 @@ impl<const MANAGED: bool> Mutator for PodRule<MANAGED> {
 
     fn reads_managed_fields(&self) -> bool {
         MANAGED
-    }
-
-    fn reads_null_as_zero(&self) -> bool {
-        true
     }
 
     fn mutate(
@@ -441,39 +433,10 @@ fn objects_decoded_without_managed_fields_answer_as_with_them() {
     assert!(differed_from_full > 0 && differed_from_full < bodies.len());
 }
 
-/// [`Raise`] and [`NonNegative`] reading `null` as Go does.
-struct GoRaise;
-
-impl Mutator for GoRaise {
-    type Object = Obj;
-
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
-    fn mutate(&self, req: &Request<Obj>, obj: &mut Obj, ctx: &Context) -> Verdict {
-        Raise.mutate(req, obj, ctx)
-    }
-}
-
-struct GoNonNegative;
-
-impl Validator for GoNonNegative {
-    type Object = Obj;
-
-    fn reads_null_as_zero(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, req: &Request<Obj>, ctx: &Context) -> Verdict {
-        NonNegative.validate(req, ctx)
-    }
-}
-
-/// `null` items, fields and old objects' fields read as zero values by the handlers that
-/// ask for it, through every decode path; the others keep refusing them, word for word.
+/// `null` items, fields and old objects' fields read as zero values, as every upstream's Go
+/// decoder reads them, through every decode path.
 #[test]
-fn null_reads_as_zero_only_where_the_handler_asks() {
+fn null_reads_as_zero_in_every_handler() {
     let ctx = Context::default();
     let create = review_of(
         r#"{"uid":"u","operation":"CREATE","object":{"spec":{"replicas":null,"items":[null,{"grace":"1s"}]}}}"#,
@@ -481,17 +444,8 @@ fn null_reads_as_zero_only_where_the_handler_asks() {
     let update = review_of(
         r#"{"uid":"u","operation":"UPDATE","object":{"spec":{"replicas":-1,"items":[null]}},"oldObject":{"spec":{"items":[null],"replicas":null}}}"#,
     );
-    for body in [&create, &update] {
-        let strict = outcome(review_body(&Mutating(Raise), body, &ctx));
-        assert!(
-            strict.starts_with("error: cannot decode") && strict.contains("null"),
-            "{strict}"
-        );
-        let strict = outcome(review_body(&Validating(NonNegative), body, &ctx));
-        assert!(strict.starts_with("error: cannot decode"), "{strict}");
-    }
     // The mutator: the null item is a zero item; the patch holds only the edit.
-    let a = review_body(&Mutating(GoRaise), &create, &ctx).unwrap();
+    let a = review_body(&Mutating(Raise), &create, &ctx).unwrap();
     let patch = base64::engine::general_purpose::STANDARD
         .decode(a.review.response.patch.unwrap_or_default())
         .unwrap();
@@ -499,24 +453,42 @@ fn null_reads_as_zero_only_where_the_handler_asks() {
         String::from_utf8(patch).unwrap(),
         r#"[{"op":"add","path":"/spec/image","value":"default"}]"#
     );
-    let raw = envelope(&create).and_then(|r| Mutating(GoRaise).review(r, &ctx));
+    let raw = envelope(&create).and_then(|r| Mutating(Raise).review(r, &ctx));
     assert_eq!(
         outcome(raw),
-        outcome(review_body(&Mutating(GoRaise), &create, &ctx))
+        outcome(review_body(&Mutating(Raise), &create, &ctx))
     );
     // The validator reads the object (and the old object) the same way and decides.
-    let a = review_body(&Validating(GoNonNegative), &update, &ctx).unwrap();
+    let a = review_body(&Validating(NonNegative), &update, &ctx).unwrap();
     assert!(!a.review.response.allowed);
-    let a = review_body(&Validating(GoNonNegative), &create, &ctx).unwrap();
+    let a = review_body(&Validating(NonNegative), &create, &ctx).unwrap();
     assert!(a.review.response.allowed);
-    // What neither reading accepts fails with the strict decode's words.
+    // What neither reading accepts fails with the strict decode's words, which say where...
     let wrong = review_of(
         r#"{"uid":"u","operation":"CREATE","object":{"spec":{"replicas":"x","items":[null]}}}"#,
     );
-    assert_eq!(
-        outcome(review_body(&Mutating(GoRaise), &wrong, &ctx)),
-        outcome(review_body(&Mutating(Raise), &wrong, &ctx))
+    let error = outcome(review_body(&Mutating(Raise), &wrong, &ctx));
+    assert!(
+        error.starts_with("error: cannot decode")
+            && error.contains("string \"x\"")
+            && error.contains("line 1"),
+        "{error}"
     );
+    // ...unless the strict decode stopped at a `null`: then the fault Go's reading meets.
+    let wrong = review_of(
+        r#"{"uid":"u","operation":"CREATE","object":{"spec":{"items":[null],"replicas":"x"}}}"#,
+    );
+    for error in [
+        outcome(review_body(&Mutating(Raise), &wrong, &ctx)),
+        outcome(review_body(&Validating(NonNegative), &wrong, &ctx)),
+    ] {
+        assert!(
+            error.starts_with("error: cannot decode")
+                && error.contains("string \"x\"")
+                && !error.contains("null"),
+            "{error}"
+        );
+    }
 }
 
 #[test]
