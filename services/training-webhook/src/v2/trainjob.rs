@@ -225,7 +225,7 @@ mod tests {
         let containers = &node.spec.template.spec.containers;
         let names: Vec<_> = containers
             .iter()
-            .map(super::super::types::container_name)
+            .map(crate::v2::types::container_name)
             .collect();
         assert_eq!(names, ["", "node"]);
     }

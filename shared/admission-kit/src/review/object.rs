@@ -111,7 +111,7 @@ fn crd_defaults(crd: &mut CustomResourceDefinition) {
         JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
     };
     fn declared(s: &mut JSONSchemaProps) {
-        // `DEFAULT_CARRIER`.
+        // What `crd_default` put in `DEFAULT_CARRIER`, or nothing.
         s.default = s.example.take();
         for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
             declared(p);
