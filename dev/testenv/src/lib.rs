@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod control_plane;
 pub mod jaeger;
+pub mod koordinator;
 pub mod lb;
 pub mod ports;
 pub mod system;

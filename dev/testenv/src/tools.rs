@@ -167,6 +167,24 @@ pub const CLUSTER_TOOLS: [Tool; 4] = [
     },
 ];
 
+/// The Koordinator commit this repository's Koordinator rules follow (`docs/spec/`), whose
+/// koord-manager is the peer of `cargo xtask cluster-bench --peer koordinator`.
+pub const KOORDINATOR_PIN: &str = "a7a1b76bbf81abd26f9c377de1f31a60dd965f6e";
+
+/// Koordinator's manager at [`KOORDINATOR_PIN`], built inside a checkout of that commit (the Go
+/// module proxy does not serve it, so there is no wrapper module: upstream's own go.mod, with
+/// its replacements, applies).
+pub const KOORD_MANAGER: Tool = Tool {
+    name: "koord-manager",
+    version: "a7a1b76",
+    module: "",
+    package: "./cmd/koord-manager",
+    ldflags: "",
+    nosumdb: "",
+    cgo: false,
+    cold_secs: 420,
+};
+
 /// The command that builds the tools, named in every "missing" message.
 pub const BUILD_COMMAND: &str = "cargo xtask tools";
 
@@ -196,6 +214,14 @@ pub enum ToolsError {
     /// Filesystem trouble.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
+    /// koord-manager is not cached and no checkout to build it from was given.
+    #[error(
+        "koord-manager is not built (looked for {0}); give a checkout of Koordinator at {KOORDINATOR_PIN} with --koordinator-src (docs/performance.md says how to get one)"
+    )]
+    NoKoordinatorCheckout(PathBuf),
+    /// The checkout given is of another commit.
+    #[error("{0} is a checkout of {1:?}, not of Koordinator's {KOORDINATOR_PIN}")]
+    NotThePin(PathBuf, String),
     /// Prometheus is not installed.
     #[error(
         "prometheus and promtool are not installed; run `{BUILD_COMMAND}` (it installs Debian's `prometheus` package with apt-get), or install them yourself"
@@ -563,6 +589,30 @@ pub fn jaeger() -> Result<PathBuf, ToolsError> {
     find("jaeger")
 }
 
+/// The cached koord-manager ([`KOORD_MANAGER`]), built first from `checkout` when missing:
+/// `checkout` must be a Git checkout of Koordinator at [`KOORDINATOR_PIN`].
+pub fn koord_manager(checkout: Option<&Path>) -> Result<PathBuf, ToolsError> {
+    let out = binary_path(&KOORD_MANAGER);
+    if out.is_file() {
+        return Ok(out);
+    }
+    let Some(src) = checkout else {
+        return Err(ToolsError::NoKoordinatorCheckout(out));
+    };
+    let head = Command::new("git")
+        .arg("-C")
+        .arg(src)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .map_err(|e| ToolsError::Io("git rev-parse".into(), e))?;
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    if head != KOORDINATOR_PIN {
+        return Err(ToolsError::NotThePin(src.to_path_buf(), head));
+    }
+    build(&KOORD_MANAGER, src, &out)?;
+    Ok(out)
+}
+
 /// Builds every missing tool from the wrapper modules under `go_root`
 /// (`dev/xtask/go`), then returns their paths.
 pub fn ensure(go_root: &Path) -> Result<Binaries, ToolsError> {
@@ -634,9 +684,10 @@ fn build(tool: &Tool, module: &Path, out: &Path) -> Result<(), ToolsError> {
     // Build to a temporary name and rename: an interrupted build never counts as built.
     let tmp = dir.join(format!(".{}.partial", tool.name));
     eprintln!(
-        "building {} {} with Go from the module proxy (about {} s; cached in {})",
+        "building {} {} with Go in {} (about {} s; cached in {})",
         tool.name,
         tool.version,
+        module.display(),
         tool.cold_secs,
         dir.display()
     );

@@ -44,6 +44,25 @@ pub struct Options {
     pub step_timeout: Duration,
     /// Requests per second kube-controller-manager and kube-scheduler may send.
     pub client_qps: u32,
+    /// Koordinator's own webhook server, run beside ours instead of a side with no webhooks.
+    pub peer: Option<Peer>,
+    /// The quota feature on (each Pod's admission judged against its ElasticQuota, on both
+    /// sides: our `EnableQuotaAdmission` gate, upstream's too) or off on both.
+    pub quota: bool,
+    /// How many times each side runs, the sides interleaved (ours first in odd rounds,
+    /// Koordinator's in even ones).
+    pub rounds: usize,
+    /// Where the chart of the last step's latency percentiles is written (SVG).
+    pub chart: PathBuf,
+}
+
+/// Koordinator's koord-manager, where it comes from.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The built binary ([`testenv::tools::koord_manager`]).
+    pub koord_manager: PathBuf,
+    /// The checkout it was built from (its CRDs and webhook configurations are installed).
+    pub checkout: PathBuf,
 }
 
 /// The label every Pod of the run carries (the watch's selector).
@@ -63,6 +82,8 @@ const CLUSTER: [&str; 5] = [
 enum Side {
     None,
     Ours,
+    /// koord-manager at the pin, in place of scheduling-webhook and node-config-webhook.
+    Koordinator,
 }
 
 impl Side {
@@ -70,7 +91,25 @@ impl Side {
         match self {
             Self::None => "no webhooks",
             Self::Ours => "our webhooks",
+            Self::Koordinator => "Koordinator's",
         }
+    }
+}
+
+/// The sides of a run, in order: with no peer, no webhooks then ours; with one, ours and the
+/// peer's in each round, which goes first alternating.
+fn sides(o: &Options) -> Vec<Side> {
+    match o.peer {
+        None => vec![Side::None, Side::Ours],
+        Some(_) => (0..o.rounds.max(1))
+            .flat_map(|r| {
+                if r % 2 == 0 {
+                    [Side::Ours, Side::Koordinator]
+                } else {
+                    [Side::Koordinator, Side::Ours]
+                }
+            })
+            .collect(),
     }
 }
 
@@ -91,6 +130,8 @@ struct Step {
     post_pods: Quantiles,
     /// Per webhook configuration's webhook (name, type, operation).
     webhooks: BTreeMap<(String, String, String), Quantiles>,
+    /// Every Pod webhook's Pod CREATE calls, one histogram: (upper bound in seconds, count).
+    pod_admission: Vec<(f64, f64)>,
     /// Per webhook path of our services (`<path>.<service>`, the start of the configuration's
     /// webhook name), the time inside the service (its `controller_runtime_webhook_latency_seconds`).
     inside: BTreeMap<String, Quantiles>,
@@ -117,14 +158,85 @@ pub async fn run(
     if o.steps == 0 || o.namespaces == 0 || o.pods < o.steps * o.namespaces * 2 {
         bail!("give at least two Pods per namespace per step");
     }
-    let mut sides = Vec::new();
-    for side in [Side::None, Side::Ours] {
+    let mut runs = Vec::new();
+    for side in sides(o) {
         eprintln!("\n== {} ==", side.name());
         let steps = run_side(side, bins, cluster_bins, &bin_dir, &services, o).await?;
-        sides.push((side, steps));
+        runs.push((side, steps));
     }
-    print(o, &sides);
+    print(o, &runs);
+    crate::chart::write(
+        &o.chart,
+        &format!(
+            "{} simulated nodes, {} Pods held: the last step of each side ({} round(s))",
+            o.nodes,
+            runs.iter()
+                .filter_map(|(_, s)| s.last().map(|st| st.total))
+                .max()
+                .unwrap_or(0),
+            o.rounds.max(1)
+        ),
+        &chart_panels(&runs),
+    )?;
+    println!("\nChart: {}", o.chart.display());
     Ok(())
+}
+
+/// The chart's panels: the API server's Pod webhook calls and Pod start latency, each side's
+/// last step, its rounds merged.
+fn chart_panels(runs: &[(Side, Vec<Step>)]) -> Vec<crate::chart::Panel> {
+    use crate::chart::{Curve, Panel};
+    let mut order: Vec<Side> = Vec::new();
+    for (side, _) in runs {
+        if !order.contains(side) {
+            order.push(*side);
+        }
+    }
+    let percentiles = || (1..100).map(f64::from);
+    let (mut admission, mut start) = (Vec::new(), Vec::new());
+    for side in order {
+        let last: Vec<&Step> = runs
+            .iter()
+            .filter(|(s, _)| *s == side)
+            .filter_map(|(_, steps)| steps.last())
+            .collect();
+        let mut merged: BTreeMap<OrdF64, f64> = BTreeMap::new();
+        for st in &last {
+            for (le, c) in &st.pod_admission {
+                *merged.entry(OrdF64(*le)).or_default() += c;
+            }
+        }
+        let merged: Vec<(f64, f64)> = merged.into_iter().map(|(le, c)| (le.0, c)).collect();
+        if !merged.is_empty() {
+            admission.push(Curve {
+                name: side.name().to_owned(),
+                points: percentiles()
+                    .filter_map(|p| Some((p, quantile(&merged, p / 100.0)? * 1e3)))
+                    .collect(),
+            });
+        }
+        let mut samples: Vec<f64> = last
+            .iter()
+            .flat_map(|st| st.start_latency.clone())
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        start.push(Curve {
+            name: side.name().to_owned(),
+            points: percentiles()
+                .filter_map(|p| Some((p, pct(&samples, p / 100.0)? * 1e3)))
+                .collect(),
+        });
+    }
+    vec![
+        Panel {
+            title: "A Pod webhook call (CREATE), as the API server times it".into(),
+            curves: admission,
+        },
+        Panel {
+            title: "Pod start latency (created to Running)".into(),
+            curves: start,
+        },
+    ]
 }
 
 /// Each step's Pods per namespace: a Deployment's replicas and a Job's completions (all at
@@ -159,17 +271,41 @@ async fn run_side(
     wait_nodes_ready(&client, o.nodes).await?;
     eprintln!("{} nodes Ready after {:.0?}", o.nodes, started.elapsed());
     let system = match side {
-        Side::None => None,
+        Side::None | Side::Koordinator => None,
         Side::Ours => {
-            let opts =
+            let mut opts =
                 testenv::system::Options::as_up(&cp, bin_dir.to_path_buf(), services.to_vec());
-            let s = testenv::system::start(&client, &opts).await?;
-            // The API server picks up webhook configurations asynchronously.
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            Some(s)
+            if !o.quota {
+                opts.args_of.insert(
+                    "scheduling-webhook".into(),
+                    vec!["--feature-gates=EnableQuotaAdmission=false".into()],
+                );
+            }
+            Some(testenv::system::start(&client, &opts).await?)
         }
     };
-    let metrics_addrs: Vec<(String, String)> = system
+    let koord = match (side, &o.peer) {
+        (Side::Koordinator, Some(peer)) => Some(
+            testenv::koordinator::KoordManager::start(
+                &client,
+                &cp.kubeconfig,
+                &peer.koord_manager,
+                &bins.kustomize,
+                &peer.checkout,
+                cp.dir(),
+                &testenv::koordinator::Options {
+                    quota_admission: o.quota,
+                },
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    if side != Side::None {
+        // The API server picks up webhook configurations asynchronously.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    let mut metrics_addrs: Vec<(String, String)> = system
         .iter()
         .flat_map(|s| &s.webhooks)
         .filter_map(|(r, _, _)| Some((r.name.clone(), r.metrics.clone()?)))
@@ -179,6 +315,12 @@ async fn run_side(
         procs.extend(s.webhooks.iter().map(|(r, _, _)| (r.name.clone(), r.id())));
         if let Some((_, r)) = &s.quota_state {
             procs.push((r.name.clone(), r.id()));
+        }
+    }
+    if let Some(k) = &koord {
+        procs.push((k.running.name.clone(), k.running.id()));
+        if let Some(m) = &k.running.metrics {
+            metrics_addrs.push((k.running.name.clone(), m.clone()));
         }
     }
     procs.sort();
@@ -233,6 +375,7 @@ async fn run_side(
         step.total = tracker.lock().map(|t| t.pods.len()).unwrap_or_default();
         step.post_pods = post_pods(&metrics_before, &metrics_after);
         step.webhooks = webhook_latency(&metrics_before, &metrics_after);
+        step.pod_admission = pod_admission(&metrics_before, &metrics_after);
         step.inside = inside_latency(&ours_before, &ours_after);
         step.procs = procs
             .iter()
@@ -258,6 +401,7 @@ async fn run_side(
         steps.push(step);
     }
     watch.abort();
+    drop(koord);
     drop(system);
     drop(cluster);
     cp.stop();
@@ -290,7 +434,7 @@ async fn wait_nodes_ready(client: &kube::Client, nodes: usize) -> Result<()> {
     }
 }
 
-/// The namespaces, and with our webhooks each one's ElasticQuota (room for every Pod the run
+/// The namespaces, and with webhooks each one's ElasticQuota (room for every Pod the run
 /// puts there, with a margin: the run measures cost, not refusals).
 async fn create_namespaces(
     client: &kube::Client,
@@ -321,7 +465,8 @@ async fn create_namespaces(
                              "memory": format!("{}Mi", per_ns * 192)}}
         }))?;
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &eq);
-        // quota-state answers QV once it leads: retry for a while.
+        // quota-state answers QV once it leads (koord-manager once its caches are in sync):
+        // retry for a while.
         let deadline = Instant::now() + Duration::from_secs(60);
         while let Err(e) = api.create(&PostParams::default(), &q).await {
             if Instant::now() > deadline {
@@ -559,42 +704,67 @@ impl Ord for OrdF64 {
 /// p50 and p99 of the increase between two readings of one histogram, interpolated within a
 /// bucket as Prometheus's `histogram_quantile` does.
 fn quantiles(before: Option<&BTreeMap<OrdF64, f64>>, after: &BTreeMap<OrdF64, f64>) -> Quantiles {
-    let delta: Vec<(f64, f64)> = after
+    let delta = increase(before, after);
+    Quantiles {
+        p50: quantile(&delta, 0.5),
+        p99: quantile(&delta, 0.99),
+        count: delta.last().map_or(0.0, |(_, c)| *c),
+    }
+}
+
+/// A histogram's cumulative buckets (upper bound, count) gained between two readings.
+fn increase(
+    before: Option<&BTreeMap<OrdF64, f64>>,
+    after: &BTreeMap<OrdF64, f64>,
+) -> Vec<(f64, f64)> {
+    after
         .iter()
         .map(|(le, v)| {
             let b = before.and_then(|b| b.get(le)).copied().unwrap_or(0.0);
             (le.0, v - b)
         })
-        .collect();
+        .collect()
+}
+
+/// Quantile `q` of cumulative buckets, interpolated within a bucket as Prometheus's
+/// `histogram_quantile` does; `None` when they hold nothing.
+fn quantile(delta: &[(f64, f64)], q: f64) -> Option<f64> {
     let count = delta.last().map_or(0.0, |(_, c)| *c);
-    let q = |q: f64| -> Option<f64> {
-        if count <= 0.0 {
-            return None;
-        }
-        let rank = q * count;
-        let mut lower = (0.0, 0.0);
-        for &(le, c) in &delta {
-            if c >= rank {
-                if le.is_infinite() {
-                    return Some(lower.0);
-                }
-                let width = c - lower.1;
-                let within = if width > 0.0 {
-                    (rank - lower.1) / width
-                } else {
-                    1.0
-                };
-                return Some(lower.0 + (le - lower.0) * within);
-            }
-            lower = (le, c);
-        }
-        Some(lower.0)
-    };
-    Quantiles {
-        p50: q(0.5),
-        p99: q(0.99),
-        count,
+    if count <= 0.0 {
+        return None;
     }
+    let rank = q * count;
+    let mut lower = (0.0, 0.0);
+    for &(le, c) in delta {
+        if c >= rank {
+            if le.is_infinite() {
+                return Some(lower.0);
+            }
+            let width = c - lower.1;
+            let within = if width > 0.0 {
+                (rank - lower.1) / width
+            } else {
+                1.0
+            };
+            return Some(lower.0 + (le - lower.0) * within);
+        }
+        lower = (le, c);
+    }
+    Some(lower.0)
+}
+
+/// The Pod CREATE calls of every Pod webhook ([`is_pod_webhook`]), mutating and validating,
+/// as one histogram's increase over a step.
+fn pod_admission(before: &str, after: &str) -> Vec<(f64, f64)> {
+    let metric = "apiserver_admission_webhook_admission_duration_seconds";
+    let keep = |l: &BTreeMap<&str, &str>| {
+        l.get("name").is_some_and(|n| is_pod_webhook(n)) && l.get("operation") == Some(&"CREATE")
+    };
+    let b = buckets(before, metric, keep, |_| ());
+    buckets(after, metric, keep, |_| ())
+        .get(&())
+        .map(|a| increase(b.get(&()), a))
+        .unwrap_or_default()
 }
 
 fn post_pods(before: &str, after: &str) -> Quantiles {
@@ -705,7 +875,10 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
         shares(o).0,
         shares(o).1
     );
-    println!("### The cluster: with no webhooks and with ours\n");
+    if o.peer.is_some() {
+        side_by_side(sides);
+    }
+    println!("### The cluster, each run\n");
     println!(
         "| Pods held | side | created | Pods created/s | start p50 / p99 (ms) | all started after (s) | POST pods p50 / p99 (ms) | kube-apiserver CPU per Pod | etcd CPU per Pod | our services CPU per Pod, RSS |"
     );
@@ -777,7 +950,7 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
             }
         }
     }
-    for (side, s) in sides.iter().filter(|(side, _)| *side == Side::Ours) {
+    for (side, s) in sides.iter().filter(|(side, _)| *side != Side::None) {
         println!(
             "\n### What each webhook adds, {} (kube-apiserver's apiserver_admission_webhook_admission_duration_seconds over each step)\n",
             side.name()
@@ -817,6 +990,126 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
     println!(
         "\nStart latency: from the bench's watch seeing a Pod to it seeing the Pod Running (a Job's Pod: or finished). The API server's latency histograms have coarse buckets (webhooks: 5, 25, 100 ms…; POST: 5, 25, 50 ms…): a p50 inside the first bucket is interpolated, read it as \"under 5 ms\"."
     );
+}
+
+/// Whether an API server webhook name is a Pod webhook's, ours or Koordinator's.
+fn is_pod_webhook(name: &str) -> bool {
+    ["mutate-pod.", "validate-pod.", "mpod-create.", "vpod."]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The median of some readings (the lower middle one of an even count).
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
+/// One step of one run, as the side-by-side table compares it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Compared {
+    /// CPU of the webhook processes (quota-state counted on our side) per Pod created, µs.
+    cpu_us: f64,
+    /// Their RSS at the step's end, MiB.
+    rss_mib: f64,
+    /// Pod CREATE in the API server's webhook histogram: mutating and validating p50 / p99, ms.
+    mutating: (f64, f64),
+    validating: (f64, f64),
+    /// `POST pods` p50 / p99, ms.
+    post: (f64, f64),
+    /// Pods created per second.
+    rate: f64,
+    /// Start latency p50 / p99, ms.
+    start: (f64, f64),
+}
+
+fn compared(st: &Step) -> Compared {
+    let ours: Vec<_> = st
+        .procs
+        .iter()
+        .filter(|p| !CLUSTER.contains(&p.0.as_str()))
+        .collect();
+    let pod_webhook = |kind: &str| {
+        let (p50, p99): (Vec<f64>, Vec<f64>) = st
+            .webhooks
+            .iter()
+            .filter(|((name, t, op), _)| is_pod_webhook(name) && t == kind && op == "CREATE")
+            .map(|(_, q)| (q.p50.unwrap_or(f64::NAN), q.p99.unwrap_or(f64::NAN)))
+            .unzip();
+        let worst = |v: Vec<f64>| v.into_iter().fold(f64::NAN, f64::max) * 1e3;
+        (worst(p50), worst(p99))
+    };
+    let ms = |q: Option<f64>| q.map_or(f64::NAN, |v| v * 1e3);
+    Compared {
+        cpu_us: ours.iter().map(|p| p.1).sum::<f64>() / st.created.max(1) as f64 * 1e6,
+        rss_mib: ours.iter().map(|p| p.2).sum::<u64>() as f64 / 1024.0,
+        mutating: pod_webhook("admit"),
+        validating: pod_webhook("validating"),
+        post: (ms(st.post_pods.p50), ms(st.post_pods.p99)),
+        rate: st.created as f64 / st.create_secs.max(1e-3),
+        start: (
+            ms(pct(&st.start_latency, 0.5)),
+            ms(pct(&st.start_latency, 0.99)),
+        ),
+    }
+}
+
+/// Ours and Koordinator's per step, each figure the median over the rounds.
+fn side_by_side(runs: &[(Side, Vec<Step>)]) {
+    println!("### Side by side: our webhooks and Koordinator's (medians over the rounds)\n");
+    println!(
+        "| Pods held | side | runs | webhooks' CPU per Pod | RSS | Pod CREATE mutating p50 / p99 (ms) | validating p50 / p99 (ms) | POST pods p50 / p99 (ms) | Pods created/s | start p50 / p99 (ms) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let steps = runs.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+    let f = |v: f64, digits: usize| {
+        if v.is_finite() {
+            format!("{v:.digits$}")
+        } else {
+            "-".to_owned()
+        }
+    };
+    for i in 0..steps {
+        let mut cpu = Vec::new();
+        for side in [Side::Ours, Side::Koordinator] {
+            let of: Vec<(usize, Compared)> = runs
+                .iter()
+                .filter(|(s, _)| *s == side)
+                .filter_map(|(_, steps)| steps.get(i).map(|st| (st.total, compared(st))))
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let m = |g: fn(&Compared) -> f64| median(of.iter().map(|(_, c)| g(c)).collect());
+            let m = |g: fn(&Compared) -> f64| m(g).unwrap_or(f64::NAN);
+            let held = of.iter().map(|(t, _)| *t).max().unwrap_or(0);
+            cpu.push(m(|c| c.cpu_us));
+            println!(
+                "| {held} | {} | {} | {} µs | {} MiB | {} / {} | {} / {} | {} / {} | {} | {} / {} |",
+                side.name(),
+                of.len(),
+                f(m(|c| c.cpu_us), 0),
+                f(m(|c| c.rss_mib), 0),
+                f(m(|c| c.mutating.0), 1),
+                f(m(|c| c.mutating.1), 1),
+                f(m(|c| c.validating.0), 1),
+                f(m(|c| c.validating.1), 1),
+                f(m(|c| c.post.0), 1),
+                f(m(|c| c.post.1), 1),
+                f(m(|c| c.rate), 0),
+                f(m(|c| c.start.0), 0),
+                f(m(|c| c.start.1), 0),
+            );
+        }
+        if let [ours, theirs] = cpu[..] {
+            println!(
+                "| | Koordinator's CPU per Pod / ours | | {}× | | | | | | |",
+                f(theirs / ours, 1)
+            );
+        }
+    }
+    println!();
 }
 
 fn per_pod(secs: f64, pods: usize) -> String {
@@ -867,6 +1160,10 @@ mod tests {
             steps: 3,
             step_timeout: Duration::from_secs(1),
             client_qps: 1,
+            peer: None,
+            quota: true,
+            rounds: 1,
+            chart: PathBuf::new(),
         };
         assert_eq!(shares(&o), (67, 33));
     }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod bench;
 mod cache;
+mod chart;
 mod check_speed;
 mod cluster_bench;
 mod counts;
@@ -254,6 +255,25 @@ enum Cmd {
         /// Cargo profile of the services (`image` is what the images ship).
         #[arg(long, default_value = "image")]
         profile: String,
+        /// Run the same cluster with another webhook server in place of the no-webhook run:
+        /// `koordinator` (koord-manager at the pinned commit, beside scheduling-webhook and
+        /// node-config-webhook with quota-state).
+        #[arg(long, value_parser = ["koordinator"])]
+        peer: Option<String>,
+        /// A checkout of Koordinator at the pinned commit, to build koord-manager from (once;
+        /// cached like the other tools) and to take its CRDs and webhook configurations from.
+        #[arg(long)]
+        koordinator_src: Option<PathBuf>,
+        /// The quota feature off on both sides (default: on, each Pod judged against its
+        /// namespace's ElasticQuota).
+        #[arg(long)]
+        no_quota: bool,
+        /// Runs of each side, interleaved (with --peer).
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Where the chart of each side's latency percentiles is written (SVG).
+        #[arg(long, default_value = "target/cluster-bench.svg")]
+        chart: PathBuf,
     },
     /// Every service under steady load at once (half of each one's measured maximum): a row of
     /// p99 and RSS per service every 30 s, a summary at the end; fails if any review failed.
@@ -472,15 +492,26 @@ fn main() -> ExitCode {
             step_timeout_mins,
             client_qps,
             profile,
+            peer,
+            koordinator_src,
+            no_quota,
+            rounds,
+            chart,
         } => cluster_bench(
             &profile,
-            &cluster_bench::Options {
+            peer.is_some(),
+            koordinator_src.as_deref(),
+            cluster_bench::Options {
                 nodes,
                 pods,
                 namespaces,
                 steps,
                 step_timeout: Duration::from_secs(step_timeout_mins * 60),
                 client_qps,
+                peer: None,
+                quota: !no_quota,
+                rounds,
+                chart,
             },
         ),
         Cmd::Soak {
@@ -702,15 +733,35 @@ fn footprint(
         ))
 }
 
-fn cluster_bench(profile: &str, o: &cluster_bench::Options) -> Result<()> {
+/// [`Cmd::ClusterBench`]; with `peer`, koord-manager (built from `koordinator_src` when not
+/// cached) beside the two services that do its work.
+fn cluster_bench(
+    profile: &str,
+    peer: bool,
+    koordinator_src: Option<&Path>,
+    mut o: cluster_bench::Options,
+) -> Result<()> {
     let bins = tools()?;
     let cluster_bins = testenv::tools::locate_cluster()?;
-    let svcs = services()?;
+    let svcs = if peer {
+        let checkout = koordinator_src.context(
+            "--peer koordinator needs --koordinator-src (its CRDs and webhook configurations)",
+        )?;
+        o.peer = Some(cluster_bench::Peer {
+            koord_manager: testenv::tools::koord_manager(Some(checkout))?,
+            checkout: checkout.to_path_buf(),
+        });
+        ["node-config-webhook", "quota-state", "scheduling-webhook"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        services()?
+    };
     let names: Vec<&str> = svcs.iter().map(String::as_str).collect();
     let bin_dir = build_profile(profile, &names)?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("runtime")?
-        .block_on(cluster_bench::run(&bins, &cluster_bins, bin_dir, svcs, o))
+        .block_on(cluster_bench::run(&bins, &cluster_bins, bin_dir, svcs, &o))
 }
