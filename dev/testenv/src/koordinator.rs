@@ -26,9 +26,9 @@ pub const NAMESPACE: &str = "koordinator-system";
 /// How koord-manager runs.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `EnableQuotaAdmission`: each Pod's admission checks its ElasticQuota and writes the
-    /// quota's used amount back (upstream's quota feature).
-    pub quota_admission: bool,
+    /// Its feature gates (`--feature-gates`), by name; the others keep upstream's defaults.
+    /// A webhook whose gate is off is taken out of the configurations by koord-manager itself.
+    pub gates: Vec<(String, bool)>,
 }
 
 /// A running koord-manager; stopped when dropped.
@@ -152,10 +152,9 @@ impl KoordManager {
         let (webhook_port, metrics, health) = (port("webhook")?, port("metrics")?, port("health")?);
         let certs = dir.join("koord-manager-certs");
         std::fs::create_dir_all(&certs).map_err(io(certs.display().to_string()))?;
-        let mut gates = vec!["WebhookFramework=true"];
-        if options.quota_admission {
-            gates.push("EnableQuotaAdmission=true");
-        }
+        let gates: Vec<String> = std::iter::once("WebhookFramework=true".to_owned())
+            .chain(options.gates.iter().map(|(g, on)| format!("{g}={on}")))
+            .collect();
         let mut cmd = Command::new(bin);
         cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
             // No controller: a name none has.

@@ -96,6 +96,24 @@ impl Side {
     }
 }
 
+/// koord-manager's gates: our services' defaults (its own leave the Node, ConfigMap and
+/// Reservation webhooks off), so that both sides judge the same objects; the quota feature as
+/// asked.
+fn peer_gates(quota: bool) -> Vec<(String, bool)> {
+    scheduling_webhook::GATES
+        .iter()
+        .chain(&node_config_webhook::GATES)
+        .map(|(g, on)| {
+            let on = if *g == "EnableQuotaAdmission" {
+                quota
+            } else {
+                *on
+            };
+            ((*g).to_owned(), on)
+        })
+        .collect()
+}
+
 /// The sides of a run, in order: with no peer, no webhooks then ours; with one, ours and the
 /// peer's in each round, which goes first alternating.
 fn sides(o: &Options) -> Vec<Side> {
@@ -294,7 +312,7 @@ async fn run_side(
                 &peer.checkout,
                 cp.dir(),
                 &testenv::koordinator::Options {
-                    quota_admission: o.quota,
+                    gates: peer_gates(o.quota),
                 },
             )
             .await?,
@@ -999,11 +1017,16 @@ fn is_pod_webhook(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-/// The median of some readings (the lower middle one of an even count).
+/// The median of some readings (of an even count, the mean of the two middle ones).
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
     v.sort_by(f64::total_cmp);
-    v.get(v.len().saturating_sub(1) / 2).copied()
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 /// One step of one run, as the side-by-side table compares it.
@@ -1022,6 +1045,8 @@ struct Compared {
     rate: f64,
     /// Start latency p50 / p99, ms.
     start: (f64, f64),
+    /// Seconds from the step's first request to its last Pod started.
+    all_started: f64,
 }
 
 fn compared(st: &Step) -> Compared {
@@ -1052,6 +1077,7 @@ fn compared(st: &Step) -> Compared {
             ms(pct(&st.start_latency, 0.5)),
             ms(pct(&st.start_latency, 0.99)),
         ),
+        all_started: st.wall_secs,
     }
 }
 
@@ -1059,9 +1085,9 @@ fn compared(st: &Step) -> Compared {
 fn side_by_side(runs: &[(Side, Vec<Step>)]) {
     println!("### Side by side: our webhooks and Koordinator's (medians over the rounds)\n");
     println!(
-        "| Pods held | side | runs | webhooks' CPU per Pod | RSS | Pod CREATE mutating p50 / p99 (ms) | validating p50 / p99 (ms) | POST pods p50 / p99 (ms) | Pods created/s | start p50 / p99 (ms) |"
+        "| Pods held | side | runs | webhooks' CPU per Pod | RSS | Pod CREATE mutating p50 / p99 (ms) | validating p50 / p99 (ms) | POST pods p50 / p99 (ms) | Pods created/s | start p50 / p99 (ms) | all started after (s) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let steps = runs.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
     let f = |v: f64, digits: usize| {
         if v.is_finite() {
@@ -1086,7 +1112,7 @@ fn side_by_side(runs: &[(Side, Vec<Step>)]) {
             let held = of.iter().map(|(t, _)| *t).max().unwrap_or(0);
             cpu.push(m(|c| c.cpu_us));
             println!(
-                "| {held} | {} | {} | {} µs | {} MiB | {} / {} | {} / {} | {} / {} | {} | {} / {} |",
+                "| {held} | {} | {} | {} µs | {} MiB | {} / {} | {} / {} | {} / {} | {} | {} / {} | {} |",
                 side.name(),
                 of.len(),
                 f(m(|c| c.cpu_us), 0),
@@ -1100,11 +1126,12 @@ fn side_by_side(runs: &[(Side, Vec<Step>)]) {
                 f(m(|c| c.rate), 0),
                 f(m(|c| c.start.0), 0),
                 f(m(|c| c.start.1), 0),
+                f(m(|c| c.all_started), 0),
             );
         }
         if let [ours, theirs] = cpu[..] {
             println!(
-                "| | Koordinator's CPU per Pod / ours | | {}× | | | | | | |",
+                "| | Koordinator's CPU per Pod / ours | | {}× | | | | | | | |",
                 f(theirs / ours, 1)
             );
         }
@@ -1149,6 +1176,25 @@ mod tests {
         let b = buckets(text, "m", |_| true, |_| ());
         let q = quantiles(b.get(&()), &b[&()]);
         assert_eq!((q.p50, q.p99, q.count), (None, None, 0.0));
+    }
+
+    #[test]
+    fn the_peer_runs_with_our_gates_and_the_quota_feature_as_asked() {
+        for quota in [true, false] {
+            let gates = peer_gates(quota);
+            let on = |name: &str| gates.iter().find(|(g, _)| g == name).map(|(_, on)| *on);
+            assert_eq!(on("EnableQuotaAdmission"), Some(quota));
+            assert_eq!(on("NodeMutatingWebhook"), Some(true));
+            assert_eq!(on("ReservationMutatingWebhook"), Some(true));
+            assert_eq!(on("BindingAdmissionWebhook"), Some(false));
+        }
+    }
+
+    #[test]
+    fn medians_take_the_middle_and_skip_what_is_not_a_number() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, f64::NAN, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![f64::NAN]), None);
     }
 
     #[test]
