@@ -4,7 +4,9 @@
 //! `--namespaces` namespaces, in `--steps` equal steps up to `--pods`. Run twice on fresh
 //! control planes, one after the other in one command: once with no webhook at all, once with
 //! every service and quota-state as `cargo xtask up` starts them, each namespace charged to its
-//! own ElasticQuota.
+//! own ElasticQuota. With `--peer koordinator`, Koordinator's koord-manager takes the place of
+//! the no-webhook run and ours are the services that do its work, in `--rounds` interleaved
+//! rounds; a side-by-side table and an SVG chart of the last step's percentiles follow.
 //!
 //! After each step, per side: Pods created per second and Pod start latency (created → Running,
 //! from the bench's own watch), the API server's `POST pods` latency, and for each webhook the

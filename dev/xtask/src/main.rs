@@ -230,9 +230,10 @@ enum Cmd {
         #[arg(long = "arg")]
         args: Vec<String>,
     },
-    /// The cluster in a box at scale, once with no webhooks and once with every service as `up`
-    /// starts them: Pods created per second, Pod start latency, what each webhook adds (the API
-    /// server's metrics) and each process's CPU and memory per Pod, step by step.
+    /// The cluster in a box at scale, once with no webhooks (or with Koordinator's own server:
+    /// `--peer`) and once with every service as `up` starts them: Pods created per second, Pod
+    /// start latency, what each webhook adds (the API server's metrics) and each process's CPU
+    /// and memory per Pod, step by step.
     ClusterBench {
         /// Simulated nodes, heartbeating every 10-22 s.
         #[arg(long, default_value_t = 1000)]
