@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 
 use crate::free_port;
-use crate::system::{Running, SystemError, apply_crds, http_get};
+use crate::system::{Running, SystemError, apply_crds, http_get, io};
 
 /// The namespace koord-manager runs in (its default; the leader-election and certificate
 /// writers are off, so nothing is written there).
@@ -42,11 +42,6 @@ pub struct KoordManager {
 
 fn invalid(e: impl std::fmt::Display) -> SystemError {
     SystemError::Invalid(e.to_string())
-}
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
-    let what = what.into();
-    move |e| SystemError::Io(what, e)
 }
 
 /// The checkout's CRD files, each a YAML text.

@@ -198,7 +198,8 @@ impl System {
     }
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
+/// Maps an I/O error to [`SystemError::Io`] naming `what`.
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SystemError {
     let what = what.into();
     move |e| SystemError::Io(what, e)
 }

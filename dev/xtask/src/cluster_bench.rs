@@ -159,6 +159,24 @@ struct Step {
     procs: Vec<(String, f64, u64, i64)>,
 }
 
+impl Step {
+    /// The webhook processes' (every process but the cluster's own) CPU seconds in the step and
+    /// RSS at its end in MiB; `None` when the side ran none.
+    fn webhook_processes(&self) -> Option<(f64, f64)> {
+        let ours: Vec<_> = self
+            .procs
+            .iter()
+            .filter(|p| !CLUSTER.contains(&p.0.as_str()))
+            .collect();
+        (!ours.is_empty()).then(|| {
+            (
+                ours.iter().map(|p| p.1).sum(),
+                ours.iter().map(|p| p.2).sum::<u64>() as f64 / 1024.0,
+            )
+        })
+    }
+}
+
 /// p50 and p99 of a histogram's increase, and how many observations it had.
 #[derive(Debug, Default, Clone, Copy)]
 struct Quantiles {
@@ -913,20 +931,10 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
                     .find(|p| p.0 == name)
                     .map_or_else(|| "-".to_owned(), |p| per_pod(p.1, st.created))
             };
-            let ours: Vec<_> = st
-                .procs
-                .iter()
-                .filter(|p| !CLUSTER.contains(&p.0.as_str()))
-                .collect();
-            let ours = if ours.is_empty() {
-                "-".to_owned()
-            } else {
-                format!(
-                    "{}, {:.0} MiB",
-                    per_pod(ours.iter().map(|p| p.1).sum(), st.created),
-                    ours.iter().map(|p| p.2).sum::<u64>() as f64 / 1024.0
-                )
-            };
+            let ours = st.webhook_processes().map_or_else(
+                || "-".to_owned(),
+                |(cpu, rss)| format!("{}, {:.0} MiB", per_pod(cpu, st.created), rss),
+            );
             println!(
                 "| {} | {} | {} of {} | {:.0} | {} / {} | {:.0} | {} / {} | {} | {} | {ours} |",
                 st.total,
@@ -1052,11 +1060,7 @@ struct Compared {
 }
 
 fn compared(st: &Step) -> Compared {
-    let ours: Vec<_> = st
-        .procs
-        .iter()
-        .filter(|p| !CLUSTER.contains(&p.0.as_str()))
-        .collect();
+    let (cpu, rss) = st.webhook_processes().unwrap_or_default();
     let pod_webhook = |kind: &str| {
         let (p50, p99): (Vec<f64>, Vec<f64>) = st
             .webhooks
@@ -1069,8 +1073,8 @@ fn compared(st: &Step) -> Compared {
     };
     let ms = |q: Option<f64>| q.map_or(f64::NAN, |v| v * 1e3);
     Compared {
-        cpu_us: ours.iter().map(|p| p.1).sum::<f64>() / st.created.max(1) as f64 * 1e6,
-        rss_mib: ours.iter().map(|p| p.2).sum::<u64>() as f64 / 1024.0,
+        cpu_us: cpu / st.created.max(1) as f64 * 1e6,
+        rss_mib: rss,
         mutating: pod_webhook("admit"),
         validating: pod_webhook("validating"),
         post: (ms(st.post_pods.p50), ms(st.post_pods.p99)),

@@ -29,12 +29,7 @@ use serde_json::{Error, Map, Value};
 /// decodes every occurrence in turn and fails on any ill-typed one.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
     let Distinct(value) = serde_json::from_str(text)?;
-    from_value(&value)
-}
-
-/// Decodes a parsed `value` as [`from_str`] decodes its text.
-pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
-    T::deserialize(Zeroing(value))
+    T::deserialize(Zeroing(&value))
 }
 
 /// Decodes `text` as Go reads it once a strict decode of it failed with `strict`, and says which
@@ -110,10 +105,15 @@ impl<'de> Visitor<'de> for DistinctVisitor {
         let mut members = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let Distinct(v) = map.next_value()?;
-            if members.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+            match members.entry(key) {
+                serde_json::map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                serde_json::map::Entry::Occupied(e) => {
+                    let key = e.key();
+                    return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+                }
             }
-            members.insert(key, v);
         }
         Ok(Value::Object(members))
     }

@@ -1,6 +1,8 @@
 //! The view of an object most rules need: metadata and spec.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -31,32 +33,45 @@ const DESCRIBED_LEVELS: usize = 5;
 /// hundreds of fields; `kubectl explain pod.spec` has them) are dropped, as controller-gen's
 /// `maxDescLen` does for the same reason. A CRD that already fits is left alone.
 pub fn fit_for_kubectl_apply(crd: &mut CustomResourceDefinition) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-        JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
-    };
-    fn undescribe(s: &mut JSONSchemaProps, level: usize) {
+    let size = |c: &_| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
+    if size(crd) <= KUBECTL_APPLY_MAX_BYTES {
+        return;
+    }
+    each_schema(crd, &mut |s, level| {
         if level > DESCRIBED_LEVELS {
             s.description = None;
         }
+    });
+}
+
+/// Calls `f` on every schema of every version of `crd` with its level: a field's schema is one
+/// level below its object's; an array's items, a map's values and the branches of `allOf`,
+/// `anyOf` and `oneOf` are at the level of the schema that holds them.
+fn each_schema(
+    crd: &mut CustomResourceDefinition,
+    f: &mut impl FnMut(&mut JSONSchemaProps, usize),
+) {
+    fn walk(
+        s: &mut JSONSchemaProps,
+        level: usize,
+        f: &mut impl FnMut(&mut JSONSchemaProps, usize),
+    ) {
+        f(s, level);
         for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
-            undescribe(p, level + 1);
+            walk(p, level + 1, f);
         }
         if let Some(JSONSchemaPropsOrArray::Schema(i)) = &mut s.items {
-            undescribe(i, level);
+            walk(i, level, f);
         }
         if let Some(JSONSchemaPropsOrBool::Schema(a)) = &mut s.additional_properties {
-            undescribe(a, level);
+            walk(a, level, f);
         }
         for list in [&mut s.all_of, &mut s.any_of, &mut s.one_of]
             .into_iter()
             .flatten()
         {
-            list.iter_mut().for_each(|x| undescribe(x, level));
+            list.iter_mut().for_each(|x| walk(x, level, f));
         }
-    }
-    let size = |c: &_| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
-    if size(crd) <= KUBECTL_APPLY_MAX_BYTES {
-        return;
     }
     for v in &mut crd.spec.versions {
         if let Some(s) = v
@@ -64,7 +79,7 @@ pub fn fit_for_kubectl_apply(crd: &mut CustomResourceDefinition) {
             .as_mut()
             .and_then(|s| s.open_api_v3_schema.as_mut())
         {
-            undescribe(s, 0);
+            walk(s, 0, f);
         }
     }
 }
@@ -107,37 +122,8 @@ pub fn crd_default(value: impl Into<serde_json::Value>) -> impl FnMut(&mut schem
 /// Gives a generated CRD exactly the defaults its fields declare ([`crd_default`]): every
 /// `default` schemars wrote is dropped and every declared one put in its place.
 fn crd_defaults(crd: &mut CustomResourceDefinition) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-        JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
-    };
-    fn declared(s: &mut JSONSchemaProps) {
-        // What `crd_default` put in `DEFAULT_CARRIER`, or nothing.
-        s.default = s.example.take();
-        for p in s.properties.iter_mut().flat_map(|m| m.values_mut()) {
-            declared(p);
-        }
-        if let Some(JSONSchemaPropsOrArray::Schema(i)) = &mut s.items {
-            declared(i);
-        }
-        if let Some(JSONSchemaPropsOrBool::Schema(a)) = &mut s.additional_properties {
-            declared(a);
-        }
-        for list in [&mut s.all_of, &mut s.any_of, &mut s.one_of]
-            .into_iter()
-            .flatten()
-        {
-            list.iter_mut().for_each(declared);
-        }
-    }
-    for v in &mut crd.spec.versions {
-        if let Some(s) = v
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        {
-            declared(s);
-        }
-    }
+    // What `crd_default` put in `DEFAULT_CARRIER`, or nothing.
+    each_schema(crd, &mut |s, _| s.default = s.example.take());
 }
 
 #[cfg(test)]
