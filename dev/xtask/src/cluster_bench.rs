@@ -155,6 +155,10 @@ struct Step {
     /// Per webhook path of our services (`<path>.<service>`, the start of the configuration's
     /// webhook name), the time inside the service (its `controller_runtime_webhook_latency_seconds`).
     inside: BTreeMap<String, Quantiles>,
+    /// Inside the Pod webhooks, per upstream plugin (webhook type, plugin name): Pod CREATE
+    /// times from `koord_manager_webhook_webhook_duration_milliseconds`, which both sides export
+    /// under the same names, in milliseconds.
+    plugins: BTreeMap<(String, String), Quantiles>,
     /// Per process: CPU seconds in the step, RSS at its end (KiB), RSS growth (KiB).
     procs: Vec<(String, f64, u64, i64)>,
 }
@@ -415,6 +419,7 @@ async fn run_side(
         step.webhooks = webhook_latency(&metrics_before, &metrics_after);
         step.pod_admission = pod_admission(&metrics_before, &metrics_after);
         step.inside = inside_latency(&ours_before, &ours_after);
+        step.plugins = plugin_latency(&ours_before, &ours_after);
         step.procs = procs
             .iter()
             .zip(before.iter().zip(&after))
@@ -872,6 +877,40 @@ fn inside_latency(
     out
 }
 
+/// Time inside each of upstream's Pod CREATE plugins over a step, every service's series
+/// together (only one side's services run at a time).
+fn plugin_latency(
+    before: &[(String, String)],
+    after: &[(String, String)],
+) -> BTreeMap<(String, String), Quantiles> {
+    let metric = "koord_manager_webhook_webhook_duration_milliseconds";
+    let keep = |l: &BTreeMap<&str, &str>| {
+        l.get("object_type") == Some(&"pod") && l.get("operation") == Some(&"CREATE")
+    };
+    let key = |l: &BTreeMap<&str, &str>| {
+        let get = |k: &str| l.get(k).copied().unwrap_or_default().to_owned();
+        (get("webhook_type"), get("plugin_name"))
+    };
+    let sum = |texts: &[(String, String)]| {
+        let mut all: BTreeMap<(String, String), BTreeMap<OrdF64, f64>> = BTreeMap::new();
+        for (_, text) in texts {
+            for (k, b) in buckets(text, metric, keep, key) {
+                let into = all.entry(k).or_default();
+                for (le, v) in b {
+                    *into.entry(le).or_default() += v;
+                }
+            }
+        }
+        all
+    };
+    let b = sum(before);
+    sum(after)
+        .iter()
+        .map(|(k, a)| (k.clone(), quantiles(b.get(k), a)))
+        .filter(|(_, q)| q.count > 0.0)
+        .collect()
+}
+
 fn webhook_latency(before: &str, after: &str) -> BTreeMap<(String, String, String), Quantiles> {
     let metric = "apiserver_admission_webhook_admission_duration_seconds";
     let key = |l: &BTreeMap<&str, &str>| {
@@ -893,6 +932,11 @@ fn ms(s: Option<f64>) -> String {
 /// Milliseconds to two places (times inside a service are well under one).
 fn ms2(s: Option<f64>) -> String {
     s.map_or_else(|| "-".to_owned(), |s| format!("{:.2}", s * 1e3))
+}
+
+/// A value already in milliseconds, to three places (a plugin's time is often under 0.01 ms).
+fn ms3(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
 }
 
 fn pct(sorted: &[f64], q: f64) -> Option<f64> {
@@ -1011,6 +1055,43 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
                     q.count,
                     ms(q.p50),
                     ms(q.p99)
+                );
+            }
+        }
+    }
+    let plugins = |side: Side| {
+        sides
+            .iter()
+            .filter(move |(s, _)| *s == side)
+            .flat_map(|(_, steps)| steps.iter())
+    };
+    if sides.iter().any(|(side, _)| *side == Side::Koordinator) {
+        println!(
+            "\n### Inside the Pod webhooks, by upstream's plugin (koord_manager_webhook_webhook_duration_milliseconds, Pod CREATE, each step of each run)\n"
+        );
+        println!(
+            "| type | plugin | Pods held | ours: calls, p50 / p99 (ms) | Koordinator's: calls, p50 / p99 (ms) |"
+        );
+        println!("| --- | --- | --- | --- | --- |");
+        let keys: std::collections::BTreeSet<&(String, String)> = sides
+            .iter()
+            .flat_map(|(_, s)| s.iter().flat_map(|st| st.plugins.keys()))
+            .collect();
+        let cell = |st: &Step, k: &(String, String)| {
+            st.plugins.get(k).map_or_else(
+                || "-".to_owned(),
+                |q| format!("{:.0}, {} / {}", q.count, ms3(q.p50), ms3(q.p99)),
+            )
+        };
+        for k in keys {
+            for (o, t) in plugins(Side::Ours).zip(plugins(Side::Koordinator)) {
+                println!(
+                    "| {} | {} | {} | {} | {} |",
+                    k.0,
+                    k.1,
+                    o.total,
+                    cell(o, k),
+                    cell(t, k)
                 );
             }
         }

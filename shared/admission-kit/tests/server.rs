@@ -114,6 +114,7 @@ fn opts() -> ServeOptions {
         reuse_port: false,
         enforcement: Default::default(),
         continue_traces: true,
+        log_admissions: false,
     }
 }
 

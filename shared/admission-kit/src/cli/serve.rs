@@ -149,6 +149,12 @@ pub(super) struct ServeArgs {
         default_value = "enforce"
     )]
     enforcement: Vec<String>,
+    /// Log every admission at INFO. By default a plain admission (admitted unchanged, without a
+    /// warning, enforced) is logged at DEBUG only (`RUST_LOG=info,admission::decision=debug`
+    /// selects it) and counted in `admission_webhook_decisions_total`; denials, warnings,
+    /// mutations and decisions on trial are always logged.
+    #[arg(long, env = "WEBHOOK_LOG_ADMISSIONS")]
+    log_admissions: bool,
 }
 
 /// Where the serving certificate comes from.
@@ -533,6 +539,7 @@ async fn serve(app: App, a: ServeArgs) -> Result<(), Box<dyn std::error::Error>>
         reuse_port: a.reuse_port,
         enforcement: modes,
         continue_traces: telemetry.exporting(),
+        log_admissions: a.log_admissions,
         ..ServeOptions::default()
     };
     let server = Server::bind(&app, ctx, certs, synced, metrics, opts).await?;

@@ -409,6 +409,8 @@ pub struct Decision {
     pub denials: Vec<Denial>,
     /// Ids of rules that acted without denying.
     pub applied: Vec<&'static str>,
+    /// How many warnings the answer carries.
+    pub warnings: usize,
     /// Whether this was a dry run.
     pub dry_run: bool,
     /// The endpoint's enforcement mode when the answer was sent.
@@ -557,6 +559,7 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
             }))
             .collect(),
         applied: verdict.applied.clone(),
+        warnings: verdict.warnings.len(),
         dry_run: req.dry_run,
         ..Decision::default()
     }

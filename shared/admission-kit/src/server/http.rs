@@ -105,6 +105,11 @@ pub struct ServeOptions {
     /// exported ([`crate::server::telemetry::Telemetry::exporting`]); off, the header is not read,
     /// so a traced API server costs a service that exports nothing nothing.
     pub continue_traces: bool,
+    /// Write the decision line of a plain admission (admitted unchanged, no warning, enforced)
+    /// at INFO like every other decision. Off, it is written at DEBUG (`RUST_LOG` can still
+    /// select it) and counted in the metrics: denials, warnings, mutations and decisions on
+    /// trial are always logged.
+    pub log_admissions: bool,
 }
 
 impl Default for ServeOptions {
@@ -138,6 +143,7 @@ impl Default for ServeOptions {
             shutdown_grace: Duration::from_secs(25),
             enforcement: Modes::default(),
             continue_traces: true,
+            log_admissions: false,
         }
     }
 }
@@ -378,6 +384,7 @@ impl EndpointStack {
                 path,
                 metrics,
                 continue_traces: opts.continue_traces,
+                log_admissions: opts.log_admissions,
             })
             .layer(LimitsLayer {
                 body_limit: opts.body_limit,

@@ -434,6 +434,7 @@ mod tests {
             path: "/validate-x",
             metrics: crate::server::metrics::Metrics::new().unwrap(),
             continue_traces: true,
+            log_admissions: false,
         }
         .layer(tower::service_fn(|_: http::Request<()>| async {
             let mut resp = http::Response::new(crate::server::http::Body::default());
@@ -474,6 +475,93 @@ mod tests {
                 "target": "admission::decision"
             })
         );
+    }
+
+    /// The decision lines one review leaves under the default filter (`info`).
+    async fn lines_at_info(
+        d: crate::review::handler::Decision,
+        log_admissions: bool,
+    ) -> Vec<String> {
+        use tower::{Layer as _, ServiceExt as _};
+        let out = Lines::default();
+        let w = out.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(EnvFilter::new("info"))
+            .with(json_lines(move || w.clone()));
+        let _default = tracing::subscriber::set_default(subscriber);
+        let observed = crate::server::http::observe::ObserveLayer {
+            path: "/validate-x",
+            metrics: crate::server::metrics::Metrics::new().unwrap(),
+            continue_traces: true,
+            log_admissions,
+        }
+        .layer(tower::service_fn(move |_: http::Request<()>| {
+            let d = d.clone();
+            async move {
+                let mut resp = http::Response::new(crate::server::http::Body::default());
+                resp.extensions_mut().insert(d);
+                Ok::<_, std::convert::Infallible>(resp)
+            }
+        }));
+        observed.oneshot(http::Request::new(())).await.unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    /// A plain admission leaves no INFO line unless asked for; a mutation, a warning, a denial
+    /// and a decision on trial always do.
+    #[tokio::test]
+    async fn plain_admissions_are_logged_when_asked() {
+        use crate::review::handler::{Decision, Denial};
+        use crate::review::mode::Enforcement;
+        let plain = Decision {
+            uid: "u-1".into(),
+            operation: "CREATE",
+            allowed: true,
+            applied: vec!["gate-off"],
+            ..Default::default()
+        };
+        assert!(lines_at_info(plain.clone(), false).await.is_empty());
+        let lines = lines_at_info(plain.clone(), true).await;
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("\"allowed\":true"), "{lines:?}");
+        let said = [
+            Decision {
+                patched: true,
+                patch_bytes: 40,
+                ..plain.clone()
+            },
+            Decision {
+                warnings: 1,
+                ..plain.clone()
+            },
+            Decision {
+                allowed: false,
+                denials: vec![Denial {
+                    rule: "MV-01",
+                    field: "spec.a".into(),
+                    message: "bad".into(),
+                }],
+                ..plain.clone()
+            },
+            Decision {
+                enforcement: Enforcement::Audit,
+                ..plain.clone()
+            },
+        ];
+        for d in said {
+            let lines = lines_at_info(d.clone(), false).await;
+            assert_eq!(lines.len(), 1, "{d:?}: {lines:?}");
+        }
+        let warned = lines_at_info(
+            Decision {
+                warnings: 2,
+                ..plain
+            },
+            false,
+        )
+        .await;
+        assert!(warned[0].contains("\"warnings\":2"), "{warned:?}");
     }
 
     /// A forged name with newlines and a terminal escape stays on its line in the text format.

@@ -12,6 +12,8 @@ pub struct ObserveLayer {
     pub metrics: Metrics,
     /// Continue the trace of `traceparent` ([`ServeOptions::continue_traces`]).
     pub continue_traces: bool,
+    /// Log plain admissions at INFO too ([`ServeOptions::log_admissions`]).
+    pub log_admissions: bool,
 }
 
 impl<S> Layer<S> for ObserveLayer {
@@ -90,7 +92,7 @@ where
                 m.requests
                     .with_label_values(&[path, resp.status().as_str()])
                     .inc();
-                record(path, m, &resp, elapsed);
+                record(path, m, &resp, elapsed, cfg.log_admissions);
                 Ok(resp)
             }
             .instrument(span),
@@ -129,7 +131,54 @@ fn trace_fields(span: &tracing::Span, d: &Decision) {
     span.record_all(&fields.value_set(&pairs));
 }
 
-pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Duration) {
+/// One decision line, at the level given.
+macro_rules! decision_line {
+    ($level:expr, $path:expr, $d:expr, $on_trial:expr, $latency_us:expr) => {
+        tracing::event!(
+            target: crate::server::telemetry::DECISION_TARGET,
+            $level,
+            webhook = $path,
+            uid = %$d.uid,
+            kind = %$d.kind,
+            namespace = %$d.namespace,
+            name = %$d.name,
+            operation = $d.operation,
+            allowed = $d.allowed,
+            patched = $d.patched,
+            dry_run = $d.dry_run,
+            rules = %$d.rules(),
+            applied = %$d.applied.join(","),
+            // Only when there are some (absent fields are not written).
+            warnings = ($d.warnings > 0).then_some($d.warnings),
+            // On trial only: what enforcing would have done.
+            enforcement = $on_trial.then_some($d.enforcement.as_str()),
+            would_deny = $on_trial.then_some($d.would_deny),
+            withheld_patch = $d.withheld_patch.as_deref(),
+            latency_us = $latency_us,
+            "decision"
+        )
+    };
+}
+
+/// Whether a decision is a plain admission: admitted as sent, with nothing to say and nothing
+/// that enforcing would have done otherwise. Its line is written at DEBUG unless the operator
+/// asks for every admission (`--log-admissions`); it is counted in the metrics either way.
+pub(super) fn plain(d: &Decision) -> bool {
+    d.allowed
+        && !d.patched
+        && d.warnings == 0
+        && d.denials.is_empty()
+        && d.enforcement == Enforcement::Enforce
+        && d.withheld_patch.is_none()
+}
+
+pub(super) fn record(
+    path: &str,
+    m: &Metrics,
+    resp: &Response<Body>,
+    elapsed: Duration,
+    log_admissions: bool,
+) {
     let latency_us = elapsed.as_micros() as u64;
     if let Some(d) = resp.extensions().get::<Decision>() {
         let span = tracing::Span::current();
@@ -152,26 +201,11 @@ pub(super) fn record(path: &str, m: &Metrics, resp: &Response<Body>, elapsed: Du
         } else {
             trial(path, m, d);
         }
-        tracing::info!(
-            target: crate::server::telemetry::DECISION_TARGET,
-            webhook = path,
-            uid = %d.uid,
-            kind = %d.kind,
-            namespace = %d.namespace,
-            name = %d.name,
-            operation = d.operation,
-            allowed = d.allowed,
-            patched = d.patched,
-            dry_run = d.dry_run,
-            rules = %d.rules(),
-            applied = %d.applied.join(","),
-            // On trial only (absent fields are not written): what enforcing would have done.
-            enforcement = on_trial.then_some(d.enforcement.as_str()),
-            would_deny = on_trial.then_some(d.would_deny),
-            withheld_patch = d.withheld_patch.as_deref(),
-            latency_us,
-            "decision"
-        );
+        if log_admissions || !plain(d) {
+            decision_line!(tracing::Level::INFO, path, d, on_trial, latency_us);
+        } else {
+            decision_line!(tracing::Level::DEBUG, path, d, on_trial, latency_us);
+        }
     } else if let Some(TrialRefusal(mode)) = resp.extensions().get::<TrialRefusal>() {
         // Admitted on trial: what enforcing would have refused.
         m.decisions.with_label_values(&[path, "", "allowed"]).inc();
