@@ -298,7 +298,8 @@ async fn slow_webhook_is_treated_per_failure_policy() {
 /// On the kit's state: a lookup the watch cache cannot
 /// answer goes to the API server. The cache here watches one ConfigMap by name (as
 /// `App::watch_one` does), so every other name is a cache miss by construction: found through
-/// the live read, an absent one confirmed by it (and remembered, so asked once), each counted.
+/// the live read, an absent one confirmed by it (and remembered, so asked once, then renewed
+/// in the background while lookups go on), each counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_miss_is_read_from_the_api_server() {
     use admission_kit::cluster::state::WatchState;
@@ -356,4 +357,33 @@ async fn a_cache_miss_is_read_from_the_api_server() {
     assert_eq!(reads("found"), found0 + 1);
     // Asked once: the absence is remembered for a second.
     assert_eq!(reads("absent"), absent0 + 1);
+
+    // Past half of that, a lookup answers from the confirmation and renews it on a task of its
+    // own: asked again without a second blocking read, and once only however many look.
+    tokio::time::sleep(admission_kit::cluster::state::REFRESH_AFTER).await;
+    for _ in 0..3 {
+        let missing = tokio::task::block_in_place(|| state.get(&ty, Some(&env.ns), "missing"));
+        assert!(missing.unwrap().is_none());
+    }
+    eventually(Duration::from_secs(10), || async {
+        match reads("absent") - absent0 {
+            2 => Ok(()),
+            n => Err(format!("{n} absent reads")),
+        }
+    })
+    .await;
+
+    // Created meanwhile: a lookup that keeps renewing the absence finds it.
+    let made: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "missing"}, "data": {"k": "w"}}))
+            .unwrap();
+    cms.create(&PostParams::default(), &made).await.unwrap();
+    eventually(Duration::from_secs(10), || async {
+        let got = tokio::task::block_in_place(|| state.get(&ty, Some(&env.ns), "missing"));
+        match got {
+            Ok(Some(o)) if o.data["data"]["k"] == "w" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }

@@ -347,10 +347,12 @@ async fn run_side(
         // The API server picks up webhook configurations asynchronously.
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
-    let mut metrics_addrs: Vec<(String, String)> = system
+    // (process, address, path): koord-manager serves its own metrics (the plugins' times)
+    // beside controller-runtime's only on `/all-metrics`.
+    let mut metrics_addrs: Vec<(String, String, &str)> = system
         .iter()
         .flat_map(|s| &s.webhooks)
-        .filter_map(|(r, _, _)| Some((r.name.clone(), r.metrics.clone()?)))
+        .filter_map(|(r, _, _)| Some((r.name.clone(), r.metrics.clone()?, "/metrics")))
         .collect();
     let mut procs: Vec<(String, u32)> = Vec::new();
     if let Some(s) = &system {
@@ -362,7 +364,7 @@ async fn run_side(
     if let Some(k) = &koord {
         procs.push((k.running.name.clone(), k.running.id()));
         if let Some(m) = &k.running.metrics {
-            metrics_addrs.push((k.running.name.clone(), m.clone()));
+            metrics_addrs.push((k.running.name.clone(), m.clone(), "/all-metrics"));
         }
     }
     procs.sort();
@@ -825,11 +827,11 @@ fn post_pods(before: &str, after: &str) -> Quantiles {
         .unwrap_or_default()
 }
 
-/// Each of our services' metrics text, by service name (empty when unreachable).
-async fn scrape_ours(addrs: &[(String, String)]) -> Vec<(String, String)> {
+/// Each webhook process's metrics text, by process name (empty when unreachable).
+async fn scrape_ours(addrs: &[(String, String, &str)]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (name, addr) in addrs {
-        let text = match testenv::system::http_get(addr, "/metrics").await {
+    for (name, addr, path) in addrs {
+        let text = match testenv::system::http_get(addr, path).await {
             Ok((200, body)) => body,
             Ok((code, _)) => {
                 eprintln!("{name} metrics: HTTP {code}");
