@@ -403,12 +403,22 @@ async fn service_accounts_and_namespace_admins_get_only_what_they_need() {
     let label = |v: serde_json::Value| {
         merge(json!({"metadata": {"labels": {"admission-webhooks.io/exclude": v}}}))
     };
-    let (code, msg) = refused(
-        tenant
-            .patch(&env.ns, &PatchParams::default(), &label(json!("true")))
-            .await,
-        "set the opt-out label",
-    );
+    // The binding reaches the API server's authorizer a moment after it is written; until then
+    // RBAC refuses the patch before any webhook sees it.
+    let (code, msg) = e2e::eventually(std::time::Duration::from_secs(30), || async {
+        let (code, msg) = refused(
+            tenant
+                .patch(&env.ns, &PatchParams::default(), &label(json!("true")))
+                .await,
+            "set the opt-out label",
+        );
+        if msg.contains("cannot patch resource") {
+            Err(msg)
+        } else {
+            Ok((code, msg))
+        }
+    })
+    .await;
     assert_eq!(code, 403, "{msg}");
     assert!(msg.contains("admission-webhooks.io/exclude"), "{msg}");
     // Nor Koordinator's opt-out of the Pod webhooks, nor either through the status.
