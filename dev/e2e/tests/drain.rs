@@ -351,8 +351,20 @@ async fn deletions_and_evictions_wait_for_the_drain() {
         e2e::as_user("bob", &["system:authenticated"]).await,
         &env.ns,
     );
-    let (code, _) = refused(bob.delete("admin-0", &dp).await, "delete by bob");
-    assert_eq!(code, 403);
+    // The binding reaches the authorizer a moment after it is written: until bob may read the
+    // Pod, RBAC would refuse the deletion before the webhook sees it.
+    eventually(Duration::from_secs(30), || async {
+        bob.get("admin-0")
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let (code, msg) = refused(bob.delete("admin-0", &dp).await, "delete by bob");
+    assert!(
+        code == 403 && !msg.contains("cannot delete resource"),
+        "{msg}"
+    );
     let alice: Api<Pod> = Api::namespaced(
         e2e::as_user("alice", &["drain-admins", "system:authenticated"]).await,
         &env.ns,
