@@ -927,18 +927,19 @@ fn webhook_latency(before: &str, after: &str) -> BTreeMap<(String, String, Strin
         .collect()
 }
 
+/// A value to `places` decimal places, `-` when there is none.
+fn fixed(v: Option<f64>, places: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.places$}"))
+}
+
+/// Seconds as milliseconds to one place.
 fn ms(s: Option<f64>) -> String {
-    s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s * 1e3))
+    fixed(s.map(|s| s * 1e3), 1)
 }
 
 /// Milliseconds to two places (times inside a service are well under one).
 fn ms2(s: Option<f64>) -> String {
-    s.map_or_else(|| "-".to_owned(), |s| format!("{:.2}", s * 1e3))
-}
-
-/// A value already in milliseconds, to three places (a plugin's time is often under 0.01 ms).
-fn ms3(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
+    fixed(s.map(|s| s * 1e3), 2)
 }
 
 fn pct(sorted: &[f64], q: f64) -> Option<f64> {
@@ -1079,10 +1080,11 @@ fn print(o: &Options, sides: &[(Side, Vec<Step>)]) {
             .iter()
             .flat_map(|(_, s)| s.iter().flat_map(|st| st.plugins.keys()))
             .collect();
+        // Already in milliseconds; a plugin's time is often under 0.01 ms.
         let cell = |st: &Step, k: &(String, String)| {
             st.plugins.get(k).map_or_else(
                 || "-".to_owned(),
-                |q| format!("{:.0}, {} / {}", q.count, ms3(q.p50), ms3(q.p99)),
+                |q| format!("{:.0}, {} / {}", q.count, fixed(q.p50, 3), fixed(q.p99, 3)),
             )
         };
         for k in keys {

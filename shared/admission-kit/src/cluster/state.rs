@@ -794,9 +794,9 @@ impl WatchState {
     /// [`REFRESH_AFTER`] and no other lookup is asking).
     fn recently_absent(&self, key: &AbsentKey) -> Option<bool> {
         let mut m = self.absent.lock().ok()?;
-        match m.get_mut(key) {
-            Some(a) if a.at.elapsed() < ABSENT_FOR => {
-                let renew = !a.renewing && a.at.elapsed() >= REFRESH_AFTER;
+        match m.get_mut(key).map(|a| (a.at.elapsed(), a)) {
+            Some((age, a)) if age < ABSENT_FOR => {
+                let renew = !a.renewing && age >= REFRESH_AFTER;
                 a.renewing |= renew;
                 Some(renew)
             }
@@ -808,21 +808,13 @@ impl WatchState {
         }
     }
 
-    fn remember_absent(&self, key: AbsentKey) {
-        remember(&self.absent, key);
-    }
-
     /// Asks the API server again about an absence still trusted, on a task of its own: the
     /// lookup that started it answers from the confirmation at once. Absent again: the
     /// confirmation is renewed; found: forgotten, so the next lookup reads the object (unless
     /// the watch has brought it); no answer: left to expire.
     fn renew_absence(&self, w: &Watched, key: AbsentKey) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            if let Ok(mut m) = self.absent.lock()
-                && let Some(a) = m.get_mut(&key)
-            {
-                a.renewing = false;
-            }
+            stop_renewing(&self.absent, &key);
             return;
         };
         let read = read_one(
@@ -844,11 +836,7 @@ impl WatchState {
                 }
                 Err(e) => {
                     tracing::debug!(kind, name = key.2, error = %e, "live read failed");
-                    if let Ok(mut m) = absent.lock()
-                        && let Some(a) = m.get_mut(&key)
-                    {
-                        a.renewing = false;
-                    }
+                    stop_renewing(&absent, &key);
                 }
             }
         });
@@ -890,6 +878,15 @@ fn remember(absent: &Absences, key: AbsentKey) {
     }
 }
 
+/// Leaves `key`'s absence to expire: no read renews it now.
+fn stop_renewing(absent: &Absences, key: &AbsentKey) {
+    if let Ok(mut m) = absent.lock()
+        && let Some(a) = m.get_mut(key)
+    {
+        a.renewing = false;
+    }
+}
+
 impl ClusterState for WatchState {
     fn get(
         &self,
@@ -916,7 +913,7 @@ impl ClusterState for WatchState {
         match self.live_get(w, namespace, name) {
             Live::Found(o) => Ok(Some(o)),
             Live::Absent => {
-                self.remember_absent(absent_key);
+                remember(&self.absent, absent_key);
                 Ok(None)
             }
             // No answer: what the cache says, or that it cannot say yet.

@@ -425,42 +425,28 @@ mod tests {
     /// A served review leaves one JSON line: its decision, every field named.
     #[tokio::test]
     async fn a_decision_is_one_json_line() {
-        use tower::{Layer as _, ServiceExt as _};
-        let out = Lines::default();
-        let w = out.clone();
-        let subscriber = tracing_subscriber::registry().with(json_lines(move || w.clone()));
-        let _default = tracing::subscriber::set_default(subscriber);
-        let observed = crate::server::http::observe::ObserveLayer {
-            path: "/validate-x",
-            metrics: crate::server::metrics::Metrics::new().unwrap(),
-            continue_traces: true,
-            log_admissions: false,
-        }
-        .layer(tower::service_fn(|_: http::Request<()>| async {
-            let mut resp = http::Response::new(crate::server::http::Body::default());
-            resp.extensions_mut()
-                .insert(crate::review::handler::Decision {
-                    uid: "u-7".into(),
-                    kind: "Model".into(),
-                    namespace: "ns".into(),
-                    name: "m \"1\"".into(),
-                    operation: "CREATE",
-                    allowed: false,
-                    denials: vec![crate::review::handler::Denial {
-                        rule: "MV-01",
-                        field: "spec.a".into(),
-                        message: "bad".into(),
-                    }],
-                    applied: vec!["MM-1", "MM-2"],
-                    ..Default::default()
-                });
-            Ok::<_, std::convert::Infallible>(resp)
-        }));
-        observed.oneshot(http::Request::new(())).await.unwrap();
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
+        let lines = lines_at_info(
+            crate::review::handler::Decision {
+                uid: "u-7".into(),
+                kind: "Model".into(),
+                namespace: "ns".into(),
+                name: "m \"1\"".into(),
+                operation: "CREATE",
+                allowed: false,
+                denials: vec![crate::review::handler::Denial {
+                    rule: "MV-01",
+                    field: "spec.a".into(),
+                    message: "bad".into(),
+                }],
+                applied: vec!["MM-1", "MM-2"],
+                ..Default::default()
+            },
+            false,
+        )
+        .await;
+        let text = lines.join("\n");
         assert_eq!(lines.len(), 1, "{text}");
-        let mut line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let mut line: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
         assert!(line["latency_us"].is_u64(), "{line}");
         assert!(line["timestamp"].is_string(), "{line}");
         line["latency_us"] = 0.into();
