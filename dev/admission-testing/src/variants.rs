@@ -331,6 +331,18 @@ fn variant(rng: &mut fastrand::Rng, case: &Case) -> (Vec<u8>, String) {
             continue;
         }
         let paths = paths(root);
+        // A regular expression field (Kthena's ModelRoute) gets a text from Go's grammar.
+        let regexes: Vec<&Vec<Step>> = paths
+            .iter()
+            .filter(|p| matches!(p.last(), Some(Step::Key(k)) if k == "regex"))
+            .collect();
+        if let Some(path) = pick(rng, &regexes).filter(|_| rng.u8(0..3) > 0)
+            && let Some(v) = get_mut(root, path)
+        {
+            *v = Value::String(regex_text(rng));
+            changes.push(format!("regex from Go's grammar at {target}{}", show(path)));
+            continue;
+        }
         let Some(path) = pick(rng, &paths) else {
             continue;
         };
@@ -585,6 +597,83 @@ fn mutate(rng: &mut fastrand::Rng, root: &mut Value, path: &[Step]) -> String {
     };
     *v = new;
     how.into()
+}
+
+/// A pattern composed from Go's regular-expression grammar: literals, escapes of any ASCII
+/// character, classes with every kind of item and range end, Unicode class names (some Go
+/// does not know), counted and plain repeats (some doubled or out of range), flags and group
+/// forms (some only other dialects have), nesting, and now and then a broken bracket.
+fn regex_text(rng: &mut fastrand::Rng) -> String {
+    const NAMES: [&str; 10] = [
+        "L",
+        "Lu",
+        "Greek",
+        "greek",
+        "^Greek",
+        "IsGreek",
+        "Old_Italic",
+        "Letter",
+        "Any",
+        "Nope",
+    ];
+    const GROUPS: [&str; 12] = [
+        "(", "(?:", "(?i)", "(?i:", "(?P<g>", "(?<g>", "(?s-i:", "(?=", "(?P=g", "(?#", "(?'g'",
+        "(?<=",
+    ];
+    const REPEATS: [&str; 14] = [
+        "", "", "*", "+", "?", "*?", "{2}", "{2,}", "{1,1000}", "{1001}", "{3,2}", "{,4}", "**",
+        "{2}*",
+    ];
+    fn piece(rng: &mut fastrand::Rng, depth: u8, out: &mut String) {
+        match rng.u8(0..9) {
+            0..=2 => out.push(rng.alphanumeric()),
+            3 => {
+                out.push('\\');
+                out.push(char::from(rng.u8(0x21..0x7f)));
+            }
+            4 => {
+                let name = pick(rng, &NAMES).copied().unwrap_or("L");
+                out.push_str(if rng.bool() { "\\p{" } else { "\\P{" });
+                out.push_str(name);
+                out.push('}');
+            }
+            5 | 6 => {
+                out.push_str(if rng.bool() { "[" } else { "[^" });
+                for _ in 0..rng.u8(1..4) {
+                    match rng.u8(0..6) {
+                        0 => out.push_str("a-z"),
+                        1 => out.push_str("\\w-"),
+                        2 => out.push_str("[:alpha:]"),
+                        3 => out.push_str("\\p{Greek}"),
+                        4 => out.push_str("z-a"),
+                        _ => out.push(char::from(rng.u8(0x21..0x7f))),
+                    }
+                }
+                if rng.u8(0..8) > 0 {
+                    out.push(']');
+                }
+            }
+            _ if depth < 3 => {
+                out.push_str(pick(rng, &GROUPS).copied().unwrap_or("("));
+                for _ in 0..rng.u8(1..4) {
+                    piece(rng, depth + 1, out);
+                }
+                if rng.u8(0..8) > 0 {
+                    out.push(')');
+                }
+            }
+            _ => out.push('.'),
+        }
+        out.push_str(pick(rng, &REPEATS).copied().unwrap_or(""));
+        if rng.u8(0..10) == 0 {
+            out.push('|');
+        }
+    }
+    let mut out = String::new();
+    for _ in 0..rng.u8(1..6) {
+        piece(rng, 0, &mut out);
+    }
+    out
 }
 
 fn json_one() -> Value {

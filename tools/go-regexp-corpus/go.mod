@@ -1,0 +1,3 @@
+module admission-webhooks/tools/go-regexp-corpus
+
+go 1.26.0
