@@ -116,7 +116,13 @@ pub fn run(
             }));
             let problem = match answered {
                 Err(_) => Some("panicked".to_owned()),
-                Ok(answer) => check(app.decode_errors, &body, answer, &mut report),
+                Ok(answer) => check(
+                    app.decode_errors,
+                    endpoint.handler.keeps_empty_additions(),
+                    &body,
+                    answer,
+                    &mut report,
+                ),
             };
             if let Some(p) = problem {
                 report.failures.push(format!(
@@ -202,6 +208,7 @@ pub fn check_cases(app: &App, root: &Path, domain: &str) {
 /// Checks one answer; `Some(why)` when a property is broken.
 fn check(
     mode: DecodeErrors,
+    empty_additions: bool,
     body: &[u8],
     answer: Result<admission_kit::review::envelope::ReviewOut, String>,
     report: &mut Report,
@@ -261,12 +268,13 @@ fn check(
     } else {
         &request["object"]
     };
-    patch_problem(object, patch)
+    patch_problem(object, patch, empty_additions)
 }
 
 /// Why a base64 JSON Patch is not one that applies to `object`, changes it, and changes
-/// something with every operation.
-fn patch_problem(object: &Value, patch_b64: &str) -> Option<String> {
+/// something with every operation (an empty value added under an absent key counts as a change
+/// only for a handler that keeps such additions on purpose, `empty_additions`).
+fn patch_problem(object: &Value, patch_b64: &str, empty_additions: bool) -> Option<String> {
     use base64::Engine as _;
     let bytes = match base64::engine::general_purpose::STANDARD.decode(patch_b64) {
         Ok(b) => b,
@@ -287,7 +295,9 @@ fn patch_problem(object: &Value, patch_b64: &str) -> Option<String> {
         }
         // Adding an empty value (`resources: {}`) where there was none changes the text but
         // nothing Go decodes: as much a no-op as an operation that leaves the object equal.
-        if doc == before || admission_kit::review::diff::adds_nothing(&before, op) {
+        if doc == before
+            || (!empty_additions && admission_kit::review::diff::adds_nothing(&before, op))
+        {
             return Some(format!(
                 "an operation that changes nothing: {}",
                 serde_json::to_string(op).unwrap_or_default()
@@ -341,6 +351,18 @@ fn variant(rng: &mut fastrand::Rng, case: &Case) -> (Vec<u8>, String) {
         {
             *v = Value::String(regex_text(rng));
             changes.push(format!("regex from Go's grammar at {target}{}", show(path)));
+            continue;
+        }
+        // A quantity (requests, limits, a size limit, a divisor) as a JSON number or in a
+        // form that is not canonical: what Go's re-encoding rewrites.
+        let quantities: Vec<&Vec<Step>> = paths.iter().filter(|p| is_quantity_path(p)).collect();
+        if let Some(path) = pick(rng, &quantities).filter(|_| rng.u8(0..3) == 0)
+            && let Some(v) = get_mut(root, path)
+        {
+            *v = pick(rng, &QUANTITY_FORMS)
+                .and_then(|q| serde_json::from_str(q).ok())
+                .unwrap_or(Value::Null);
+            changes.push(format!("quantity form at {target}{}", show(path)));
             continue;
         }
         let Some(path) = pick(rng, &paths) else {
@@ -599,6 +621,30 @@ fn mutate(rng: &mut fastrand::Rng, root: &mut Value, path: &[Step]) -> String {
     how.into()
 }
 
+/// Quantities as JSON texts: numbers, and strings Go's re-encoding writes otherwise.
+const QUANTITY_FORMS: [&str; 10] = [
+    "1",
+    "0.5",
+    "2048",
+    "1e3",
+    "\"1024Mi\"",
+    "\"1000m\"",
+    "\"0.5\"",
+    "\"1e3\"",
+    "\"2048Ki\"",
+    "\"1.5Gi\"",
+];
+
+/// Whether a leaf holds a quantity: an entry of `limits` or `requests`, or a `sizeLimit`,
+/// `divisor` or `storage` member.
+fn is_quantity_path(path: &[Step]) -> bool {
+    match path {
+        [.., Step::Key(parent), Step::Key(_)] if parent == "limits" || parent == "requests" => true,
+        [.., Step::Key(k)] => matches!(k.as_str(), "sizeLimit" | "divisor" | "storage"),
+        _ => false,
+    }
+}
+
 /// A pattern composed from Go's regular-expression grammar: literals, escapes of any ASCII
 /// character, classes with every kind of item and range end, Unicode class names (some Go
 /// does not know), counted and plain repeats (some doubled or out of range), flags and group
@@ -845,13 +891,16 @@ mod tests {
         let enc = |v: Value| base64::engine::general_purpose::STANDARD.encode(v.to_string());
         let object = json!({"a": {"b": 1}});
         let noop = json!([{"op": "replace", "path": "/a/b", "value": 1}]);
-        assert!(patch_problem(&object, &enc(noop)).is_some());
+        assert!(patch_problem(&object, &enc(noop.clone()), false).is_some());
+        assert!(patch_problem(&object, &enc(noop), true).is_some());
         let real = json!([{"op": "replace", "path": "/a/b", "value": 2}]);
-        assert_eq!(patch_problem(&object, &enc(real)), None);
+        assert_eq!(patch_problem(&object, &enc(real), false), None);
         let empty_add = json!([{"op": "add", "path": "/a/c", "value": {"d": {}}}]);
-        assert!(patch_problem(&object, &enc(empty_add)).is_some());
+        assert!(patch_problem(&object, &enc(empty_add.clone()), false).is_some());
+        // A handler that writes Go's empty values on purpose.
+        assert_eq!(patch_problem(&object, &enc(empty_add), true), None);
         let broken = json!([{"op": "remove", "path": "/x"}]);
-        assert!(patch_problem(&object, &enc(broken)).is_some());
+        assert!(patch_problem(&object, &enc(broken), false).is_some());
     }
 
     #[test]

@@ -117,6 +117,12 @@ pub struct TrainJobDefaulter {
 impl Mutator for TrainJobDefaulter {
     type Object = Value;
 
+    /// Go's re-encoding writes empty struct values and nil pointers without `omitempty`
+    /// (`metadata: {}`, `apiGroup: null`), and controller-runtime's patch carries them.
+    fn keeps_empty_additions(&self) -> bool {
+        true
+    }
+
     fn mutate(&self, req: &Request<Value>, object: &mut Value, _: &Context) -> Verdict {
         use serde::Deserialize;
         // The object goes through controller-runtime's decoder (400 when it does not decode);

@@ -5,12 +5,12 @@
 //! always present (a missing `name` as `""`), quantities in canonical form, times at second
 //! precision. The defaulter's patch carries the same re-encoding (controller-runtime diffs the
 //! request against the marshalled object). Neither serde's derived order (declaration) nor
-//! k8s-openapi's (alphabetical) is Go's for every type, so the layouts are written out here for
-//! the types upstream prints or re-encodes. Types not laid out ([`Ty::Any`]) print with sorted
-//! keys, as Go prints a map: a difference only in nested types no rule prints in practice
-//! (volume sources, affinity; spec Q-8).
+//! k8s-openapi's (alphabetical) is Go's for every type, so the layouts of every type a TrainJob
+//! or a TrainingRuntime reaches (volume sources, affinity and status included) are generated
+//! from the Go types themselves (`layouts`, by `tools/upstream-oracle/trainer-v2.3.0/layouts`).
+//! Only raw JSON (`managedFields[].fieldsV1`) is [`Ty::Any`].
 //!
-//! Hand-written: no crate knows Go's layouts of these types.
+//! Hand-written walkers over a generated table: no crate knows Go's layouts of these types.
 
 use admission_kit::compat::go::Quantity;
 use admission_kit::compat::go::go_json_quote;
@@ -29,6 +29,8 @@ pub enum Ty {
     Quantity,
     /// `metav1.Time`: RFC 3339 in UTC, whole seconds.
     Time,
+    /// `intstr.IntOrString`: a number or a string, as sent.
+    IntOrString,
     /// A type not laid out here: kept as sent, printed with sorted keys.
     Any,
     /// `map[string]T`.
@@ -46,8 +48,10 @@ pub enum Omit {
     Never,
     /// When empty: `""`, `0`, `false`, an empty list or map (`omitempty` on those).
     Empty,
-    /// When nil: a pointer (or `omitzero` struct) field, printed whenever it is set.
+    /// When nil: a pointer (or `omitzero`) field, printed whenever it is set.
     Nil,
+    /// Never, and `null` when nil: a pointer field without `omitempty`.
+    Null,
 }
 
 /// One struct field.
@@ -61,358 +65,29 @@ pub struct Field {
     pub omit: Omit,
 }
 
-const fn f(key: &'static str, ty: &'static Ty, omit: Omit) -> Field {
-    Field { key, ty, omit }
-}
+use Omit::{Empty, Never, Nil, Null};
 
-use Omit::{Empty, Never, Nil};
+#[rustfmt::skip]
+mod layouts;
 
 static STR: Ty = Ty::Str;
 static INT: Ty = Ty::Int;
 static BOOL: Ty = Ty::Bool;
 static QTY: Ty = Ty::Quantity;
+static INT_OR_STR: Ty = Ty::IntOrString;
 /// `metav1.Time`.
 pub static TIME: Ty = Ty::Time;
 static ANY: Ty = Ty::Any;
-static STRS: Ty = Ty::List(&STR);
-static STR_MAP: Ty = Ty::Map(&STR);
-static QTY_MAP: Ty = Ty::Map(&QTY);
 
-/// `metav1.ObjectMeta`.
-pub static OBJECT_META: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("generateName", &STR, Empty),
-    f("namespace", &STR, Empty),
-    f("selfLink", &STR, Empty),
-    f("uid", &STR, Empty),
-    f("resourceVersion", &STR, Empty),
-    f("generation", &INT, Empty),
-    f("creationTimestamp", &TIME, Nil),
-    f("deletionTimestamp", &TIME, Nil),
-    f("deletionGracePeriodSeconds", &INT, Nil),
-    f("labels", &STR_MAP, Empty),
-    f("annotations", &STR_MAP, Empty),
-    f("ownerReferences", &ANY, Empty),
-    f("finalizers", &STRS, Empty),
-    f("managedFields", &ANY, Empty),
-]);
-
-static OBJECT_FIELD_SELECTOR: Ty =
-    Ty::Struct(&[f("apiVersion", &STR, Empty), f("fieldPath", &STR, Never)]);
-static RESOURCE_FIELD_SELECTOR: Ty = Ty::Struct(&[
-    f("containerName", &STR, Empty),
-    f("resource", &STR, Never),
-    f("divisor", &QTY, Never),
-]);
-static KEY_SELECTOR: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("key", &STR, Never),
-    f("optional", &BOOL, Nil),
-]);
-static FILE_KEY_SELECTOR: Ty = Ty::Struct(&[
-    f("volumeName", &STR, Never),
-    f("path", &STR, Never),
-    f("key", &STR, Never),
-    f("optional", &BOOL, Nil),
-]);
-static ENV_VAR_SOURCE: Ty = Ty::Struct(&[
-    f("fieldRef", &OBJECT_FIELD_SELECTOR, Nil),
-    f("resourceFieldRef", &RESOURCE_FIELD_SELECTOR, Nil),
-    f("configMapKeyRef", &KEY_SELECTOR, Nil),
-    f("secretKeyRef", &KEY_SELECTOR, Nil),
-    f("fileKeyRef", &FILE_KEY_SELECTOR, Nil),
-]);
-/// `corev1.EnvVar`.
-pub static ENV_VAR: Ty = Ty::Struct(&[
-    f("name", &STR, Never),
-    f("value", &STR, Empty),
-    f("valueFrom", &ENV_VAR_SOURCE, Nil),
-]);
-/// `[]corev1.EnvVar`.
-pub static ENV_VARS: Ty = Ty::List(&ENV_VAR);
-static LOCAL_OBJECT_REFERENCE: Ty = Ty::Struct(&[f("name", &STR, Empty)]);
-static RESOURCE_CLAIM: Ty = Ty::Struct(&[f("name", &STR, Never), f("request", &STR, Empty)]);
-static RESOURCE_CLAIMS: Ty = Ty::List(&RESOURCE_CLAIM);
-/// `corev1.ResourceRequirements`.
-pub static RESOURCES: Ty = Ty::Struct(&[
-    f("limits", &QTY_MAP, Empty),
-    f("requests", &QTY_MAP, Empty),
-    f("claims", &RESOURCE_CLAIMS, Empty),
-]);
-static VOLUME_MOUNT: Ty = Ty::Struct(&[
-    f("name", &STR, Never),
-    f("readOnly", &BOOL, Empty),
-    f("recursiveReadOnly", &STR, Nil),
-    f("mountPath", &STR, Never),
-    f("subPath", &STR, Empty),
-    f("mountPropagation", &STR, Nil),
-    f("subPathExpr", &STR, Empty),
-]);
-static VOLUME_MOUNTS: Ty = Ty::List(&VOLUME_MOUNT);
-static CONTAINER_PORT: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("hostPort", &INT, Empty),
-    f("containerPort", &INT, Never),
-    f("protocol", &STR, Empty),
-    f("hostIP", &STR, Empty),
-]);
-static ENV_FROM_SOURCE: Ty = Ty::Struct(&[
-    f("prefix", &STR, Empty),
-    f("configMapRef", &ANY, Nil),
-    f("secretRef", &ANY, Nil),
-]);
-static SECURITY_CONTEXT: Ty = Ty::Struct(&[
-    f("capabilities", &ANY, Nil),
-    f("privileged", &BOOL, Nil),
-    f("seLinuxOptions", &ANY, Nil),
-    f("windowsOptions", &ANY, Nil),
-    f("runAsUser", &INT, Nil),
-    f("runAsGroup", &INT, Nil),
-    f("runAsNonRoot", &BOOL, Nil),
-    f("readOnlyRootFilesystem", &BOOL, Nil),
-    f("allowPrivilegeEscalation", &BOOL, Nil),
-    f("procMount", &STR, Nil),
-    f("seccompProfile", &ANY, Nil),
-    f("appArmorProfile", &ANY, Nil),
-]);
-static PORTS: Ty = Ty::List(&CONTAINER_PORT);
-static ENV_FROM: Ty = Ty::List(&ENV_FROM_SOURCE);
-/// `corev1.Container`.
-pub static CONTAINER: Ty = Ty::Struct(&[
-    f("name", &STR, Never),
-    f("image", &STR, Empty),
-    f("command", &STRS, Empty),
-    f("args", &STRS, Empty),
-    f("workingDir", &STR, Empty),
-    f("ports", &PORTS, Empty),
-    f("envFrom", &ENV_FROM, Empty),
-    f("env", &ENV_VARS, Empty),
-    f("resources", &RESOURCES, Never),
-    f("resizePolicy", &ANY, Empty),
-    f("restartPolicy", &STR, Nil),
-    f("restartPolicyRules", &ANY, Empty),
-    f("volumeMounts", &VOLUME_MOUNTS, Empty),
-    f("volumeDevices", &ANY, Empty),
-    f("livenessProbe", &ANY, Nil),
-    f("readinessProbe", &ANY, Nil),
-    f("startupProbe", &ANY, Nil),
-    f("lifecycle", &ANY, Nil),
-    f("terminationMessagePath", &STR, Empty),
-    f("terminationMessagePolicy", &STR, Empty),
-    f("imagePullPolicy", &STR, Empty),
-    f("securityContext", &SECURITY_CONTEXT, Nil),
-    f("stdin", &BOOL, Empty),
-    f("stdinOnce", &BOOL, Empty),
-    f("tty", &BOOL, Empty),
-]);
-/// `[]corev1.Container`.
-pub static CONTAINERS: Ty = Ty::List(&CONTAINER);
-
-static VOLUME: Ty = Ty::Struct(&[
-    f("name", &STR, Never),
-    f("hostPath", &ANY, Nil),
-    f("emptyDir", &ANY, Nil),
-    f("gcePersistentDisk", &ANY, Nil),
-    f("awsElasticBlockStore", &ANY, Nil),
-    f("gitRepo", &ANY, Nil),
-    f("secret", &ANY, Nil),
-    f("nfs", &ANY, Nil),
-    f("iscsi", &ANY, Nil),
-    f("glusterfs", &ANY, Nil),
-    f("persistentVolumeClaim", &ANY, Nil),
-    f("rbd", &ANY, Nil),
-    f("flexVolume", &ANY, Nil),
-    f("cinder", &ANY, Nil),
-    f("cephfs", &ANY, Nil),
-    f("flocker", &ANY, Nil),
-    f("downwardAPI", &ANY, Nil),
-    f("fc", &ANY, Nil),
-    f("azureFile", &ANY, Nil),
-    f("configMap", &ANY, Nil),
-    f("vsphereVolume", &ANY, Nil),
-    f("quobyte", &ANY, Nil),
-    f("azureDisk", &ANY, Nil),
-    f("photonPersistentDisk", &ANY, Nil),
-    f("projected", &ANY, Nil),
-    f("portworxVolume", &ANY, Nil),
-    f("scaleIO", &ANY, Nil),
-    f("storageos", &ANY, Nil),
-    f("csi", &ANY, Nil),
-    f("ephemeral", &ANY, Nil),
-    f("image", &ANY, Nil),
-]);
-static TOLERATION: Ty = Ty::Struct(&[
-    f("key", &STR, Empty),
-    f("operator", &STR, Empty),
-    f("value", &STR, Empty),
-    f("effect", &STR, Empty),
-    f("tolerationSeconds", &INT, Nil),
-]);
-static SCHEDULING_GATE: Ty = Ty::Struct(&[f("name", &STR, Never)]);
-static VOLUMES: Ty = Ty::List(&VOLUME);
-static LOCAL_OBJECT_REFERENCES: Ty = Ty::List(&LOCAL_OBJECT_REFERENCE);
-static TOLERATIONS: Ty = Ty::List(&TOLERATION);
-static SCHEDULING_GATES: Ty = Ty::List(&SCHEDULING_GATE);
-
-static CONTAINER_PATCH: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("env", &ENV_VARS, Empty),
-    f("volumeMounts", &VOLUME_MOUNTS, Empty),
-    f("securityContext", &SECURITY_CONTEXT, Nil),
-]);
-static CONTAINER_PATCHES: Ty = Ty::List(&CONTAINER_PATCH);
-static POD_SPEC_PATCH: Ty = Ty::Struct(&[
-    f("serviceAccountName", &STR, Nil),
-    f("volumes", &VOLUMES, Empty),
-    f("initContainers", &CONTAINER_PATCHES, Empty),
-    f("containers", &CONTAINER_PATCHES, Empty),
-    f("imagePullSecrets", &LOCAL_OBJECT_REFERENCES, Empty),
-    f("securityContext", &ANY, Nil),
-    f("nodeSelector", &STR_MAP, Empty),
-    f("affinity", &ANY, Nil),
-    f("tolerations", &TOLERATIONS, Empty),
-    f("schedulingGates", &SCHEDULING_GATES, Empty),
-    f("terminationGracePeriodSeconds", &INT, Nil),
-]);
-static POD_TEMPLATE_PATCH: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Nil),
-    f("spec", &POD_SPEC_PATCH, Nil),
-]);
-static JOB_SPEC_PATCH: Ty = Ty::Struct(&[f("template", &POD_TEMPLATE_PATCH, Nil)]);
-static JOB_TEMPLATE_PATCH: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Nil),
-    f("spec", &JOB_SPEC_PATCH, Nil),
-]);
-static REPLICATED_JOB_PATCH: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("template", &JOB_TEMPLATE_PATCH, Nil),
-]);
-static REPLICATED_JOB_PATCHES: Ty = Ty::List(&REPLICATED_JOB_PATCH);
-static JOBSET_SPEC_PATCH: Ty = Ty::Struct(&[f("replicatedJobs", &REPLICATED_JOB_PATCHES, Empty)]);
-static JOBSET_TEMPLATE_PATCH: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Nil),
-    f("spec", &JOBSET_SPEC_PATCH, Nil),
-]);
-static TRAINING_RUNTIME_SPEC_PATCH: Ty = Ty::Struct(&[f("template", &JOBSET_TEMPLATE_PATCH, Nil)]);
-/// `trainer.RuntimePatch`.
-pub static RUNTIME_PATCH: Ty = Ty::Struct(&[
-    f("manager", &STR, Empty),
-    f("time", &TIME, Nil),
-    f("trainingRuntimeSpec", &TRAINING_RUNTIME_SPEC_PATCH, Nil),
-]);
-/// `[]trainer.RuntimePatch`.
-pub static RUNTIME_PATCHES: Ty = Ty::List(&RUNTIME_PATCH);
-/// `trainer.RuntimeRef`.
-pub static RUNTIME_REF: Ty = Ty::Struct(&[
-    f("name", &STR, Empty),
-    f("apiGroup", &STR, Nil),
-    f("kind", &STR, Nil),
-]);
-/// `trainer.EnvInjectionTarget`.
-pub static ENV_INJECTION_TARGET: Ty =
-    Ty::Struct(&[f("jobName", &STR, Empty), f("containerNames", &STRS, Empty)]);
-static STORAGE_INITIALIZER: Ty = Ty::Struct(&[
-    f("storageUri", &STR, Nil),
-    f("env", &ENV_VARS, Empty),
-    f("secretRef", &LOCAL_OBJECT_REFERENCE, Nil),
-]);
-static INITIALIZER: Ty = Ty::Struct(&[
-    f("dataset", &STORAGE_INITIALIZER, Nil),
-    f("model", &STORAGE_INITIALIZER, Nil),
-]);
-static TRAINER: Ty = Ty::Struct(&[
-    f("image", &STR, Nil),
-    f("command", &STRS, Empty),
-    f("args", &STRS, Empty),
-    f("env", &ENV_VARS, Empty),
-    f("numNodes", &INT, Nil),
-    f("resourcesPerNode", &RESOURCES, Nil),
-    f("numProcPerNode", &INT, Nil),
-]);
-static TRAIN_JOB_SPEC: Ty = Ty::Struct(&[
-    f("runtimeRef", &RUNTIME_REF, Nil),
-    f("initializer", &INITIALIZER, Nil),
-    f("trainer", &TRAINER, Nil),
-    f("runtimePatches", &RUNTIME_PATCHES, Empty),
-    f("suspend", &BOOL, Nil),
-    f("activeDeadlineSeconds", &INT, Empty),
-    f("managedBy", &STR, Nil),
-]);
-/// `trainer.TrainJob` (status kept as sent: the defaulter never reaches it).
-pub static TRAIN_JOB: Ty = Ty::Struct(&[
-    f("apiVersion", &STR, Empty),
-    f("kind", &STR, Empty),
-    f("metadata", &OBJECT_META, Nil),
-    f("spec", &TRAIN_JOB_SPEC, Nil),
-    f("status", &ANY, Nil),
-]);
-
-static ENV_INJECTION_TARGETS: Ty = Ty::List(&ENV_INJECTION_TARGET);
-static ENV_INJECTION: Ty = Ty::Struct(&[f("targets", &ENV_INJECTION_TARGETS, Empty)]);
-static ML_POLICY: Ty = Ty::Struct(&[
-    f("numNodes", &INT, Nil),
-    f("torch", &TORCH_POLICY, Nil),
-    f("mpi", &MPI_POLICY, Nil),
-    f("flux", &FLUX_POLICY, Nil),
-    f("jax", &ANY, Nil),
-    f("xgboost", &ANY, Nil),
-]);
-static TORCH_POLICY: Ty = Ty::Struct(&[f("envInjection", &ENV_INJECTION, Nil)]);
-static MPI_POLICY: Ty = Ty::Struct(&[
-    f("numProcPerNode", &INT, Nil),
-    f("mpiImplementation", &STR, Nil),
-    f("sshAuthMountPath", &STR, Nil),
-    f("runLauncherAsNode", &BOOL, Nil),
-]);
-static FLUX_POLICY: Ty = Ty::Struct(&[f("numProcPerNode", &INT, Nil)]);
-/// The pod spec fields the rules read (the others are kept as sent).
-static POD_SPEC: Ty = Ty::Struct(&[
-    f("initContainers", &CONTAINERS, Empty),
-    f("containers", &CONTAINERS, Empty),
-    f("priorityClassName", &STR, Empty),
-]);
-static POD_TEMPLATE: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Never),
-    f("spec", &POD_SPEC, Never),
-]);
-static JOB_SPEC: Ty = Ty::Struct(&[
-    f("parallelism", &INT, Nil),
-    f("template", &POD_TEMPLATE, Never),
-]);
-static JOB_TEMPLATE: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Never),
-    f("spec", &JOB_SPEC, Never),
-]);
-static REPLICATED_JOB: Ty = Ty::Struct(&[
-    f("name", &STR, Never),
-    f("groupName", &STR, Empty),
-    f("template", &JOB_TEMPLATE, Never),
-    f("replicas", &INT, Never),
-]);
-static REPLICATED_JOBS: Ty = Ty::List(&REPLICATED_JOB);
-static JOBSET_SPEC: Ty = Ty::Struct(&[
-    f("replicatedJobs", &REPLICATED_JOBS, Empty),
-    f("suspend", &BOOL, Nil),
-    f("managedBy", &STR, Nil),
-    f("ttlSecondsAfterFinished", &INT, Nil),
-]);
-static JOBSET_TEMPLATE: Ty = Ty::Struct(&[
-    f("metadata", &OBJECT_META, Never),
-    f("spec", &JOBSET_SPEC, Never),
-]);
-/// `trainer.TrainingRuntimeSpec`.
-pub static RUNTIME_SPEC: Ty = Ty::Struct(&[
-    f("mlPolicy", &ML_POLICY, Nil),
-    f("podGroupPolicy", &ANY, Nil),
-    f("template", &JOBSET_TEMPLATE, Never),
-]);
-/// `trainer.TrainingRuntime` and `trainer.ClusterTrainingRuntime`, as far as the rules read them.
-pub static RUNTIME: Ty = Ty::Struct(&[
-    f("apiVersion", &STR, Empty),
-    f("kind", &STR, Empty),
-    f("metadata", &OBJECT_META, Nil),
-    f("spec", &RUNTIME_SPEC, Nil),
-]);
+pub use layouts::CORE_RESOURCE_REQUIREMENTS as RESOURCES;
+pub use layouts::LIST_CORE_CONTAINER as CONTAINERS;
+pub use layouts::LIST_CORE_ENV_VAR as ENV_VARS;
+pub use layouts::LIST_TRAINER_RUNTIME_PATCH as RUNTIME_PATCHES;
+pub use layouts::TRAINER_ENV_INJECTION_TARGET as ENV_INJECTION_TARGET;
+pub use layouts::TRAINER_RUNTIME_PATCH as RUNTIME_PATCH;
+pub use layouts::TRAINER_RUNTIME_REF as RUNTIME_REF;
+pub use layouts::TRAINER_TRAINING_RUNTIME_SPEC as RUNTIME_SPEC;
+pub use layouts::{RUNTIME, TRAIN_JOB};
 
 /// `v` as Go's decoder reads it into a `ty`: a value of the wrong JSON type is an error (Go's
 /// `UnmarshalTypeError`, in our words: spec Q-9), `null` is the zero value (a member left out,
@@ -447,6 +122,9 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
             .map(|_| v.clone())
             .map_err(|e| e.to_string()),
         (Ty::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(v.clone()),
+        (Ty::IntOrString, Value::String(_)) => Ok(v.clone()),
+        (Ty::IntOrString, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
+        (Ty::IntOrString, _) => wrong("int32"),
         (Ty::Str | Ty::Time, _) => wrong("string"),
         (Ty::Bool, _) => wrong("bool"),
         (Ty::Int, _) => wrong("integer"),
@@ -470,7 +148,7 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
         (Ty::List(item), Value::Array(a)) => a
             .iter()
             .map(|x| match x {
-                Value::Null => Ok(zero_value(item)),
+                Value::Null => Ok(decoded_zero(item)),
                 x => go_decode_view(x, item, &format!("{path}[]")),
             })
             .collect::<Result<Vec<_>, _>>()
@@ -480,7 +158,7 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
             .iter()
             .map(|(k, x)| {
                 let x = match x {
-                    Value::Null => zero_value(item),
+                    Value::Null => decoded_zero(item),
                     x => go_decode_view(x, item, &format!("{path}.{k}"))?,
                 };
                 Ok((k.clone(), x))
@@ -527,10 +205,10 @@ fn write(v: &Value, ty: &Ty, out: &mut String) {
                 first = false;
                 out.push_str(&go_json_quote(fl.key));
                 out.push(':');
-                if fv.is_null() {
-                    write_zero(fl.ty, out);
-                } else {
-                    write(fv, fl.ty, out);
+                match fv {
+                    Value::Null if fl.omit == Null => out.push_str("null"),
+                    Value::Null => write_zero(fl.ty, out),
+                    fv => write(fv, fl.ty, out),
                 }
             }
             out.push('}');
@@ -585,7 +263,7 @@ fn write_object(m: &Map<String, Value>, item: Option<&Ty>, out: &mut String) {
 
 fn omitted(v: &Value, fl: &Field) -> bool {
     match fl.omit {
-        Never => false,
+        Never | Null => false,
         Nil => v.is_null(),
         Empty => is_empty(v),
     }
@@ -608,6 +286,7 @@ fn zero_text(ty: &Ty) -> &'static str {
         Ty::Int => "0",
         Ty::Bool => "false",
         Ty::Quantity => "\"0\"",
+        Ty::IntOrString => "0",
         _ => "null",
     }
 }
@@ -625,6 +304,7 @@ fn zero_value(ty: &Ty) -> Value {
         Ty::Int => Value::from(0),
         Ty::Bool => Value::Bool(false),
         Ty::Quantity => Value::String("0".into()),
+        Ty::IntOrString => Value::from(0),
         Ty::Struct(_) => {
             let mut v = Value::Object(Map::new());
             add_go_fields(&mut v, ty);
@@ -632,6 +312,20 @@ fn zero_value(ty: &Ty) -> Value {
         }
         _ => Value::Null,
     }
+}
+
+/// The zero value as the decode view holds it: as Go marshals it, less the `null`s of nil lists
+/// and maps (absent, as our types read a nil slice).
+fn decoded_zero(ty: &Ty) -> Value {
+    fn strip(v: &mut Value) {
+        if let Value::Object(m) = v {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip);
+        }
+    }
+    let mut v = zero_value(ty);
+    strip(&mut v);
+    v
 }
 
 /// A quantity's text as Go prints it; text that does not parse stays (the decode refused it).
@@ -659,6 +353,10 @@ pub fn add_go_fields(v: &mut Value, ty: &Ty) {
                 *s = t;
             }
         }
+        // A quantity sent as a JSON number comes back as its canonical text.
+        (Ty::Quantity, v @ Value::Number(_)) => {
+            *v = Value::String(quantity_text(&v.to_string()));
+        }
         (Ty::Time, Value::String(s)) => {
             let t = time_text(s);
             if t != *s {
@@ -670,6 +368,9 @@ pub fn add_go_fields(v: &mut Value, ty: &Ty) {
                 match m.get_mut(fl.key) {
                     Some(Value::Null) | None if fl.omit == Never => {
                         m.insert(fl.key.to_owned(), zero_value(fl.ty));
+                    }
+                    None if fl.omit == Null => {
+                        m.insert(fl.key.to_owned(), Value::Null);
                     }
                     Some(fv) => add_go_fields(fv, fl.ty),
                     None => {}
@@ -683,7 +384,14 @@ pub fn add_go_fields(v: &mut Value, ty: &Ty) {
                 add_go_fields(x, item);
             }
         }),
-        (Ty::Map(item), Value::Object(m)) => m.values_mut().for_each(|x| add_go_fields(x, item)),
+        // A null map value decodes as the zero value, which Go then writes.
+        (Ty::Map(item), Value::Object(m)) => m.values_mut().for_each(|x| {
+            if x.is_null() {
+                *x = zero_value(item);
+            } else {
+                add_go_fields(x, item);
+            }
+        }),
         _ => {}
     }
 }
@@ -694,6 +402,7 @@ pub fn add_go_fields(v: &mut Value, ty: &Ty) {
 pub fn semantic(v: &Value, ty: &Ty) -> Value {
     match (ty, v) {
         (Ty::Quantity, Value::String(s)) => Value::String(quantity_text(s)),
+        (Ty::Quantity, Value::Number(n)) => Value::String(quantity_text(&n.to_string())),
         (Ty::Time, Value::String(s)) => Value::String(
             s.parse::<jiff::Timestamp>()
                 .map(|t| t.to_string())
@@ -705,7 +414,7 @@ pub fn semantic(v: &Value, ty: &Ty) -> Value {
                 let Some(fv) = m.get(fl.key) else { continue };
                 let keep = match (fl.omit, fl.ty) {
                     (_, _) if fv.is_null() => false,
-                    (Nil, _) => true,
+                    (Nil | Null, _) => true,
                     (_, Ty::Struct(_)) => true,
                     _ => !is_empty(fv),
                 };
@@ -784,9 +493,10 @@ mod tests {
         let mut v = json!({"spec": {"trainer": {"env": [{}], "resourcesPerNode": {"limits": {"cpu": "1000m"}}},
             "runtimePatches": [{"time": "2026-01-01T00:00:00.5Z", "x": 1}]}});
         add_go_fields(&mut v, &TRAIN_JOB);
+        // `metadata` is a struct value: Go writes it even when empty.
         assert_eq!(
             v,
-            json!({"spec": {"trainer": {"env": [{"name": ""}], "resourcesPerNode": {"limits": {"cpu": "1"}}},
+            json!({"metadata": {}, "spec": {"trainer": {"env": [{"name": ""}], "resourcesPerNode": {"limits": {"cpu": "1"}}},
                 "runtimePatches": [{"time": "2026-01-01T00:00:00Z", "x": 1}]}})
         );
     }

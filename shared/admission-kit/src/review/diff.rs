@@ -30,28 +30,55 @@ use serde_json::{Error, Map, Value};
 /// The patch from `before` to `after`: `json_patch::diff` of their `Value`s, where
 /// - `metadata.labels` or `metadata.annotations` emptied by the edit is removed whole (Go's
 ///   `omitempty`: upstream's re-encoded object has no map, so its patch removes the map; a map that was already empty is left alone, FIX F-1);
-/// - an empty value (`null`, `{}`, `[]` or an object of only such) added under a key the object
-///   lacked is left out: it changes the text but nothing a decoder reads (typed
-///   objects create such values when a rule reaches into an absent parent and writes nothing).
-pub(crate) fn typed_diff<T: Serialize>(before: &T, after: &T) -> Result<Patch, Error> {
+/// - unless `empties` is [`EmptyAdds::Kept`], an empty value (`null`, `{}`, `[]` or an object of
+///   only such) added under a key the object lacked is left out: it changes the text but nothing
+///   a decoder reads (typed objects create such values when a rule reaches into an absent parent
+///   and writes nothing).
+pub(crate) fn typed_diff<T: Serialize>(
+    before: &T,
+    after: &T,
+    empties: EmptyAdds,
+) -> Result<Patch, Error> {
     let before = serde_json::to_string(before)?;
     let after = serde_json::to_string(after)?;
     let mut patch = Patch::default();
     let mut at = PointerBuf::new();
-    if let (Some(l), Some(r)) = (Doc::new(&before), Doc::new(&after))
-        && diff(&l, &r, &before, &after, Level::Root, &mut at, &mut patch).is_some()
-    {
-        return Ok(patch);
+    if let (Some(left), Some(right)) = (Doc::new(&before), Doc::new(&after)) {
+        let docs = Docs {
+            left: &left,
+            right: &right,
+            empties,
+        };
+        if diff(&docs, &before, &after, Level::Root, &mut at, &mut patch).is_some() {
+            return Ok(patch);
+        }
     }
     Ok(by_values(
         &serde_json::from_str(&before)?,
         &serde_json::from_str(&after)?,
+        empties,
     ))
+}
+
+/// Whether a patch keeps the empty values an edit adds under absent keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmptyAdds {
+    /// Left out: they change nothing a decoder reads (the default).
+    Dropped,
+    /// Kept: the mutator writes them on purpose, as its upstream's re-encoding does.
+    Kept,
+}
+
+/// Both sides' texts, scanned, and what to do with empty additions.
+struct Docs<'d, 't> {
+    left: &'d Doc<'t>,
+    right: &'d Doc<'t>,
+    empties: EmptyAdds,
 }
 
 /// The same patch from the two objects as `Value`s: `json_patch::diff` with the adjustments
 /// applied to the trees and the operations.
-fn by_values(before: &Value, after: &Value) -> Patch {
+fn by_values(before: &Value, after: &Value, empties: EmptyAdds) -> Patch {
     let mut after = after.clone();
     if let Some(meta) = after.get_mut("metadata").and_then(Value::as_object_mut) {
         for key in ["labels", "annotations"] {
@@ -68,7 +95,9 @@ fn by_values(before: &Value, after: &Value) -> Patch {
         }
     }
     let mut edit = json_patch::diff(before, &after);
-    edit.0.retain(|op| !adds_nothing(before, op));
+    if empties == EmptyAdds::Dropped {
+        edit.0.retain(|op| !adds_nothing(before, op));
+    }
     edit
 }
 
@@ -126,10 +155,9 @@ impl<'t> Doc<'t> {
 }
 
 /// Appends the operations from `left` to `right` (JSON texts of one value each, slices of
-/// `ld`'s and `rd`'s texts); `None` when the text is not what this splitter follows.
+/// the texts of `docs`); `None` when the text is not what this splitter follows.
 fn diff(
-    ld: &Doc,
-    rd: &Doc,
+    docs: &Docs,
     left: &str,
     right: &str,
     level: Level,
@@ -140,8 +168,8 @@ fn diff(
         return Some(());
     }
     match (left.as_bytes().first(), right.as_bytes().first()) {
-        (Some(b'{'), Some(b'{')) => diff_object(ld, rd, left, right, level, at, patch),
-        (Some(b'['), Some(b'[')) => diff_array(ld, rd, left, right, at, patch),
+        (Some(b'{'), Some(b'{')) => diff_object(docs, left, right, level, at, patch),
+        (Some(b'['), Some(b'[')) => diff_array(docs, left, right, at, patch),
         _ => {
             let right: Value = serde_json::from_str(right).ok()?;
             if serde_json::from_str::<Value>(left).ok()? != right {
@@ -156,24 +184,23 @@ fn diff(
 }
 
 fn diff_object(
-    ld: &Doc,
-    rd: &Doc,
+    docs: &Docs,
     left: &str,
     right: &str,
     level: Level,
     at: &mut PointerBuf,
     patch: &mut Patch,
 ) -> Option<()> {
-    let left = members(ld, left)?;
-    let mut right = members(rd, right)?;
+    let left = members(docs.left, left)?;
+    let mut right = members(docs.right, right)?;
     if level == Level::Metadata {
         for key in ["labels", "annotations"] {
             let was_filled = left
                 .get(key)
-                .and_then(|v| elements(ld, v, b'{'))
+                .and_then(|v| elements(docs.left, v, b'{'))
                 .unwrap_or(0)
                 > 0;
-            if was_filled && right.get(key).and_then(|v| elements(rd, v, b'{')) == Some(0) {
+            if was_filled && right.get(key).and_then(|v| elements(docs.right, v, b'{')) == Some(0) {
                 right.remove(key);
             }
         }
@@ -187,11 +214,11 @@ fn diff_object(
                 } else {
                     Level::Below
                 };
-                diff(ld, rd, l, r, below, at, patch)?;
+                diff(docs, l, r, below, at, patch)?;
             }
             None => {
                 let value: Value = serde_json::from_str(r).ok()?;
-                if !go_empty(&value) {
+                if docs.empties == EmptyAdds::Kept || !go_empty(&value) {
                     patch.0.push(PatchOperation::Add(AddOperation {
                         path: at.clone(),
                         value,
@@ -214,19 +241,18 @@ fn diff_object(
 /// Element by element; the longer side's tail is added or removed one index at a time, as
 /// `json_patch::diff` does.
 fn diff_array(
-    ld: &Doc,
-    rd: &Doc,
+    docs: &Docs,
     left: &str,
     right: &str,
     at: &mut PointerBuf,
     patch: &mut Patch,
 ) -> Option<()> {
-    let left = items(ld, left)?;
-    let right = items(rd, right)?;
+    let left = items(docs.left, left)?;
+    let right = items(docs.right, right)?;
     let common = left.len().min(right.len());
     for (i, (l, r)) in left.iter().zip(&right).enumerate() {
         at.push_back(i);
-        diff(ld, rd, l, r, Level::Below, at, patch)?;
+        diff(docs, l, r, Level::Below, at, patch)?;
         at.pop_back();
     }
     // Each removal shifts the rest down, so every one removes the element at `common`.
@@ -405,15 +431,23 @@ mod tests {
 
     /// The text diff alone, failing rather than falling back to the `Value` diff.
     fn by_text<T: Serialize>(before: &T, after: &T) -> Patch {
+        by_text_keeping(before, after, EmptyAdds::Dropped)
+    }
+
+    fn by_text_keeping<T: Serialize>(before: &T, after: &T, empties: EmptyAdds) -> Patch {
         let (b, a) = (
             serde_json::to_string(before).unwrap(),
             serde_json::to_string(after).unwrap(),
         );
         let mut patch = Patch::default();
         let (bd, ad) = (Doc::new(&b).unwrap(), Doc::new(&a).unwrap());
+        let docs = Docs {
+            left: &bd,
+            right: &ad,
+            empties,
+        };
         diff(
-            &bd,
-            &ad,
+            &docs,
             &b,
             &a,
             Level::Root,
@@ -535,8 +569,13 @@ mod tests {
                                 "spec": before});
             }
             let after = edited(&mut rng, &before, 3);
-            let want = by_values(&before, &after);
-            let got = by_text(&before, &after);
+            let empties = if rng.bool() {
+                EmptyAdds::Kept
+            } else {
+                EmptyAdds::Dropped
+            };
+            let want = by_values(&before, &after, empties);
+            let got = by_text_keeping(&before, &after, empties);
             assert_eq!(text(&got), text(&want), "{before}\n{after}");
             nonempty += usize::from(!want.0.is_empty());
         }
@@ -578,7 +617,11 @@ mod tests {
         let values = |o: &Raw| serde_json::to_value(o).unwrap();
         assert_eq!(
             text(&by_text(&before, &after)),
-            text(&by_values(&values(&before), &values(&after)))
+            text(&by_values(
+                &values(&before),
+                &values(&after),
+                EmptyAdds::Dropped
+            ))
         );
     }
 
@@ -606,8 +649,26 @@ mod tests {
             m: BTreeMap::new(),
         };
         let values = |o: &Obj| serde_json::to_value(o).unwrap();
-        let want = by_values(&values(&before), &values(&after));
+        let want = by_values(&values(&before), &values(&after), EmptyAdds::Dropped);
         assert_eq!(text(&by_text(&before, &after)), text(&want));
         assert_eq!(want.0.len(), 4, "{}", text(&want));
+    }
+
+    /// A mutator that writes empty values on purpose gets them in its patch; the default
+    /// leaves them out.
+    #[test]
+    fn empty_additions_are_kept_only_when_asked() {
+        let before = json!({"spec": {"a": 1}});
+        let after = json!({"spec": {"a": 1, "metadata": {}, "apiGroup": null}});
+        assert!(by_text(&before, &after).0.is_empty());
+        let kept = by_text_keeping(&before, &after, EmptyAdds::Kept);
+        assert_eq!(
+            text(&kept),
+            r#"[{"op":"add","path":"/spec/apiGroup","value":null},{"op":"add","path":"/spec/metadata","value":{}}]"#
+        );
+        assert_eq!(
+            text(&by_values(&before, &after, EmptyAdds::Kept)),
+            text(&kept)
+        );
     }
 }

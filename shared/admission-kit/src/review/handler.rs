@@ -315,6 +315,14 @@ pub trait Mutator: Send + Sync + 'static {
         true
     }
 
+    /// Whether empty values the edit adds under absent keys (`metadata: {}`, `apiGroup: null`)
+    /// stay in the patch. By default they are left out (they change nothing a decoder reads,
+    /// and typed objects create them when a rule reaches into an absent parent); a mutator
+    /// that reproduces its upstream's re-encoding keeps them, as that upstream's patch does.
+    fn keeps_empty_additions(&self) -> bool {
+        false
+    }
+
     /// Edits `object` in place. Errors deny (and no patch is sent).
     fn mutate(
         &self,
@@ -488,6 +496,12 @@ pub trait Handler: Send + Sync {
     /// Whether the server should await [`Handler::review_async`] rather than call
     /// [`Handler::review`] (see [`Validator::waits`]).
     fn waits(&self, _ctx: &Context) -> bool {
+        false
+    }
+
+    /// Whether its patches keep empty values added under absent keys (see
+    /// [`Mutator::keeps_empty_additions`]); property checks read it.
+    fn keeps_empty_additions(&self) -> bool {
         false
     }
 
@@ -714,7 +728,12 @@ impl<M: Mutator> Mutating<M> {
         let patch = if edited == d.req.object {
             None
         } else {
-            typed_patch(&raw_object, &d.req.object, &edited)?
+            let empties = if self.0.keeps_empty_additions() {
+                diff::EmptyAdds::Kept
+            } else {
+                diff::EmptyAdds::Dropped
+            };
+            typed_patch(&raw_object, &d.req.object, &edited, empties)?
         };
         let decision = Decision {
             patch_bytes: patch.as_ref().map_or(0, |p| p.len()),
@@ -733,6 +752,10 @@ impl<M: Mutator> Mutating<M> {
 }
 
 impl<M: Mutator> Handler for Mutating<M> {
+    fn keeps_empty_additions(&self) -> bool {
+        self.0.keeps_empty_additions()
+    }
+
     fn review(&self, review: ReviewIn, ctx: &Context) -> Result<Answer, ReviewError> {
         self.answer(
             decode::<M::Object>(review, Reading::of_mutator(&self.0))?,

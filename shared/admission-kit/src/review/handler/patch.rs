@@ -16,8 +16,9 @@ pub fn typed_patch<T: Serialize>(
     raw: &RawValue,
     before: &T,
     after: &T,
+    empties: diff::EmptyAdds,
 ) -> Result<Option<Vec<u8>>, ReviewError> {
-    let edit = diff::typed_diff(before, after)
+    let edit = diff::typed_diff(before, after, empties)
         .map_err(|e| ReviewError::Object("object", e.to_string()))?;
     if edit.0.is_empty() {
         return Ok(None);

@@ -530,7 +530,13 @@ fn run_as<T: Serialize + serde::de::DeserializeOwned + Clone>(
     let before: T = serde_json::from_str(raw).unwrap();
     let mut after = before.clone();
     f(&mut after);
-    let p = typed_patch(&rv, &before, &after).unwrap();
+    let p = typed_patch(
+        &rv,
+        &before,
+        &after,
+        crate::review::diff::EmptyAdds::Dropped,
+    )
+    .unwrap();
     (p.clone(), apply(raw, p))
 }
 
@@ -617,10 +623,28 @@ fn adding_an_empty_value_is_not_a_patch_operation() {
     let before: Value = serde_json::from_str(raw).unwrap();
     let mut after = before.clone();
     after["spec"]["containers"][0]["resources"] = serde_json::json!({"limits": {}});
-    assert_eq!(typed_patch(&rv, &before, &after).unwrap(), None);
+    assert_eq!(
+        typed_patch(
+            &rv,
+            &before,
+            &after,
+            crate::review::diff::EmptyAdds::Dropped
+        )
+        .unwrap(),
+        None
+    );
     after["spec"]["schedulerName"] = Value::String("s".into());
-    let ops: Value =
-        serde_json::from_slice(&typed_patch(&rv, &before, &after).unwrap().unwrap()).unwrap();
+    let ops: Value = serde_json::from_slice(
+        &typed_patch(
+            &rv,
+            &before,
+            &after,
+            crate::review::diff::EmptyAdds::Dropped,
+        )
+        .unwrap()
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         ops,
         serde_json::json!([{"op": "add", "path": "/spec/schedulerName", "value": "s"}])
