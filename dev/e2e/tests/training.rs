@@ -134,3 +134,49 @@ async fn mxjob_deprecation_warning_reaches_the_client() {
         "{warning}"
     );
 }
+
+/// With our CRDs installed (`training-webhook crd`), the API server types a TrainingRuntime's
+/// JobSet fields as upstream's CRD does: `dependsOn: [1]` is refused by the schema before any
+/// webhook, a well-formed `dependsOn` is stored with the field kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_runtime_crd_types_jobset_fields_as_upstream() {
+    let env = Env::new("e2e-trainer-crd").await;
+    env.install_crds(&training_webhook::app()).await;
+    let runtimes: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::erase::<training_webhook::v2::types::TrainingRuntime>(&()),
+    );
+    let runtime = |depends_on: Value| -> DynamicObject {
+        let job = |name: &str| {
+            json!({"name": name, "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "node", "image": "busybox"}]}}}}})
+        };
+        let mut second = job("b");
+        second["dependsOn"] = depends_on;
+        serde_json::from_value(json!({
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
+            "metadata": {"name": "rt"},
+            "spec": {"template": {"spec": {"replicatedJobs": [job("a"), second]}}}
+        }))
+        .unwrap()
+    };
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match runtimes.create(&dry, &runtime(json!([1]))).await {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422, "{e:?}");
+            assert!(e.message.contains("dependsOn"), "{}", e.message);
+        }
+        other => panic!("dependsOn: [1] was not refused by the schema: {other:?}"),
+    }
+    let stored = runtimes
+        .create(&dry, &runtime(json!([{"name": "a", "status": "Ready"}])))
+        .await
+        .unwrap_or_else(|e| panic!("a well-formed dependsOn: {e}"));
+    let depends_on =
+        stored.data["spec"]["template"]["spec"]["replicatedJobs"][1]["dependsOn"].clone();
+    assert_eq!(depends_on, json!([{"name": "a", "status": "Ready"}]));
+}

@@ -2,6 +2,7 @@
 //! TrainJob defaulter and validator, and the TrainingRuntime and ClusterTrainingRuntime
 //! validators, at upstream's paths beside the v1 jobs.
 
+mod crd_schema;
 pub mod defaulter;
 pub mod gojson;
 pub mod info;

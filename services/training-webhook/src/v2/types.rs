@@ -13,6 +13,8 @@
 use std::collections::BTreeMap;
 
 use admission_kit::review::object::crd_default;
+
+use super::crd_schema::{self, typed};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
@@ -32,10 +34,6 @@ pub const LABEL_SUPPORT: &str = "trainer.kubeflow.org/support";
 
 fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
-}
-
-fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
 }
 
 fn job_template_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -87,7 +85,9 @@ pub struct TrainJobSpec {
 /// `TrainJob.status`: kept as sent (the rules never read it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct TrainJobStatus(#[schemars(schema_with = "preserve_unknown")] pub serde_json::Value);
+pub struct TrainJobStatus(
+    #[schemars(schema_with = "typed::<crd_schema::TrainJobStatus>")] pub serde_json::Value,
+);
 
 /// `spec.runtimeRef`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -129,7 +129,7 @@ pub struct StorageInitializer {
     pub env: Vec<EnvVar>,
     /// Credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<k8s_openapi::api::core::v1::LocalObjectReference>")]
     pub secret_ref: Option<serde_json::Value>,
 }
 
@@ -253,7 +253,7 @@ pub struct PodSpecPatch {
     pub service_account_name: Option<String>,
     /// Volumes (merged by name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "any_list")]
+    #[schemars(schema_with = "typed::<Vec<k8s_openapi::api::core::v1::Volume>>")]
     pub volumes: Vec<serde_json::Value>,
     /// Init containers (merged by name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -263,37 +263,30 @@ pub struct PodSpecPatch {
     pub containers: Vec<ContainerPatch>,
     /// Image pull secrets (merged by name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "any_list")]
+    #[schemars(schema_with = "typed::<Vec<k8s_openapi::api::core::v1::LocalObjectReference>>")]
     pub image_pull_secrets: Vec<serde_json::Value>,
     /// Pod security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<k8s_openapi::api::core::v1::PodSecurityContext>")]
     pub security_context: Option<serde_json::Value>,
     /// Node selector.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
     /// Affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<k8s_openapi::api::core::v1::Affinity>")]
     pub affinity: Option<serde_json::Value>,
     /// Tolerations (replaced whole).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "any_list")]
+    #[schemars(schema_with = "typed::<Vec<k8s_openapi::api::core::v1::Toleration>>")]
     pub tolerations: Vec<serde_json::Value>,
     /// Scheduling gates (merged by name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "any_list")]
+    #[schemars(schema_with = "typed::<Vec<k8s_openapi::api::core::v1::PodSchedulingGate>>")]
     pub scheduling_gates: Vec<serde_json::Value>,
     /// Grace period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period_seconds: Option<i64>,
-}
-
-fn any_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "array",
-        "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true }
-    })
 }
 
 /// The container fields a runtime patch may set.
@@ -308,10 +301,11 @@ pub struct ContainerPatch {
     pub env: Vec<EnvVar>,
     /// Volume mounts (merged by mount path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "typed::<Vec<k8s_openapi::api::core::v1::VolumeMount>>")]
     pub volume_mounts: Vec<VolumeMountLite>,
     /// Security context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<k8s_openapi::api::core::v1::SecurityContext>")]
     pub security_context: Option<serde_json::Value>,
 }
 
@@ -474,11 +468,11 @@ pub struct FluxPolicy {
 pub struct PodGroupPolicy {
     /// The scheduler-plugins coscheduling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::CoschedulingPodGroupPolicySource>")]
     pub coscheduling: Option<serde_json::Value>,
     /// Volcano.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::VolcanoPodGroupPolicySource>")]
     pub volcano: Option<serde_json::Value>,
 }
 
@@ -502,26 +496,26 @@ pub struct JobSetSpec {
     pub replicated_jobs: Vec<ReplicatedJob>,
     /// Network settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::Network>")]
     pub network: Option<serde_json::Value>,
     /// When the JobSet succeeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::SuccessPolicy>")]
     pub success_policy: Option<serde_json::Value>,
     /// When the JobSet fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::FailurePolicy>")]
     pub failure_policy: Option<serde_json::Value>,
     /// Start order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::StartupPolicy>")]
     pub startup_policy: Option<serde_json::Value>,
     /// Suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
     /// The coordinator pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown")]
+    #[schemars(schema_with = "typed::<crd_schema::Coordinator>")]
     pub coordinator: Option<serde_json::Value>,
     /// The controller of the JobSet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -531,7 +525,7 @@ pub struct JobSetSpec {
     pub ttl_seconds_after_finished: Option<i32>,
     /// Claims made for the JobSet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_value")]
+    #[schemars(schema_with = "typed::<Vec<crd_schema::VolumeClaimPolicy>>")]
     pub volume_claim_policies: Option<serde_json::Value>,
 }
 
@@ -556,7 +550,7 @@ pub struct ReplicatedJob {
     pub replicas: i32,
     /// Start dependencies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_value")]
+    #[schemars(schema_with = "typed::<Vec<crd_schema::DependsOn>>")]
     pub depends_on: Option<serde_json::Value>,
 }
 

@@ -91,7 +91,44 @@ pub fn crd_of<K: kube::CustomResourceExt>() -> CustomResourceDefinition {
     let mut c = K::crd();
     name_list_kind(&mut c);
     crd_defaults(&mut c);
+    controller_gen_metadata(&mut c);
     c
+}
+
+/// The object metadata as controller-gen writes it into the CRDs our upstreams publish: at the
+/// root, `apiVersion`, `kind` and `metadata` declared (kube-derive leaves them out); an object
+/// embedded in the spec (a pod template's, a claim template's) keeps only `annotations`,
+/// `finalizers`, `labels`, `name` and `namespace` (controller-gen's embedded metadata), so the
+/// API server prunes the rest there as it does with upstream's CRD.
+fn controller_gen_metadata(crd: &mut CustomResourceDefinition) {
+    const EMBEDDED: [&str; 5] = ["annotations", "finalizers", "labels", "name", "namespace"];
+    each_schema(crd, &mut |s, level| {
+        let Some(props) = s.properties.as_mut() else {
+            return;
+        };
+        if level == 0 {
+            for key in ["apiVersion", "kind"] {
+                props.entry(key.into()).or_insert_with(|| JSONSchemaProps {
+                    type_: Some("string".into()),
+                    ..JSONSchemaProps::default()
+                });
+            }
+            props
+                .entry("metadata".into())
+                .or_insert_with(|| JSONSchemaProps {
+                    type_: Some("object".into()),
+                    ..JSONSchemaProps::default()
+                });
+            return;
+        }
+        if let Some(meta) = props.get_mut("metadata")
+            && let Some(fields) = meta.properties.as_mut()
+            && fields.contains_key("generateName")
+            && fields.contains_key("uid")
+        {
+            fields.retain(|k, _| EMBEDDED.contains(&k.as_str()));
+        }
+    });
 }
 
 /// Spells out `listKind` as `<Kind>List`: kube-derive leaves it to the API server's default,
