@@ -193,6 +193,37 @@ mod tests {
         note: String,
     }
 
+    /// A kind embedding an object's metadata, as a pod template does.
+    #[derive(CustomResource, Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    #[kube(group = "example.com", version = "v1", kind = "Holder", namespaced)]
+    struct HolderSpec {
+        template: Embedded,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    struct Embedded {
+        metadata: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    }
+
+    #[test]
+    fn metadata_is_declared_as_controller_gen_declares_it() {
+        let crd = crd_of::<Holder>();
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        let root = &schema["openAPIV3Schema"]["properties"];
+        assert_eq!(root["apiVersion"]["type"], "string");
+        assert_eq!(root["kind"]["type"], "string");
+        assert_eq!(root["metadata"]["type"], "object");
+        let embedded =
+            root["spec"]["properties"]["template"]["properties"]["metadata"]["properties"]
+                .as_object()
+                .unwrap();
+        let keys: Vec<&str> = embedded.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["annotations", "finalizers", "labels", "name", "namespace"]
+        );
+    }
+
     #[test]
     fn a_crd_has_exactly_the_declared_defaults() {
         let crd = crd_of::<Thing>();
