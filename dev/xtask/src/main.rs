@@ -22,6 +22,7 @@ mod chart;
 mod check_speed;
 mod cluster_bench;
 mod counts;
+mod differential;
 mod footprint;
 mod fuzz;
 mod given;
@@ -116,6 +117,28 @@ enum Cmd {
         /// Seed of the variants.
         #[arg(long, default_value_t = admission_testing::variants::DEFAULT_SEED)]
         seed: u64,
+    },
+    /// Every upstream's own handlers (`tools/upstream-oracle/*`, built with Go and cached) and
+    /// ours on the given cases and `--per-case` variants of each: per upstream, how many agree,
+    /// differ only in words, differ by a FIX row, could not come from an API server, or differ;
+    /// the smallest review of each real difference. Fails when one remains.
+    Differential {
+        /// Variants per case.
+        #[arg(long, default_value_t = 20)]
+        per_case: usize,
+        /// Seed of the variants.
+        #[arg(long, default_value_t = admission_testing::variants::DEFAULT_SEED)]
+        seed: u64,
+        /// Only these upstreams (`kthena`, `trainer`, `training`, `koordinator`; comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        upstream: Vec<String>,
+        /// A Koordinator checkout at a7a1b76 (its oracle is built inside it; without it the
+        /// Koordinator row is skipped).
+        #[arg(long)]
+        koordinator_src: Option<PathBuf>,
+        /// Where the case files are written (kept; a temporary folder when absent).
+        #[arg(long)]
+        work: Option<PathBuf>,
     },
     /// Build the libFuzzer targets (`fuzz/`, nightly, cargo-fuzz) and run each from its seeds.
     Fuzz {
@@ -436,6 +459,19 @@ fn main() -> ExitCode {
             per_case,
             seed,
         } => variants(&domain, &out, per_case, seed),
+        Cmd::Differential {
+            per_case,
+            seed,
+            upstream,
+            koordinator_src,
+            work,
+        } => differential::run(&differential::Options {
+            per_case,
+            seed,
+            only: upstream,
+            koordinator_src,
+            work,
+        }),
         Cmd::Instructions { update } => instruction_counts(update),
         Cmd::Image {
             services,

@@ -144,6 +144,9 @@ fn pv_5_devices(pod: &Pod) -> ErrorList {
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         let req = amounts(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
         let v = |k: &str| req.get(k).map(Amount::value);
+        // Upstream decides on the rounded-up integer values but prints the quantity as
+        // written canonically (`500m`, not `1`); an absent one prints as Go's zero, `0`.
+        let text = |k: &str| req.get(k).map_or_else(|| "0".to_owned(), Amount::canonical);
         let (gpu, shared) = (v("koordinator.sh/gpu"), v("koordinator.sh/gpu.shared"));
         if gpu.is_some() && shared.is_some() {
             errs.push(FieldError::forbidden(
@@ -165,7 +168,7 @@ fn pv_5_devices(pod: &Pod) -> ErrorList {
                 errs.push(FieldError::invalid(
                     "PV-5",
                     path(),
-                    g.to_string(),
+                    text("koordinator.sh/gpu"),
                     "the requested GPU must be percentage of 100",
                 ));
             }
@@ -205,7 +208,7 @@ fn pv_5_devices(pod: &Pod) -> ErrorList {
                     errs.push(FieldError::invalid(
                         "PV-5",
                         path(),
-                        core.to_string(),
+                        text("koordinator.sh/gpu-core"),
                         "the requested gpuCore must multiple of shared",
                     ));
                 }
@@ -213,7 +216,7 @@ fn pv_5_devices(pod: &Pod) -> ErrorList {
                     errs.push(FieldError::invalid(
                         "PV-5",
                         path(),
-                        ratio.to_string(),
+                        text("koordinator.sh/gpu-memory-ratio"),
                         "the requested gpuMemoryRatio must multiple of shared",
                     ));
                 }
@@ -672,5 +675,38 @@ mod tests {
             Ok(())
         );
         assert_eq!(Options::default().quota_label_scope, LabelScope::Any);
+    }
+
+    /// PV-5 decides on the rounded-up values but prints each quantity as Go's `String()` does
+    /// (found by `cargo xtask differential`: `500m` was printed `1`).
+    #[test]
+    fn pv_5_prints_quantities_as_written_canonically() {
+        let pod = |ratio: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{
+                "name": "c", "image": "i", "resources": {"requests": {
+                    "koordinator.sh/gpu.shared": "2", "koordinator.sh/gpu-core": "2500m",
+                    "koordinator.sh/gpu-memory-ratio": ratio}}}]}}))
+            .unwrap()
+        };
+        let text = |errs: ErrorList| {
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let errs = text(pv_5_devices(&pod("500m")));
+        assert!(
+            errs.contains(r#"Invalid value: "500m": the requested gpuMemoryRatio"#),
+            "{errs}"
+        );
+        assert!(
+            errs.contains(r#"Invalid value: "2500m": the requested gpuCore"#),
+            "{errs}"
+        );
+        let four = text(pv_5_devices(&pod("4")));
+        assert!(
+            four.contains("gpuCore") && !four.contains("gpuMemoryRatio"),
+            "{four}"
+        );
     }
 }
