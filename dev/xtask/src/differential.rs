@@ -616,7 +616,7 @@ fn type_fault(s: &Value, v: &Value, at: &str) -> Option<String> {
     if !ok {
         return Some(format!(
             "{at}: {} where the schema has {}",
-            kind_of(v),
+            admission_kit::compat::go::go_json_kind(v),
             s["type"]
         ));
     }
@@ -666,17 +666,6 @@ fn builtin_fault(kind: &str, obj: &Value) -> Option<String> {
         _ => Ok(()),
     };
     decoded.err().map(|e| e.to_string())
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Whether any JSON object in `text` names a member twice (the API server's decoder refuses

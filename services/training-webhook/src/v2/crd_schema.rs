@@ -4,6 +4,7 @@
 //! These types are never decoded into; they only describe. Built-in types come from
 //! k8s-openapi; JobSet's (v0.12) and Trainer's own are written out from upstream's CRDs.
 
+// Never constructed: the types exist for their schemas.
 #![allow(dead_code)]
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
