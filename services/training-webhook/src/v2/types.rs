@@ -36,10 +36,6 @@ fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
 }
 
-fn job_template_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    g.subschema_for::<k8s_openapi::api::batch::v1::JobTemplateSpec>()
-}
-
 fn is_zero_i64(v: &i64) -> bool {
     *v == 0
 }
@@ -542,7 +538,7 @@ pub struct ReplicatedJob {
     pub group_name: Option<String>,
     /// The Job template.
     #[serde(default)]
-    #[schemars(schema_with = "job_template_schema")]
+    #[schemars(schema_with = "typed::<k8s_openapi::api::batch::v1::JobTemplateSpec>")]
     pub template: JobTemplate,
     /// Jobs made from the template (Go's `int32`, not a pointer: absent is 0).
     #[serde(default)]
