@@ -481,7 +481,56 @@ fn deliberate(file: &Path, answers: &str) -> Option<&'static str> {
             "FIX-2 (Training Operator): a null replica spec is judged as {}; upstream panics (500)",
         );
     }
+    // Training Operator FIX-3: upstream lists managedBy's supported values in Go's random map
+    // order, ours sorted; the same answer once both lists are sorted.
+    if path.starts_with("/validate-kubeflow-org-v1-")
+        && answers.contains("supported values: ")
+        && let [Some(up), Some(ours)] = ["upstream:", "ours:"].map(|side| answer_of(answers, side))
+        && up != ours
+        && sorted_supported_values(&up) == sorted_supported_values(&ours)
+    {
+        return Some(
+            "FIX-3 (Training Operator): managedBy's supported values listed sorted; upstream lists them in Go's random map order",
+        );
+    }
     None
+}
+
+/// One side's answer in an oracle's `DIFF` block (`upstream: {…}` / `ours: {…}`).
+fn answer_of(answers: &str, side: &str) -> Option<String> {
+    answers
+        .lines()
+        .find_map(|l| l.strip_prefix(side))
+        .map(|a| a.trim().to_owned())
+}
+
+/// `answer` with every `supported values: "a", "b"` list in sorted order.
+fn sorted_supported_values(answer: &str) -> String {
+    const LEAD: &str = r#"supported values: \""#;
+    let mut out = String::with_capacity(answer.len());
+    let mut rest = answer;
+    while let Some(at) = rest.find(LEAD) {
+        let start = at + LEAD.len() - 2;
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        // The list: `\"x\"` items joined by `, `, as JSON-escaped in the answer line.
+        let mut items = Vec::new();
+        while let Some(body) = rest.strip_prefix(r#"\""#)
+            && let Some(end) = body.find(r#"\""#)
+        {
+            items.push(&body[..end]);
+            rest = &body[end + 2..];
+            match rest.strip_prefix(", ") {
+                Some(next) if next.starts_with(r#"\""#) => rest = next,
+                _ => break,
+            }
+        }
+        items.sort_unstable();
+        let list: Vec<String> = items.iter().map(|i| format!(r#"\"{i}\""#)).collect();
+        out.push_str(&list.join(", "));
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Why no API server would send this review, if none would.
@@ -779,6 +828,18 @@ fn go_bytes_as_text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn supported_values_compare_sorted() {
+        let up = r#"{"allowed":false,"message":"[a: Unsupported value: \"x\": supported values: \"kueue.x-k8s.io/multikueue\", \"kubeflow.org/training-operator\", b]"}"#;
+        let ours = r#"{"allowed":false,"message":"[a: Unsupported value: \"x\": supported values: \"kubeflow.org/training-operator\", \"kueue.x-k8s.io/multikueue\", b]"}"#;
+        assert_ne!(up, ours);
+        assert_eq!(sorted_supported_values(up), sorted_supported_values(ours));
+        let other = ours.replace("kueue", "queue");
+        assert_ne!(sorted_supported_values(up), sorted_supported_values(&other));
+        let answers = format!("upstream: {up}\nours:     {ours}\n");
+        assert_eq!(answer_of(&answers, "ours:").as_deref(), Some(ours));
+    }
 
     #[test]
     fn summary_lines_give_their_classes() {

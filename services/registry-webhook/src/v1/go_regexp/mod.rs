@@ -8,23 +8,59 @@
 //! in front of it cannot give Go's first error in Go's order.
 //!
 //! It reads left to right as Go does, so the first fault met is the one reported, and builds
-//! only what Go's limits need: a tree of the node shapes whose count, height and program size
-//! Go bounds (1,000 levels; 3,355,443 instructions; 1,000 copies through nested counted
-//! repeats). Character classes are kept as "one rune or more", never as their runes.
+//! the tree whose node count, height, program size and runes Go bounds (1,000 levels; 3,355,443
+//! instructions; 1,000 copies through nested counted repeats; 2^25 runes): classes with their
+//! runes as Go builds them (`class`, from Go's tables in `tables`), and alternations factored
+//! as Go factors them before measuring (`factor`). Nothing else of a regular expression (what
+//! it matches) is built.
 
-mod names;
+mod class;
+mod factor;
+mod tables;
 
+use std::collections::HashMap;
 use std::fmt;
+
+use tables::Name;
 
 /// Go's error for `pattern`, or `None` when Go compiles it.
 pub fn compile_error(pattern: &str) -> Option<String> {
-    Parser::new(pattern).parse().err().map(|f| f.to_string())
+    if pattern.len() <= LONG_PATTERN {
+        return Parser::new(pattern).parse().err().map(|f| f.to_string());
+    }
+    // Go factors an alternation level by level, recursing once per shared prefix; a request
+    // can carry a pattern deep enough (about 3,700 levels in 7 MB) to exhaust a worker's
+    // stack, so a long pattern is parsed on a thread of its own with room for any of them.
+    std::thread::scope(|scope| {
+        let parse = || Parser::new(pattern).parse().err().map(|f| f.to_string());
+        match std::thread::Builder::new()
+            .name("go-regexp".into())
+            .stack_size(LONG_PATTERN_STACK)
+            .spawn_scoped(scope, parse)
+        {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Some("error parsing regexp: internal error".to_owned())),
+            Err(_) => Some("error parsing regexp: no thread to parse a long pattern".to_owned()),
+        }
+    })
 }
+
+/// Patterns longer than this are parsed on a thread of their own: their factoring can recurse
+/// up to the square root of twice their length (256 levels here), deeper than this would be
+/// safe on a worker's stack.
+const LONG_PATTERN: usize = 32 << 10;
+/// That thread's stack: a level of factoring takes about 0.4 KiB in a release build (a few
+/// times more unoptimised); the pages are only touched as used.
+const LONG_PATTERN_STACK: usize = 64 << 20;
 
 /// Go's limit on the height of the parsed tree.
 const MAX_HEIGHT: u32 = 1000;
 /// Go's limit on the compiled program: 128 MiB of 40-byte instructions.
 const MAX_SIZE: i64 = (128 << 20) / 40;
+/// Go's limit on the runes of all literals and classes, each counted every time it is pushed:
+/// 128 MiB of 4-byte runes.
+const MAX_RUNES: i64 = (128 << 20) / 4;
 /// Go's limit on copies made by counted repeats, nested ones multiplied.
 const MAX_COPIES: i64 = 1000;
 
@@ -91,55 +127,76 @@ fn fault<T>(code: Code, fragment: &str) -> Result<T, Fault> {
     })
 }
 
-/// What a node is, as far as Go's limits and merges can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// A run of literal runes (Go joins adjacent ones with the same case folding).
-    Literal {
-        first: u32,
-        len: u32,
-        fold: bool,
-    },
-    /// A class of more than one rune, or any character.
-    Class,
-    /// Empty match, no match, anchors and boundaries.
-    Leaf,
+/// Go's node kinds, in Go's order: merging two one-character alternatives keeps the later kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Op {
+    NoMatch,
+    EmptyMatch,
+    Literal,
+    CharClass,
+    AnyCharNotNl,
+    AnyChar,
+    /// Anchors and word boundaries: nothing Go merges or measures tells them apart.
+    Anchor,
     Capture,
     Star,
     Plus,
     Quest,
-    Repeat {
-        min: i64,
-        max: i64,
-    },
+    Repeat,
     Concat,
     Alternate,
-    /// `(`, with whether it captures and the case folding to restore at its `)`.
-    Open {
-        capture: bool,
-        fold: bool,
-    },
-    /// `|` while its alternation is being read.
-    Bar,
+    /// `(` while its group is read.
+    LeftParen,
+    /// `|` while its alternation is read.
+    VerticalBar,
 }
 
-impl Shape {
+impl Op {
     fn is_marker(self) -> bool {
-        matches!(self, Shape::Open { .. } | Shape::Bar)
+        self >= Op::LeftParen
+    }
+}
+
+/// Go's parse flags, with Go's bit values: nodes compare them whole when Go does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Flags(u16);
+
+impl Flags {
+    const FOLD_CASE: u16 = 1;
+    const DOT_NL: u16 = 8;
+    const ONE_LINE: u16 = 16;
+    const NON_GREEDY: u16 = 32;
+    /// What `regexp.Compile` parses with: ClassNL, OneLine, PerlX and UnicodeGroups.
+    const PERL: Flags = Flags(4 | 16 | 64 | 128);
+
+    fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
     }
 
-    /// One character: what two alternatives merge into a class from.
-    fn is_one_char(self) -> bool {
-        matches!(self, Shape::Class | Shape::Literal { len: 1, .. })
+    fn set(self, bit: u16, on: bool) -> Self {
+        Flags(if on { self.0 | bit } else { self.0 & !bit })
+    }
+
+    fn fold(self) -> bool {
+        self.has(Self::FOLD_CASE)
     }
 }
 
 #[derive(Debug)]
 struct Node {
-    shape: Shape,
+    op: Op,
+    flags: Flags,
+    /// A literal's runes, or a class's `lo, hi` pairs.
+    runes: Vec<u32>,
+    min: i64,
+    max: i64,
+    /// Whether a `(` captures.
+    capture: bool,
     subs: Vec<usize>,
-    /// Go remembers a node's size and height once its limit tracking has started, and does
-    /// not revisit a literal run that grows afterwards; so do these.
+    /// Go keeps each node's size, once its size tracking has started, in a map it never
+    /// clears: a node freed and allocated again keeps its old size until it is measured afresh,
+    /// and a literal run that grows is not measured again. So does this. Heights are forgotten
+    /// when a node is freed, as Go forgets them.
     size: Option<i64>,
     height: Option<u32>,
 }
@@ -149,13 +206,17 @@ struct Parser<'a> {
     whole: &'a str,
     nodes: Vec<Node>,
     stack: Vec<usize>,
-    fold: bool,
+    flags: Flags,
     /// Nodes Go has allocated (its limits start counting past a number of them), and the
     /// freed ones it allocates from first.
     allocated: i64,
     free: Vec<usize>,
+    /// Runes pushed in literals and classes, counted again each time a node is pushed.
+    runes: i64,
     /// The product of the counts of the repeats met before size tracking started.
     repeats: i64,
+    /// Unicode tables as appended to an empty class, by name, sign and case folding.
+    tables: HashMap<(&'static str, bool, bool), Vec<u32>>,
     sizing: bool,
     measuring_height: bool,
 }
@@ -166,16 +227,18 @@ impl<'a> Parser<'a> {
             whole,
             nodes: Vec::new(),
             stack: Vec::new(),
-            fold: false,
+            flags: Flags::PERL,
             allocated: 0,
             free: Vec::new(),
+            runes: 0,
             repeats: 1,
+            tables: HashMap::new(),
             sizing: false,
             measuring_height: false,
         }
     }
 
-    fn parse(mut self) -> Result<(), Fault> {
+    fn parse(&mut self) -> Result<(), Fault> {
         let whole = self.whole;
         let b = whole.as_bytes();
         let mut i = 0;
@@ -186,10 +249,7 @@ impl<'a> Parser<'a> {
             match b[i] {
                 b'(' if b.get(i + 1) == Some(&b'?') => i = self.group_or_flags(i)?,
                 b'(' => {
-                    self.op(Shape::Open {
-                        capture: true,
-                        fold: self.fold,
-                    })?;
+                    self.left_paren(true)?;
                     i += 1;
                 }
                 b'|' => {
@@ -201,22 +261,27 @@ impl<'a> Parser<'a> {
                     i += 1;
                 }
                 b'^' | b'$' => {
-                    self.op(Shape::Leaf)?;
+                    self.op(Op::Anchor)?;
                     i += 1;
                 }
                 b'.' => {
-                    self.op(Shape::Class)?;
+                    let op = if self.flags.has(Flags::DOT_NL) {
+                        Op::AnyChar
+                    } else {
+                        Op::AnyCharNotNl
+                    };
+                    self.op(op)?;
                     i += 1;
                 }
                 b'[' => i = self.class(i)?,
                 op @ (b'*' | b'+' | b'?') => {
-                    let shape = match op {
-                        b'*' => Shape::Star,
-                        b'+' => Shape::Plus,
-                        _ => Shape::Quest,
+                    let op = match op {
+                        b'*' => Op::Star,
+                        b'+' => Op::Plus,
+                        _ => Op::Quest,
                     };
                     let start = i;
-                    i = self.repeat(shape, i, i + 1, last_repeat)?;
+                    i = self.repeat(op, (0, 0), i, i + 1, last_repeat)?;
                     repeat_at = Some(start);
                 }
                 b'{' => match counts(whole, i) {
@@ -232,7 +297,7 @@ impl<'a> Parser<'a> {
                             return fault(Code::RepeatCount, &whole[i..after]);
                         }
                         let start = i;
-                        i = self.repeat(Shape::Repeat { min, max }, i, after, last_repeat)?;
+                        i = self.repeat(Op::Repeat, (min, max), i, after, last_repeat)?;
                         repeat_at = Some(start);
                     }
                 },
@@ -256,6 +321,13 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// `(` (or `(?:`, `(?P<name>`): a marker holding the flags to restore at its `)`.
+    fn left_paren(&mut self, capture: bool) -> Result<(), Fault> {
+        let id = self.op(Op::LeftParen)?;
+        self.nodes[id].capture = capture;
+        Ok(())
+    }
+
     /// `(?` followed by flags, a non-capturing group or a named group.
     fn group_or_flags(&mut self, i: usize) -> Result<usize, Fault> {
         let whole = self.whole;
@@ -273,39 +345,42 @@ impl<'a> Parser<'a> {
             if !valid {
                 return fault(Code::NamedCapture, &rest[..=end]);
             }
-            self.op(Shape::Open {
-                capture: true,
-                fold: self.fold,
-            })?;
+            self.left_paren(true)?;
             return Ok(i + end + 1);
         }
-        // Flags: `i` folds case (`-i` stops), `m`, `s` and `U` change nothing the limits see;
-        // `:` opens a group, `)` ends a flags-only group; a `-` needs a flag after it.
-        let mut fold = self.fold;
+        // Flags: `i` folds case, `m` makes `^`/`$` match at lines, `s` lets `.` match a
+        // newline, `U` swaps greediness; after `-` each clears its flag, and a flag must follow
+        // the `-`. `:` opens a group, `)` ends a flags-only group.
+        let mut flags = self.flags;
         let mut negated = false;
         let mut saw_flag = false;
         let mut j = i + 2;
         while j < whole.len() {
             let c = char_at(whole, j);
             j += c.len_utf8();
+            let bit = match c {
+                'i' => Some((Flags::FOLD_CASE, true)),
+                'm' => Some((Flags::ONE_LINE, false)),
+                's' => Some((Flags::DOT_NL, true)),
+                'U' => Some((Flags::NON_GREEDY, true)),
+                _ => None,
+            };
             match c {
-                'i' => {
-                    fold = !negated;
+                _ if bit.is_some() => {
+                    if let Some((bit, on)) = bit {
+                        flags = flags.set(bit, on != negated);
+                    }
                     saw_flag = true;
                 }
-                'm' | 's' | 'U' => saw_flag = true,
                 '-' if !negated => {
                     negated = true;
                     saw_flag = false;
                 }
                 ':' | ')' if !negated || saw_flag => {
                     if c == ':' {
-                        self.op(Shape::Open {
-                            capture: false,
-                            fold: self.fold,
-                        })?;
+                        self.left_paren(false)?;
                     }
-                    self.fold = fold;
+                    self.flags = flags;
                     return Ok(j);
                 }
                 _ => break,
@@ -319,7 +394,7 @@ impl<'a> Parser<'a> {
         let whole = self.whole;
         match whole.as_bytes().get(i + 1) {
             Some(b'A' | b'b' | b'B' | b'z') => {
-                self.op(Shape::Leaf)?;
+                self.op(Op::Anchor)?;
                 return Ok(i + 2);
             }
             Some(b'C') => return fault(Code::Escape, &whole[i..i + 2]),
@@ -337,13 +412,19 @@ impl<'a> Parser<'a> {
             _ => {}
         }
         // Go allocates the class node before it knows whether this is a class escape.
-        let id = self.allocate(Shape::Class, Vec::new());
-        if let Some(next) = unicode_class(whole, i)? {
-            self.push_class(id, Shape::Class)?;
-            return Ok(next);
-        }
-        if let Some(next) = perl_class(whole, i) {
-            self.push_class(id, Shape::Class)?;
+        let id = self.allocate(Op::CharClass);
+        self.nodes[id].flags = self.flags;
+        let mut runes = Vec::new();
+        let next = match unicode_class(whole, i)? {
+            Some((next, name, positive)) => {
+                self.append_unicode(&mut runes, name, positive);
+                Some(next)
+            }
+            None => perl_class(whole, i, &mut runes, self.flags.fold()),
+        };
+        if let Some(next) = next {
+            self.nodes[id].runes = runes;
+            self.push(id)?;
             return Ok(next);
         }
         self.release(id);
@@ -352,19 +433,20 @@ impl<'a> Parser<'a> {
         Ok(next)
     }
 
-    /// `[…]`: its items in order, each checked as Go checks it.
+    /// `[…]`: its items in order, each checked as Go checks it, and the class Go builds.
     fn class(&mut self, start: usize) -> Result<usize, Fault> {
         let whole = self.whole;
         let b = whole.as_bytes();
-        let id = self.allocate(Shape::Class, Vec::new());
+        let id = self.allocate(Op::CharClass);
+        self.nodes[id].flags = self.flags;
+        let fold = self.flags.fold();
         let mut i = start + 1;
         let negated = b.get(i) == Some(&b'^');
         if negated {
             i += 1;
         }
         let mut posix_close = NextMatch::new(":]");
-        // The runes named one by one, while that is all the class has.
-        let mut runes = Some(Runes::default());
+        let mut runes = Vec::new();
         let mut first = true;
         while i >= b.len() || b[i] != b']' || first {
             first = false;
@@ -374,21 +456,18 @@ impl<'a> Parser<'a> {
                 && let Some(close) = posix_close.next(whole, i + 2)
             {
                 let name = &whole[i..close + 2];
-                let bare = &name[2..];
-                if !POSIX_CLASSES.contains(&bare.strip_prefix('^').unwrap_or(bare)) {
+                if !class::append_group(&mut runes, name, fold) {
                     return fault(Code::CharRange, name);
                 }
-                runes = None;
                 i += name.len();
                 continue;
             }
-            if let Some(next) = unicode_class(whole, i)? {
-                runes = None;
+            if let Some((next, name, positive)) = unicode_class(whole, i)? {
+                self.append_unicode(&mut runes, name, positive);
                 i = next;
                 continue;
             }
-            if let Some(next) = perl_class(whole, i) {
-                runes = None;
+            if let Some(next) = perl_class(whole, i, &mut runes, fold) {
                 i = next;
                 continue;
             }
@@ -404,113 +483,149 @@ impl<'a> Parser<'a> {
                 }
                 hi = h;
             }
-            if let Some(r) = &mut runes
-                && !r.add(lo, hi)
-            {
-                runes = None;
+            if fold {
+                class::append_folded_range(&mut runes, lo, hi);
+            } else {
+                class::append_range(&mut runes, lo, hi);
             }
         }
-        let shape = match runes.filter(|_| !negated).and_then(|r| r.single(self.fold)) {
-            Some((rune, fold)) => Shape::Literal {
-                first: rune,
-                len: 1,
-                fold,
-            },
-            None => Shape::Class,
-        };
-        self.push_class(id, shape)?;
+        class::clean(&mut runes);
+        if negated {
+            runes = class::negate(&runes);
+        }
+        self.nodes[id].runes = runes;
+        self.push(id)?;
         Ok(i + 1)
     }
 
+    /// Appends a Unicode table's runes (or those outside it) as Go does. Onto an empty class
+    /// that is the same list every time, kept once built: a pattern may name a large table tens
+    /// of thousands of times before Go's rune limit stops it. Onto a non-empty one (inside
+    /// `[…]`, cleaned afterwards) only the set matters.
+    fn append_unicode(&mut self, runes: &mut Vec<u32>, name: &'static Name, positive: bool) {
+        let fold = self.flags.fold();
+        let key = (name.name, positive, fold);
+        let built = self.tables.entry(key).or_insert_with(|| {
+            let mut built = Vec::new();
+            class::append_unicode(&mut built, name, positive, fold);
+            built
+        });
+        if runes.is_empty() {
+            runes.extend_from_slice(built);
+        } else {
+            class::append_class(runes, built);
+        }
+    }
+
     /// A node, from those freed first, as Go takes them (it counts only new ones).
-    fn allocate(&mut self, shape: Shape, subs: Vec<usize>) -> usize {
-        let node = Node {
-            shape,
-            subs,
-            size: None,
-            height: None,
-        };
+    fn allocate(&mut self, op: Op) -> usize {
         if let Some(id) = self.free.pop() {
-            self.nodes[id] = node;
+            let node = &mut self.nodes[id];
+            node.op = op;
+            node.flags = Flags::default();
+            node.runes.clear();
+            node.min = 0;
+            node.max = 0;
+            node.capture = false;
+            node.subs.clear();
             return id;
         }
         self.allocated += 1;
-        self.nodes.push(node);
+        self.nodes.push(Node {
+            op,
+            flags: Flags::default(),
+            runes: Vec::new(),
+            min: 0,
+            max: 0,
+            capture: false,
+            subs: Vec::new(),
+            size: None,
+            height: None,
+        });
         self.nodes.len() - 1
     }
 
     fn release(&mut self, id: usize) {
-        self.nodes[id].subs = Vec::new();
+        self.nodes[id].height = None;
         self.free.push(id);
     }
 
-    /// Pushes a class allocated before it was read. One of a single rune arrives as a literal:
-    /// Go joins it to a literal run below when it can, reusing the node that join frees, and
-    /// then neither pushes nor measures anything more.
-    fn push_class(&mut self, id: usize, shape: Shape) -> Result<(), Fault> {
-        self.nodes[id].shape = shape;
-        if matches!(shape, Shape::Literal { .. }) {
-            if self.join_top(Some(shape)) {
+    /// A node of `op` with the current flags, pushed.
+    fn op(&mut self, op: Op) -> Result<usize, Fault> {
+        let id = self.allocate(op);
+        self.nodes[id].flags = self.flags;
+        self.push(id)?;
+        Ok(id)
+    }
+
+    fn literal(&mut self, rune: u32) -> Result<(), Fault> {
+        let id = self.allocate(Op::Literal);
+        self.nodes[id].flags = self.flags;
+        let rune = if self.flags.fold() {
+            class::min_fold_rune(rune)
+        } else {
+            rune
+        };
+        self.nodes[id].runes.push(rune);
+        self.push(id)
+    }
+
+    /// Go's push: a class of one rune (or of one letter in both cases) becomes a literal,
+    /// joined to a literal run below when it can be (and then neither pushed nor measured);
+    /// otherwise the two literals on top are joined first. The runes count every time.
+    fn push(&mut self, id: usize) -> Result<(), Fault> {
+        let node = &self.nodes[id];
+        self.runes += node.runes.len() as i64;
+        let r = &node.runes;
+        let single = node.op == Op::CharClass && r.len() == 2 && r[0] == r[1];
+        let cased = node.op == Op::CharClass
+            && ((r.len() == 4
+                && r[0] == r[1]
+                && r[2] == r[3]
+                && class::simple_fold(r[0]) == r[2]
+                && class::simple_fold(r[2]) == r[0])
+                || (r.len() == 2
+                    && r[0] + 1 == r[1]
+                    && class::simple_fold(r[0]) == r[1]
+                    && class::simple_fold(r[1]) == r[0]));
+        if single || cased {
+            let rune = r[0];
+            let flags = self.flags.set(Flags::FOLD_CASE, cased);
+            if self.maybe_concat(Some((rune, flags))) {
                 return Ok(());
             }
+            let node = &mut self.nodes[id];
+            node.op = Op::Literal;
+            node.runes.truncate(1);
+            node.flags = flags;
         } else {
-            self.join_top(None);
+            self.maybe_concat(None);
         }
         self.stack.push(id);
         self.check_limits(id)
     }
 
-    fn op(&mut self, shape: Shape) -> Result<(), Fault> {
-        let id = self.allocate(shape, Vec::new());
-        self.push(id)
-    }
-
-    fn literal(&mut self, rune: u32) -> Result<(), Fault> {
-        let shape = Shape::Literal {
-            first: rune,
-            len: 1,
-            fold: self.fold,
-        };
-        let id = self.allocate(shape, Vec::new());
-        self.push(id)
-    }
-
-    fn push(&mut self, id: usize) -> Result<(), Fault> {
-        self.join_top(None);
-        self.stack.push(id);
-        self.check_limits(id)
-    }
-
-    /// Go's incremental joining of literal runs: before a push, the two topmost literals with
-    /// the same folding become one run. With `incoming` (a one-rune literal), the top node Go
-    /// frees by the join is reused for it; `true` then.
-    fn join_top(&mut self, incoming: Option<Shape>) -> bool {
+    /// Go's incremental joining of literal runs: the two literals on top with the same case
+    /// folding become one run. Given a rune, the top node the join frees carries it instead
+    /// (`true`: it is on the stack then).
+    fn maybe_concat(&mut self, incoming: Option<(u32, Flags)>) -> bool {
         let n = self.stack.len();
         if n < 2 {
             return false;
         }
         let (top, below) = (self.stack[n - 1], self.stack[n - 2]);
-        let (
-            Shape::Literal {
-                len: top_len,
-                fold: top_fold,
-                ..
-            },
-            Shape::Literal { first, len, fold },
-        ) = (self.nodes[top].shape, self.nodes[below].shape)
-        else {
-            return false;
-        };
-        if top_fold != fold {
+        let (t, b) = (&self.nodes[top], &self.nodes[below]);
+        if t.op != Op::Literal || b.op != Op::Literal || t.flags.fold() != b.flags.fold() {
             return false;
         }
-        self.nodes[below].shape = Shape::Literal {
-            first,
-            len: len.saturating_add(top_len),
-            fold,
-        };
-        if let Some(incoming) = incoming {
-            self.nodes[top].shape = incoming;
+        let moved = std::mem::take(&mut self.nodes[top].runes);
+        self.nodes[below].runes.extend_from_slice(&moved);
+        if let Some((rune, flags)) = incoming {
+            let node = &mut self.nodes[top];
+            node.runes = moved;
+            node.runes.clear();
+            node.runes.push(rune);
+            node.flags = flags;
             return true;
         }
         self.stack.pop();
@@ -522,14 +637,17 @@ impl<'a> Parser<'a> {
     /// `after` where it ends (before a non-greedy `?`).
     fn repeat(
         &mut self,
-        shape: Shape,
+        op: Op,
+        (min, max): (i64, i64),
         before: usize,
         mut after: usize,
         last_repeat: Option<usize>,
     ) -> Result<usize, Fault> {
         let whole = self.whole;
+        let mut flags = self.flags;
         if whole.as_bytes().get(after) == Some(&b'?') {
             after += 1;
+            flags = flags.set(Flags::NON_GREEDY, !flags.has(Flags::NON_GREEDY));
         }
         if let Some(last) = last_repeat {
             return fault(Code::NestedRepeat, &whole[last..after]);
@@ -537,18 +655,20 @@ impl<'a> Parser<'a> {
         let Some(&top) = self.stack.last() else {
             return fault(Code::MissingArgument, &whole[before..after]);
         };
-        if self.nodes[top].shape.is_marker() {
+        if self.nodes[top].op.is_marker() {
             return fault(Code::MissingArgument, &whole[before..after]);
         }
-        let id = self.allocate(shape, vec![top]);
+        let id = self.allocate(op);
+        let node = &mut self.nodes[id];
+        node.min = min;
+        node.max = max;
+        node.flags = flags;
+        node.subs.push(top);
         if let Some(slot) = self.stack.last_mut() {
             *slot = id;
         }
         self.check_limits(id)?;
-        if let Shape::Repeat { min, max } = shape
-            && (min >= 2 || max >= 2)
-            && !self.copies_within(id, MAX_COPIES)
-        {
+        if op == Op::Repeat && (min >= 2 || max >= 2) && !self.copies_within(id, MAX_COPIES) {
             return fault(Code::RepeatCount, &whole[before..after]);
         }
         Ok(after)
@@ -560,11 +680,12 @@ impl<'a> Parser<'a> {
     fn copies_within(&self, id: usize, n: i64) -> bool {
         let mut todo = vec![(id, n)];
         while let Some((id, mut n)) = todo.pop() {
-            if let Shape::Repeat { min, max } = self.nodes[id].shape {
-                if max == 0 {
+            let node = &self.nodes[id];
+            if node.op == Op::Repeat {
+                if node.max == 0 {
                     continue;
                 }
-                let m = if max < 0 { min } else { max };
+                let m = if node.max < 0 { node.min } else { node.max };
                 if m > n {
                     return false;
                 }
@@ -572,29 +693,34 @@ impl<'a> Parser<'a> {
                     n /= m;
                 }
             }
-            todo.extend(self.nodes[id].subs.iter().map(|&s| (s, n)));
+            todo.extend(node.subs.iter().map(|&s| (s, n)));
         }
         true
     }
 
     /// Everything above the topmost marker becomes one concatenation.
     fn concat(&mut self) -> Result<(), Fault> {
-        self.join_top(None);
+        self.maybe_concat(None);
         let subs = self.take_above_marker();
-        if subs.is_empty() {
-            return self.op(Shape::Leaf);
-        }
-        let id = self.collapse(subs, Shape::Concat);
+        let id = if subs.is_empty() {
+            self.allocate(Op::EmptyMatch)
+        } else {
+            self.collapse(subs, Op::Concat)?
+        };
         self.push(id)
     }
 
     /// Everything above the topmost `(` becomes one alternation.
     fn alternate(&mut self) -> Result<(), Fault> {
         let subs = self.take_above_marker();
-        if subs.is_empty() {
-            return self.op(Shape::Leaf);
+        if let Some(&last) = subs.last() {
+            self.clean_alt(last);
         }
-        let id = self.collapse(subs, Shape::Alternate);
+        let id = if subs.is_empty() {
+            self.allocate(Op::NoMatch)
+        } else {
+            self.collapse(subs, Op::Alternate)?
+        };
         self.push(id)
     }
 
@@ -602,34 +728,42 @@ impl<'a> Parser<'a> {
         let keep = self
             .stack
             .iter()
-            .rposition(|&id| self.nodes[id].shape.is_marker())
+            .rposition(|&id| self.nodes[id].op.is_marker())
             .map_or(0, |p| p + 1);
         self.stack.split_off(keep)
     }
 
-    /// One node over `subs`, taking in the subs of those of the same kind.
-    fn collapse(&mut self, subs: Vec<usize>, shape: Shape) -> usize {
+    /// One node over `subs`, taking in the subs of those of the same kind; an alternation's
+    /// branches are factored as Go factors them, and one left alone is returned as it is.
+    fn collapse(&mut self, subs: Vec<usize>, op: Op) -> Result<usize, Fault> {
         if let [one] = subs[..] {
-            return one;
+            return Ok(one);
         }
-        let id = self.allocate(shape, Vec::new());
+        let id = self.allocate(op);
         let mut all = Vec::with_capacity(subs.len());
         for s in subs {
-            if self.nodes[s].shape == shape {
-                all.extend(self.nodes[s].subs.iter().copied());
+            if self.nodes[s].op == op {
+                all.append(&mut self.nodes[s].subs);
                 self.release(s);
             } else {
                 all.push(s);
             }
         }
+        if op == Op::Alternate {
+            all = self.factor(all)?;
+            if let [one] = all[..] {
+                self.release(id);
+                return Ok(one);
+            }
+        }
         self.nodes[id].subs = all;
-        id
+        Ok(id)
     }
 
     fn vertical_bar(&mut self) -> Result<(), Fault> {
         self.concat()?;
         if !self.swap_vertical_bar() {
-            self.op(Shape::Bar)?;
+            self.op(Op::VerticalBar)?;
         }
         Ok(())
     }
@@ -639,23 +773,24 @@ impl<'a> Parser<'a> {
     fn swap_vertical_bar(&mut self) -> bool {
         let n = self.stack.len();
         if n >= 3
-            && self.nodes[self.stack[n - 2]].shape == Shape::Bar
-            && self.nodes[self.stack[n - 1]].shape.is_one_char()
-            && self.nodes[self.stack[n - 3]].shape.is_one_char()
+            && self.nodes[self.stack[n - 2]].op == Op::VerticalBar
+            && self.is_char_class(self.stack[n - 1])
+            && self.is_char_class(self.stack[n - 3])
         {
-            let (a, b) = (self.stack[n - 1], self.stack[n - 3]);
-            let same = match (self.nodes[a].shape, self.nodes[b].shape) {
-                (x @ Shape::Literal { .. }, y) => x == y,
-                _ => false,
-            };
-            if !same {
-                self.nodes[b].shape = Shape::Class;
+            let (mut src, mut dst) = (self.stack[n - 1], self.stack[n - 3]);
+            if self.nodes[src].op > self.nodes[dst].op {
+                (src, dst) = (dst, src);
+                self.stack[n - 3] = dst;
             }
-            self.stack.pop();
-            self.release(a);
+            self.merge_char_class(dst, src);
+            self.release(src);
+            self.stack.truncate(n - 1);
             return true;
         }
-        if n >= 2 && self.nodes[self.stack[n - 2]].shape == Shape::Bar {
+        if n >= 2 && self.nodes[self.stack[n - 2]].op == Op::VerticalBar {
+            if n >= 3 {
+                self.clean_alt(self.stack[n - 3]);
+            }
             self.stack.swap(n - 1, n - 2);
             return true;
         }
@@ -675,21 +810,85 @@ impl<'a> Parser<'a> {
         let inner = self.stack[n - 1];
         let open = self.stack[n - 2];
         self.stack.truncate(n - 2);
-        let Shape::Open { capture, fold } = self.nodes[open].shape else {
+        if self.nodes[open].op != Op::LeftParen {
             return fault(Code::UnexpectedParen, self.whole);
-        };
-        self.fold = fold;
-        if !capture {
+        }
+        self.flags = self.nodes[open].flags;
+        if !self.nodes[open].capture {
             return self.push(inner);
         }
-        self.nodes[open].shape = Shape::Capture;
+        self.nodes[open].op = Op::Capture;
         self.nodes[open].subs = vec![inner];
-        self.nodes[open].size = None;
-        self.nodes[open].height = None;
         self.push(open)
     }
 
+    /// One character: a one-rune literal, a class or any character.
+    fn is_char_class(&self, id: usize) -> bool {
+        let node = &self.nodes[id];
+        match node.op {
+            Op::Literal => node.runes.len() == 1,
+            Op::CharClass | Op::AnyCharNotNl | Op::AnyChar => true,
+            _ => false,
+        }
+    }
+
+    /// Makes `dst` match what `src` matches too; `dst` is of the later kind.
+    fn merge_char_class(&mut self, dst: usize, src: usize) {
+        let (s_op, s_flags) = (self.nodes[src].op, self.nodes[src].flags);
+        let s_runes = std::mem::take(&mut self.nodes[src].runes);
+        let node = &mut self.nodes[dst];
+        match node.op {
+            Op::AnyCharNotNl => {
+                let newline = match s_op {
+                    Op::Literal => s_runes == [u32::from(b'\n')],
+                    Op::CharClass => class::contains(&s_runes, u32::from(b'\n')),
+                    Op::AnyCharNotNl => false,
+                    _ => true,
+                };
+                if newline {
+                    node.op = Op::AnyChar;
+                }
+            }
+            Op::CharClass if s_op == Op::Literal => {
+                class::append_literal(&mut node.runes, s_runes[0], s_flags.fold());
+            }
+            Op::CharClass => class::append_class(&mut node.runes, &s_runes),
+            Op::Literal if s_runes[0] == node.runes[0] && s_flags == node.flags => {}
+            Op::Literal => {
+                let own = node.runes[0];
+                node.op = Op::CharClass;
+                node.runes.clear();
+                class::append_literal(&mut node.runes, own, node.flags.fold());
+                class::append_literal(&mut node.runes, s_runes[0], s_flags.fold());
+            }
+            _ => {}
+        }
+        self.nodes[src].runes = s_runes;
+    }
+
+    /// A class about to sit in an alternation: cleaned, and any character said as such.
+    fn clean_alt(&mut self, id: usize) {
+        let node = &mut self.nodes[id];
+        if node.op != Op::CharClass {
+            return;
+        }
+        class::clean(&mut node.runes);
+        let any = [0, class::MAX_RUNE];
+        let not_newline = [0, 0x09, 0x0B, class::MAX_RUNE];
+        if node.runes == any || node.runes == not_newline {
+            node.op = if node.runes == any {
+                Op::AnyChar
+            } else {
+                Op::AnyCharNotNl
+            };
+            node.runes.clear();
+        }
+    }
+
     fn check_limits(&mut self, id: usize) -> Result<(), Fault> {
+        if self.runes > MAX_RUNES {
+            return fault(Code::TooLarge, self.whole);
+        }
         self.check_size(id)?;
         self.check_height(id)
     }
@@ -698,8 +897,9 @@ impl<'a> Parser<'a> {
     /// exceed the limit; from then on every node pushed is measured.
     fn check_size(&mut self, id: usize) -> Result<(), Fault> {
         if !self.sizing {
-            if let Shape::Repeat { min, max } = self.nodes[id].shape {
-                let n = if max == -1 { min } else { max }.max(1);
+            let node = &self.nodes[id];
+            if node.op == Op::Repeat {
+                let n = if node.max == -1 { node.min } else { node.max }.max(1);
                 self.repeats = if n > MAX_SIZE / self.repeats {
                     MAX_SIZE
                 } else {
@@ -727,16 +927,18 @@ impl<'a> Parser<'a> {
         }
         let subs = self.nodes[id].subs.clone();
         let sub = |p: &mut Self, k: usize| subs.get(k).map_or(0, |&s| p.size(s, false));
-        let size = match self.nodes[id].shape {
-            Shape::Literal { len, .. } => i64::from(len),
-            Shape::Capture | Shape::Star => 2 + sub(self, 0),
-            Shape::Plus | Shape::Quest => 1 + sub(self, 0),
-            Shape::Concat => (0..subs.len()).map(|k| sub(self, k)).sum(),
-            Shape::Alternate => {
+        let node = &self.nodes[id];
+        let (min, max) = (node.min, node.max);
+        let size = match node.op {
+            Op::Literal => node.runes.len() as i64,
+            Op::Capture | Op::Star => 2 + sub(self, 0),
+            Op::Plus | Op::Quest => 1 + sub(self, 0),
+            Op::Concat => (0..subs.len()).map(|k| sub(self, k)).sum(),
+            Op::Alternate => {
                 let total: i64 = (0..subs.len()).map(|k| sub(self, k)).sum();
                 total + (subs.len() as i64 - 1).max(0)
             }
-            Shape::Repeat { min, max } => {
+            Op::Repeat => {
                 let s = sub(self, 0);
                 match max {
                     -1 if min == 0 => 2 + s,
@@ -744,7 +946,7 @@ impl<'a> Parser<'a> {
                     _ => max.saturating_mul(s).saturating_add(max - min),
                 }
             }
-            Shape::Class | Shape::Leaf | Shape::Open { .. } | Shape::Bar => 0,
+            _ => 0,
         }
         .max(1);
         self.nodes[id].size = Some(size);
@@ -826,13 +1028,15 @@ fn char_at(s: &str, i: usize) -> char {
     s[i..].chars().next().unwrap_or('\u{0}')
 }
 
-/// `\p{Name}`, `\pN`, `\P…` at `i`: where it ends, `None` when no such escape starts there,
-/// or Go's refusal of an unknown name (Go quotes up to the first `}`, or to the end).
-fn unicode_class(whole: &str, i: usize) -> Result<Option<usize>, Fault> {
+/// `\p{Name}`, `\pN`, `\P…` at `i`: where it ends, the table and whether its runes are
+/// taken (`false`: those outside it); `None` when no such escape starts there, or Go's refusal
+/// of an unknown name (Go quotes up to the first `}`, or to the end).
+fn unicode_class(whole: &str, i: usize) -> Result<Option<(usize, &'static Name, bool)>, Fault> {
     let rest = &whole[i..];
     if !(rest.starts_with("\\p") || rest.starts_with("\\P")) {
         return Ok(None);
     }
+    let mut positive = rest.as_bytes()[1] == b'p';
     let (seq, name) = match rest[2..].chars().next() {
         Some('{') => match rest.find('}') {
             Some(end) => (&rest[..=end], &rest[3..end]),
@@ -841,14 +1045,17 @@ fn unicode_class(whole: &str, i: usize) -> Result<Option<usize>, Fault> {
         Some(c) => (&rest[..2 + c.len_utf8()], &rest[2..2 + c.len_utf8()]),
         None => (rest, ""),
     };
-    let name = name.strip_prefix('^').unwrap_or(name);
-    if names::NAMES
-        .binary_search(&canonical(name).as_str())
-        .is_err()
-    {
+    let name = match name.strip_prefix('^') {
+        Some(bare) => {
+            positive = !positive;
+            bare
+        }
+        None => name,
+    };
+    let Some(entry) = class::unicode_name(&canonical(name)) else {
         return fault(Code::CharRange, seq);
-    }
-    Ok(Some(i + seq.len()))
+    };
+    Ok(Some((i + seq.len(), entry, positive != entry.inverted)))
 }
 
 /// The form Go looks a class name up by: spaces, `_` and `-` dropped, the first remaining
@@ -898,18 +1105,12 @@ impl NextMatch {
     }
 }
 
-/// `\d`, `\D`, `\s`, `\S`, `\w`, `\W` at `i`: where it ends.
-fn perl_class(whole: &str, i: usize) -> Option<usize> {
+/// `\d`, `\D`, `\s`, `\S`, `\w`, `\W` at `i`, its runes appended to `runes`: where it ends.
+fn perl_class(whole: &str, i: usize, runes: &mut Vec<u32>, fold: bool) -> Option<usize> {
     let b = whole.as_bytes();
-    (b.get(i) == Some(&b'\\') && b.get(i + 1).is_some_and(|c| b"dDsSwW".contains(c)))
-        .then_some(i + 2)
+    let is_group = b.get(i) == Some(&b'\\') && b.get(i + 1).is_some_and(|c| b"dDsSwW".contains(c));
+    (is_group && class::append_group(runes, &whole[i..i + 2], fold)).then_some(i + 2)
 }
-
-/// The POSIX names Go knows inside a class (`[[:alpha:]]`, `[[:^alpha:]]`), with their `:]`.
-const POSIX_CLASSES: [&str; 14] = [
-    "alnum:]", "alpha:]", "ascii:]", "blank:]", "cntrl:]", "digit:]", "graph:]", "lower:]",
-    "print:]", "punct:]", "space:]", "upper:]", "word:]", "xdigit:]",
-];
 
 /// One character of a class at `i`; `start` is the class's `[` (Go quotes the whole class from
 /// there when it is not closed).
@@ -1004,72 +1205,6 @@ fn escape(whole: &str, i: usize) -> Result<(u32, usize), Fault> {
         b'v' => Ok((0x0B, t)),
         _ => invalid(t),
     }
-}
-
-/// The runes a class names one by one, while it names few: enough to tell a one-rune class
-/// (Go turns it into a literal that joins its neighbours) from any other.
-#[derive(Default)]
-struct Runes {
-    ranges: Vec<(u32, u32)>,
-}
-
-impl Runes {
-    /// Adds `lo..=hi`; `false` once the class certainly holds more than two runes.
-    fn add(&mut self, lo: u32, hi: u32) -> bool {
-        if !self.ranges.contains(&(lo, hi)) {
-            self.ranges.push((lo, hi));
-        }
-        self.ranges.len() <= 2 && hi - lo <= 1
-    }
-
-    /// The class's only rune and whether Go marks it case-folded (`[Aa]`), if it has one. With
-    /// `fold` set, each rune brings its other cases.
-    fn single(&self, fold: bool) -> Option<(u32, bool)> {
-        let mut set: Vec<u32> = Vec::new();
-        for &(lo, hi) in &self.ranges {
-            for r in lo..=hi {
-                let orbit = if fold { simple_fold_orbit(r)? } else { vec![r] };
-                for f in orbit {
-                    if !set.contains(&f) {
-                        set.push(f);
-                    }
-                }
-            }
-        }
-        set.sort_unstable();
-        match set[..] {
-            [r] => Some((r, false)),
-            [a, b] if case_pair(a, b) => Some((a, true)),
-            _ => None,
-        }
-    }
-}
-
-/// The runes `r` folds to, for ASCII (where Go's folding is known here): `k` and `s` also fold
-/// to the Kelvin sign and the long s. `None` (not treated as one rune) elsewhere.
-fn simple_fold_orbit(r: u32) -> Option<Vec<u32>> {
-    let c = char::from_u32(r)?;
-    if !c.is_ascii() {
-        return None;
-    }
-    let mut orbit = vec![u32::from(c.to_ascii_lowercase())];
-    if c.is_ascii_alphabetic() {
-        orbit.push(u32::from(c.to_ascii_uppercase()));
-    }
-    match c.to_ascii_lowercase() {
-        'k' => orbit.push(0x212A),
-        's' => orbit.push(0x17F),
-        _ => {}
-    }
-    Some(orbit)
-}
-
-/// Two runes that are each other's only other case (ASCII letters other than `k` and `s`).
-fn case_pair(a: u32, b: u32) -> bool {
-    let (Some(a), Some(b)) = (char::from_u32(a), char::from_u32(b)) else {
-        return false;
-    };
-    a.is_ascii_uppercase() && b == a.to_ascii_lowercase() && !matches!(b, 'k' | 's')
 }
 
 #[cfg(test)]

@@ -288,3 +288,45 @@ fn long_hostile_patterns_are_decided_as_go_decides_them() {
         assert_eq!(compile_error(&pattern), want(&pattern), "{unit} repeated");
     }
 }
+
+#[test]
+fn alternations_are_measured_as_go_factors_them() {
+    let nested = |branch: &str, n: usize| format!("{}c{}", branch.repeat(n), ")".repeat(n));
+    // Written out, 1,000 nested alternations are 2,000 levels high; Go factors each level's
+    // shared `ab` away before measuring, and compiles them.
+    assert_eq!(compile_error(&nested("(?:ab|", 1000)), None);
+    // Without a shared prefix nothing is factored, and Go refuses the same depth.
+    assert_eq!(
+        compile_error(&nested("(?:ab|x", 1000)).map(|e| e[..51].to_owned()),
+        Some("error parsing regexp: expression nests too deeply: ".to_owned())
+    );
+    // 1,200 branches of 12 runes under {1000} would be about 15.6 million instructions; Go
+    // turns the shared eight runes into one prefix and the last digits into classes.
+    let branches: Vec<String> = (0..1200).map(|i| format!("abcdefgh{i:04}")).collect();
+    assert_eq!(
+        compile_error(&format!("(?:{}){{1000}}", branches.join("|"))),
+        None
+    );
+}
+
+#[test]
+fn class_runes_count_against_gos_limit() {
+    // Each `\pL` pushes Go's 1,292-rune list of letters; 2^25 runes in all is Go's limit.
+    assert_eq!(compile_error(&r"\pL".repeat(25_458)), None);
+    let refused = compile_error(&r"\pL".repeat(25_459)).map(|e| e[..43].to_owned());
+    assert_eq!(
+        refused.as_deref(),
+        Some("error parsing regexp: expression too large:")
+    );
+}
+
+#[test]
+fn very_long_patterns_are_parsed_with_room_for_gos_recursion() {
+    // `a|aa|aaa|…`: Go factors the shared `a` level after level, 3,000 levels deep (4.5 MB).
+    let pattern: Vec<String> = (1..=3000).map(|k| "a".repeat(k)).collect();
+    let refused = compile_error(&pattern.join("|")).map(|e| e[..51].to_owned());
+    assert_eq!(
+        refused.as_deref(),
+        Some("error parsing regexp: expression nests too deeply: ")
+    );
+}
