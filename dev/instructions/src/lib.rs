@@ -23,7 +23,7 @@ pub struct Measured {
 }
 
 /// Every guarded path.
-pub const PATHS: [Measured; 9] = [
+pub const PATHS: [Measured; 11] = [
     Measured {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -99,7 +99,56 @@ pub const PATHS: [Measured; 9] = [
         state: Some("services/registry-webhook/examples/state.yaml"),
         served: Some("exported"),
     },
+    // The fixed part of a review alone: a validator that admits without looking, on the Model
+    // review's endpoint kind (the object is skipped, not decoded), by itself and through the
+    // router. What every path pays before its rules, and what cutting it is measured by.
+    Measured {
+        name: "trivial validator (4.6 KB)",
+        service: TRIVIAL,
+        path: TRIVIAL_PATH,
+        body: "services/registry-webhook/benches/model-review.json",
+        state: None,
+        served: None,
+    },
+    Measured {
+        name: "trivial validator, served (4.6 KB)",
+        service: TRIVIAL,
+        path: TRIVIAL_PATH,
+        body: "services/registry-webhook/benches/model-review.json",
+        state: None,
+        served: Some("plain"),
+    },
 ];
+
+/// The service name of the trivial validator's endpoint table.
+const TRIVIAL: &str = "trivial";
+/// Its one endpoint.
+const TRIVIAL_PATH: &str = "/validate-anything";
+
+/// Admits every review without reading its object.
+struct Admit;
+
+impl admission_kit::Validator for Admit {
+    type Object = serde::de::IgnoredAny;
+
+    fn validate(
+        &self,
+        _: &admission_kit::Request<Self::Object>,
+        _: &admission_kit::Context,
+    ) -> admission_kit::Verdict {
+        admission_kit::Verdict::default()
+    }
+}
+
+/// One validating endpoint for Kthena's Model that admits everything.
+fn trivial() -> admission_kit::App {
+    admission_kit::App::new(TRIVIAL, "A validator that admits without looking.").validate(
+        TRIVIAL_PATH,
+        admission_kit::Target::resource("registry.volcano.sh", "v1alpha1", "models", "Model"),
+        admission_kit::FailurePolicy::Fail,
+        Admit,
+    )
+}
 
 /// The endpoint table of `service`.
 pub fn app(service: &str) -> Option<admission_kit::App> {
@@ -108,6 +157,7 @@ pub fn app(service: &str) -> Option<admission_kit::App> {
         "node-config-webhook" => Some(node_config_webhook::app()),
         "training-webhook" => Some(training_webhook::app()),
         "scheduling-webhook" => Some(scheduling_webhook::app()),
+        TRIVIAL => Some(trivial()),
         _ => None,
     }
 }

@@ -16,10 +16,14 @@ use anyhow::{Context as _, Result, bail};
 pub struct Row {
     /// What the table calls it.
     pub name: &'static str,
-    service: &'static str,
-    state: Option<&'static str>,
-    path: &'static str,
-    body: &'static str,
+    /// The service binary.
+    pub service: &'static str,
+    /// Its `--state` file, from the repository's root.
+    pub state: Option<&'static str>,
+    /// The endpoint loaded.
+    pub path: &'static str,
+    /// The review sent, from the repository's root.
+    pub body: &'static str,
     /// The status every review gets (404 for the client's ceiling).
     pub expect: u16,
     /// Asks quota-state every quota question (a quota-state runs beside the server, on its
@@ -191,6 +195,7 @@ pub const ROWS: [Row; 16] = [
 ];
 
 /// How the suite runs.
+#[derive(Clone)]
 pub struct Options {
     /// Runs per row (the median is printed).
     pub runs: usize,
@@ -212,7 +217,8 @@ pub struct Figures {
     /// Reviews (or calls) a second.
     pub per_sec: f64,
     p50: f64,
-    p99: f64,
+    /// 99th percentile latency, ms.
+    pub p99: f64,
     p999: f64,
     rss_mib: f64,
     /// Spawn to first answered TLS handshake, ms.
@@ -589,7 +595,7 @@ fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> 
 }
 
 /// Runs an `admission-load` command and reads its closed-loop figures.
-fn run_load(mut c: Command) -> Result<Figures> {
+pub fn run_load(mut c: Command) -> Result<Figures> {
     let out = c.output().context("running admission-load")?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
@@ -669,7 +675,8 @@ pub fn parse(text: &str) -> Option<Figures> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (0 for none).
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

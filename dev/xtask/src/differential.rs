@@ -154,25 +154,70 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// The oracle built from `tools/upstream-oracle/<dir>` (Koordinator's inside `checkout`).
+pub(crate) fn oracle_named(dir: &str, root: &Path, checkout: Option<&Path>) -> Result<PathBuf> {
+    let up = UPSTREAMS
+        .iter()
+        .find(|u| u.oracle == dir)
+        .with_context(|| format!("no oracle {dir}"))?;
+    build_oracle(up, root, checkout)
+}
+
+/// `None` when the oracle in `tools/upstream-oracle/<dir>` and our `binary` answer the case
+/// file `case` alike; the oracle's account of the difference otherwise.
+pub(crate) fn differs_on(
+    dir: &str,
+    root: &Path,
+    checkout: Option<&Path>,
+    binary: &str,
+    case: &Path,
+) -> Result<Option<String>> {
+    let up = UPSTREAMS
+        .iter()
+        .find(|u| u.oracle == dir)
+        .with_context(|| format!("no oracle {dir}"))?;
+    let oracle = build_oracle(up, root, checkout)?;
+    let out = compare(
+        up,
+        root,
+        &oracle,
+        &build_ours(binary)?,
+        &[case.to_path_buf()],
+    )?;
+    Ok(out.contains("DIFF ").then_some(out))
+}
+
+/// Builds `up`'s oracle with Go (once: the build is cached by a hash of its sources), with the
+/// shared `serve.go.txt` (the oracles' `serve` mode) laid into its package.
 fn build_oracle(up: &Upstream, root: &Path, checkout: Option<&Path>) -> Result<PathBuf> {
-    let dir = root.join("tools/upstream-oracle").join(up.oracle);
-    let out = testenv::tools::cache_dir().join("oracles").join(format!(
-        "{}-{:016x}",
-        up.oracle,
-        tree_hash(&dir)?
-    ));
+    let oracles = root.join("tools/upstream-oracle");
+    let dir = oracles.join(up.oracle);
+    let serve = oracles.join("serve.go.txt");
+    let hash = tree_hash(&dir)? ^ tree_hash_of(std::slice::from_ref(&serve))?.rotate_left(1);
+    let out = testenv::tools::cache_dir()
+        .join("oracles")
+        .join(format!("{}-{hash:016x}", up.oracle));
     if out.is_file() {
         return Ok(out);
     }
     std::fs::create_dir_all(out.parent().unwrap_or(Path::new(".")))?;
     eprintln!("building {}'s oracle with Go (cached once built)", up.name);
     let status = match up.build {
-        Build::Go => super::plain("go")
-            .args(["build", "-o"])
-            .arg(&out)
-            .arg(".")
-            .current_dir(&dir)
-            .status(),
+        Build::Go => {
+            let overlay = std::env::temp_dir().join(format!("oracle-overlay-{}.json", up.oracle));
+            let map = serde_json::json!({"Replace": {
+                dir.join("zz_serve.go").display().to_string(): serve.display().to_string(),
+            }});
+            std::fs::write(&overlay, map.to_string())?;
+            super::plain("go")
+                .arg("build")
+                .arg(format!("-overlay={}", overlay.display()))
+                .arg("-o")
+                .arg(&out)
+                .arg(".")
+                .current_dir(&dir)
+                .status()
+        }
         Build::Script => super::plain("sh")
             .arg(dir.join("build.sh"))
             .arg(&out)
@@ -194,10 +239,16 @@ fn build_oracle(up: &Upstream, root: &Path, checkout: Option<&Path>) -> Result<P
 /// A hash of a folder's files (names and contents), so an oracle changed here is rebuilt.
 /// FNV-1a: stable across runs and Rust versions, unlike `DefaultHasher`.
 fn tree_hash(dir: &Path) -> Result<u64> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
         .collect();
+    tree_hash_of(&files)
+}
+
+/// [`tree_hash`] of the given files.
+fn tree_hash_of(files: &[PathBuf]) -> Result<u64> {
+    let mut files = files.to_vec();
     files.sort();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for f in files {

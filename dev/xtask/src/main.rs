@@ -27,6 +27,7 @@ mod footprint;
 mod fuzz;
 mod given;
 mod image;
+mod peers;
 mod policy;
 mod runner;
 mod soak;
@@ -163,6 +164,13 @@ enum Cmd {
         seconds: u64,
         #[command(flatten)]
         load: LoadArgs,
+        /// Instead of the suite: each path with an upstream oracle beside upstream's own
+        /// server built from it, at 4 and 16 connections, with the ratios.
+        #[arg(long)]
+        peers: bool,
+        /// A Koordinator checkout at the pin, for the peers' Pod paths.
+        #[arg(long)]
+        koordinator_src: Option<PathBuf>,
     },
     /// What a fleet member far from the hub sees: Pod validation through quota-state with 0, 1
     /// and 20 ms of round-trip time added by toxiproxy, at 4 and 64 connections.
@@ -488,9 +496,14 @@ fn main() -> ExitCode {
             runs,
             seconds,
             load,
+            peers,
+            koordinator_src,
         } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
             |bin_dir| {
                 let o = load.options(runs, seconds);
+                if peers {
+                    return peers::run(&root(), &bin_dir, &o, koordinator_src.as_deref());
+                }
                 bench::run(&root(), &bin_dir, &o)?;
                 let mut build = cargo();
                 build.args(["build", "--release", "-p", "quota-state", "--examples"]);

@@ -5,6 +5,7 @@
 //	kthena-v1 answer CASE.json...            upstream's HTTP status and body for each case
 //	kthena-v1 compare OURS_BINARY CASE.json... differences between upstream and `OURS review`
 //	kthena-v1 examples DEFAULTED.json        expected answers for the e2e example test
+//	kthena-v1 serve ADDR CA_FILE             the handlers over HTTPS (`cargo xtask bench --peers`)
 package main
 
 import (
@@ -291,6 +292,12 @@ func main() {
 		}
 	case "examples":
 		examples(os.Args[2])
+	case "serve":
+		mux := http.NewServeMux()
+		for path, h := range handlers {
+			mux.HandleFunc(path, h)
+		}
+		serveTLS(os.Args[2], os.Args[3], mux, true)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", os.Args[1])
 		os.Exit(2)

@@ -8,6 +8,7 @@ out="${1:-/tmp/trainer-oracle}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp "$here/go.mod" "$here/go.sum" "$here/main.go" "$work/"
+cp "$here/../serve.go.txt" "$work/serve.go"
 cd "$work"
 go mod vendor
 cp "$here/export.go.txt" vendor/github.com/kubeflow/trainer/v2/pkg/webhooks/zz_oracle_export.go

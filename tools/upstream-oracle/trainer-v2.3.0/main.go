@@ -5,6 +5,8 @@
 // part of any build or test run. Build with build.sh.
 //
 //	trainer-v2.3.0 answer CASE.json...   upstream's decision, warnings and patch for each case
+//	trainer-v2.3.0 serve ADDR CA_FILE CASE.json  the webhooks over HTTPS, with that case's state
+//	                                     (`cargo xtask bench --peers`)
 package main
 
 import (
@@ -113,6 +115,30 @@ func call(c caseFile) answer {
 }
 
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == "serve" {
+		raw, err := os.ReadFile(os.Args[4])
+		if err != nil {
+			fail(err)
+		}
+		var c caseFile
+		if err := json.Unmarshal(raw, &c); err != nil {
+			fail(err)
+		}
+		mux := http.NewServeMux()
+		for _, path := range []string{
+			"/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+			"/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+			"/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
+			"/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime",
+		} {
+			h, err := handler(caseFile{Path: path, State: c.State})
+			if err != nil {
+				fail(err)
+			}
+			mux.Handle(path, h)
+		}
+		serveTLS(os.Args[2], os.Args[3], mux, false)
+	}
 	if len(os.Args) < 2 || os.Args[1] != "answer" {
 		fmt.Fprintln(os.Stderr, "usage: trainer-v2.3.0 answer CASE.json...")
 		os.Exit(2)

@@ -3,6 +3,7 @@
 // docs/training-webhook.md's "v1.9.0 → v1.9.4". Not part of any build or test run.
 //
 //	training-v1.9.4 compare OURS_BINARY CASE.json...  differences between upstream and `OURS review`
+//	training-v1.9.4 serve ADDR CA_FILE                the validators over HTTPS (`cargo xtask bench --peers`)
 package main
 
 import (
@@ -32,11 +33,11 @@ var handlers = func() map[string]http.Handler {
 		panic(err)
 	}
 	return map[string]http.Handler{
-		"/validate-kubeflow-org-v1-pytorchjob":  admission.WithCustomValidator(scheme, &v1.PyTorchJob{}, &pytorch.Webhook{}),
-		"/validate-kubeflow-org-v1-tfjob":       admission.WithCustomValidator(scheme, &v1.TFJob{}, &tensorflow.Webhook{}),
-		"/validate-kubeflow-org-v1-xgboostjob":  admission.WithCustomValidator(scheme, &v1.XGBoostJob{}, &xgboost.Webhook{}),
-		"/validate-kubeflow-org-v1-paddlejob":   admission.WithCustomValidator(scheme, &v1.PaddleJob{}, &paddlepaddle.Webhook{}),
-		"/validate-kubeflow-org-v1-jaxjob":      admission.WithCustomValidator(scheme, &v1.JAXJob{}, &jax.Webhook{}),
+		"/validate-kubeflow-org-v1-pytorchjob": admission.WithCustomValidator(scheme, &v1.PyTorchJob{}, &pytorch.Webhook{}),
+		"/validate-kubeflow-org-v1-tfjob":      admission.WithCustomValidator(scheme, &v1.TFJob{}, &tensorflow.Webhook{}),
+		"/validate-kubeflow-org-v1-xgboostjob": admission.WithCustomValidator(scheme, &v1.XGBoostJob{}, &xgboost.Webhook{}),
+		"/validate-kubeflow-org-v1-paddlejob":  admission.WithCustomValidator(scheme, &v1.PaddleJob{}, &paddlepaddle.Webhook{}),
+		"/validate-kubeflow-org-v1-jaxjob":     admission.WithCustomValidator(scheme, &v1.JAXJob{}, &jax.Webhook{}),
 	}
 }()
 
@@ -91,6 +92,13 @@ func ours(binary, path string, review []byte) answer {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "serve" {
+		mux := http.NewServeMux()
+		for path, h := range handlers {
+			mux.Handle(path, h)
+		}
+		serveTLS(os.Args[2], os.Args[3], mux, false)
+	}
 	if len(os.Args) < 3 || os.Args[1] != "compare" {
 		fmt.Fprintln(os.Stderr, "usage: training-v1.9.4 compare OURS_BINARY CASE.json...")
 		os.Exit(2)
