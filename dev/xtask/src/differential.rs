@@ -532,16 +532,16 @@ fn deliberate(file: &Path, answers: &str) -> Option<&'static str> {
             "FIX-2 (Training Operator): a null replica spec is judged as {}; upstream panics (500)",
         );
     }
-    // Training Operator FIX-3: upstream lists managedBy's supported values in Go's random map
-    // order, ours sorted; the same answer once both lists are sorted.
+    // Training Operator FIX-3: upstream walks the replica specs and managedBy's supported
+    // values in Go's random map order, ours in sorted order; the same answer once the errors
+    // and those values are put in one order.
     if path.starts_with("/validate-kubeflow-org-v1-")
-        && answers.contains("supported values: ")
         && let [Some(up), Some(ours)] = ["upstream:", "ours:"].map(|side| answer_of(answers, side))
         && up != ours
-        && sorted_supported_values(&up) == sorted_supported_values(&ours)
+        && in_one_order(&up) == in_one_order(&ours)
     {
         return Some(
-            "FIX-3 (Training Operator): managedBy's supported values listed sorted; upstream lists them in Go's random map order",
+            "FIX-3 (Training Operator): errors of several replica types and managedBy's supported values in sorted order; upstream's follow Go's random map order",
         );
     }
     None
@@ -555,29 +555,82 @@ fn answer_of(answers: &str, side: &str) -> Option<String> {
         .map(|a| a.trim().to_owned())
 }
 
+/// An answer (JSON) with each run of errors about replica specs in replica-type order (each
+/// type's errors keeping theirs) and every list of supported values sorted: the order ours
+/// gives and upstream's random map order may; `None` when it is not an answer.
+fn in_one_order(answer: &str) -> Option<Value> {
+    let mut v: Value = serde_json::from_str(answer).ok()?;
+    if let Some(message) = v.get("message").and_then(Value::as_str) {
+        let message = sorted_supported_values(message);
+        let mut errors = message_errors(&message);
+        let replica = |e: &&str| {
+            let (path, _) = e.split_once(": ")?;
+            let (_, key) = path.split_once("ReplicaSpecs[")?;
+            key.split_once(']').map(|(k, _)| k.to_owned())
+        };
+        for run in errors.chunk_by_mut(|a, b| replica(a).is_some() && replica(b).is_some()) {
+            run.sort_by_key(replica);
+        }
+        v["message"] = Value::from(errors.join(", "));
+    }
+    Some(v)
+}
+
+/// The errors of a Kubernetes aggregate message (`[e1, e2]`, or one error alone): an error
+/// starts at the beginning or after `, ` with a field path (`spec.x[Worker].y`) and `: `.
+fn message_errors(message: &str) -> Vec<&str> {
+    let body = message
+        .strip_prefix('[')
+        .and_then(|m| m.strip_suffix(']'))
+        .unwrap_or(message);
+    let starts_error = |rest: &str| {
+        let Some((path, _)) = rest.split_once(": ") else {
+            return false;
+        };
+        path.starts_with(|c: char| c.is_ascii_lowercase())
+            && path.contains('.')
+            && path
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '[' | ']' | '-' | '_'))
+    };
+    let mut errors = Vec::new();
+    let mut start = 0;
+    let mut from = 0;
+    while let Some(k) = body[from..].find(", ") {
+        let at = from + k;
+        if starts_error(&body[at + 2..]) {
+            errors.push(&body[start..at]);
+            start = at + 2;
+        }
+        from = at + 2;
+    }
+    errors.push(&body[start..]);
+    errors
+}
+
 /// `answer` with every `supported values: "a", "b"` list in sorted order.
 fn sorted_supported_values(answer: &str) -> String {
-    const LEAD: &str = r#"supported values: \""#;
+    const LEAD: &str = r#"supported values: ""#;
     let mut out = String::with_capacity(answer.len());
     let mut rest = answer;
     while let Some(at) = rest.find(LEAD) {
-        let start = at + LEAD.len() - 2;
+        let start = at + LEAD.len() - 1;
         out.push_str(&rest[..start]);
         rest = &rest[start..];
-        // The list: `\"x\"` items joined by `, `, as JSON-escaped in the answer line.
+        // The list: `"x"` items joined by `, `.
         let mut items = Vec::new();
-        while let Some(body) = rest.strip_prefix(r#"\""#)
-            && let Some(end) = body.find(r#"\""#)
+        while let Some(body) = rest.strip_prefix('"')
+            && let Some(end) = body.find('"')
         {
             items.push(&body[..end]);
-            rest = &body[end + 2..];
+            rest = &body[end + 1..];
             match rest.strip_prefix(", ") {
-                Some(next) if next.starts_with(r#"\""#) => rest = next,
+                Some(next) if next.starts_with('"') => rest = next,
                 _ => break,
             }
         }
         items.sort_unstable();
-        let list: Vec<String> = items.iter().map(|i| format!(r#"\"{i}\""#)).collect();
+        let list: Vec<String> = items.iter().map(|i| format!(r#""{i}""#)).collect();
         out.push_str(&list.join(", "));
     }
     out.push_str(rest);
@@ -881,13 +934,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn supported_values_compare_sorted() {
-        let up = r#"{"allowed":false,"message":"[a: Unsupported value: \"x\": supported values: \"kueue.x-k8s.io/multikueue\", \"kubeflow.org/training-operator\", b]"}"#;
-        let ours = r#"{"allowed":false,"message":"[a: Unsupported value: \"x\": supported values: \"kubeflow.org/training-operator\", \"kueue.x-k8s.io/multikueue\", b]"}"#;
+    fn answers_compare_in_one_order() {
+        let up = r#"{"allowed":false,"message":"[metadata.name: Invalid value: \"x\": a, b, spec.runPolicy.managedBy: Unsupported value: \"o\": supported values: \"kueue.x-k8s.io/multikueue\", \"kubeflow.org/training-operator\", spec.xgbReplicaSpecs[Worker].template: Required value, spec.xgbReplicaSpecs[Master].template: Required value]"}"#;
+        let ours = r#"{"allowed":false,"message":"[metadata.name: Invalid value: \"x\": a, b, spec.runPolicy.managedBy: Unsupported value: \"o\": supported values: \"kubeflow.org/training-operator\", \"kueue.x-k8s.io/multikueue\", spec.xgbReplicaSpecs[Master].template: Required value, spec.xgbReplicaSpecs[Worker].template: Required value]"}"#;
         assert_ne!(up, ours);
-        assert_eq!(sorted_supported_values(up), sorted_supported_values(ours));
-        let other = ours.replace("kueue", "queue");
-        assert_ne!(sorted_supported_values(up), sorted_supported_values(&other));
+        assert_eq!(in_one_order(up), in_one_order(ours));
+        // Another value, another error, or a comma moved inside an error still differ.
+        for other in [
+            ours.replace("kueue", "queue"),
+            ours.replace(
+                "[Master].template: Required value",
+                "[Master].template: Other",
+            ),
+            ours.replace("a, b", "b, a"),
+            // Errors out of their place outside the replica specs.
+            ours.replace(
+                r#"metadata.name: Invalid value: \"x\": a, b, spec.runPolicy.managedBy: Unsupported value: \"o\": supported values: \"kubeflow.org/training-operator\", \"kueue.x-k8s.io/multikueue\""#,
+                r#"spec.runPolicy.managedBy: Unsupported value: \"o\": supported values: \"kubeflow.org/training-operator\", \"kueue.x-k8s.io/multikueue\", metadata.name: Invalid value: \"x\": a, b"#,
+            ),
+        ] {
+            assert_ne!(in_one_order(up), in_one_order(&other), "{other}");
+        }
+        assert_eq!(
+            message_errors("[metadata.name: x, y, spec.a: z]"),
+            ["metadata.name: x, y", "spec.a: z"]
+        );
         let answers = format!("upstream: {up}\nours:     {ours}\n");
         assert_eq!(answer_of(&answers, "ours:").as_deref(), Some(ours));
     }
