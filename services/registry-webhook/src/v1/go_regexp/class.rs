@@ -108,7 +108,7 @@ fn table_runs(table: &'static [(u32, u32, u32)]) -> impl Iterator<Item = (u32, u
     table.iter().flat_map(|&(lo, hi, stride)| {
         let step = if stride == 1 { hi - lo + 1 } else { stride };
         (lo..=hi)
-            .step_by(step as usize)
+            .step_by(step.max(1) as usize)
             .map(move |c| if stride == 1 { (lo, hi) } else { (c, c) })
     })
 }
