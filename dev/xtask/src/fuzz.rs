@@ -13,7 +13,7 @@ use serde_json::Value;
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// Every target, and the fixture domain whose cases seed it.
-pub const TARGETS: [(&str, Option<&str>); 8] = [
+pub const TARGETS: [(&str, Option<&str>); 9] = [
     ("review_registry", Some("registry")),
     ("review_node_config", Some("node-config")),
     ("review_training", Some("training")),
@@ -21,6 +21,7 @@ pub const TARGETS: [(&str, Option<&str>); 8] = [
     ("review_lifecycle", None),
     ("slo_config", None),
     ("quantity_duration", None),
+    ("go_regexp", None),
     ("ledger_inputs", None),
 ];
 
@@ -190,6 +191,23 @@ fn seeds(root: &Path, target: &str, domain: Option<&str>) -> Result<PathBuf> {
             let mut bytes = vec![pick];
             bytes.extend(serde_json::to_vec(body)?);
             write_seed(&dir, &mut n, &bytes)?;
+        }
+    }
+    if target == "go_regexp" {
+        // One of each of the grammar's parts: alternations Go factors, classes under (?i),
+        // Unicode names and negations, counts, groups, flags and quoting.
+        for s in [
+            "a|ab|abc|abd",
+            "(?i)[\\pL\\d_-]+",
+            "\\p{^Greek}\\PL[[:^alpha:]]",
+            "(?:ab|(?:ab|c))",
+            "[ab]x|[ab]y|.z|(?s:.)w",
+            "x{2,5}?(a{3}){10}",
+            "\\Qa*\\E(?P<n>b)(?<m>c)",
+            "[^\\x00-\\x{10FFFF}]|\\x{1F600}",
+            "(?U)a*?(?-i:k)\\z",
+        ] {
+            write_seed(&dir, &mut n, s.as_bytes())?;
         }
     }
     if target == "quantity_duration" {
