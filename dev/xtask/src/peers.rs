@@ -12,6 +12,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+use serde::Deserialize as _;
 
 use crate::bench::{self, Figures, Options, Row};
 
@@ -164,15 +165,19 @@ fn case_file(root: &Path, row: &Row, work: &Path) -> Result<PathBuf> {
     let review: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(row.body))?)
             .with_context(|| row.body.to_owned())?;
-    let state = match row.state {
-        Some(file) => {
-            let list: serde_json::Value =
-                serde_yaml_ng::from_str(&std::fs::read_to_string(root.join(file))?)
-                    .with_context(|| file.to_owned())?;
-            list["items"].clone()
+    // The state file's objects: its documents, a `List`'s items in their place.
+    let mut state = Vec::new();
+    if let Some(file) = row.state {
+        let text = std::fs::read_to_string(root.join(file))?;
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let doc = serde_json::Value::deserialize(doc).with_context(|| file.to_owned())?;
+            match doc.get("items").and_then(serde_json::Value::as_array) {
+                Some(items) if doc["kind"] == "List" => state.extend(items.iter().cloned()),
+                _ if doc.is_null() => {}
+                _ => state.push(doc),
+            }
         }
-        None => serde_json::json!([]),
-    };
+    }
     let case = serde_json::json!({"path": row.path, "state": state, "review": review});
     let file = work.join(format!(
         "{}.json",
