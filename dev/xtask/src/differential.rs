@@ -538,11 +538,23 @@ fn deliberate(file: &Path, answers: &str) -> Option<&'static str> {
     if path.starts_with("/validate-kubeflow-org-v1-")
         && let [Some(up), Some(ours)] = ["upstream:", "ours:"].map(|side| answer_of(answers, side))
         && up != ours
-        && in_one_order(&up) == in_one_order(&ours)
     {
-        return Some(
-            "FIX-3 (Training Operator): errors of several replica types and managedBy's supported values in sorted order; upstream's follow Go's random map order",
+        if in_one_order(&up) == in_one_order(&ours) {
+            return Some(
+                "FIX-3 (Training Operator): errors of several replica types and managedBy's supported values in sorted order; upstream's follow Go's random map order",
+            );
+        }
+        // V-1: v1.9.4's apimachinery prints a removed managedBy as `null`; the pin's (and ours)
+        // as `"null"`.
+        let pinned = up.replace(
+            r#"Invalid value: null: field is immutable"#,
+            r#"Invalid value: \"null\": field is immutable"#,
         );
+        if pinned != up && in_one_order(&pinned) == in_one_order(&ours) {
+            return Some(
+                "V-1 (Training Operator v1.9.4): a removed managedBy printed as the pin v1.9.0 prints it (\"null\"); v1.9.4 prints null",
+            );
+        }
     }
     None
 }
@@ -959,6 +971,22 @@ mod tests {
             message_errors("[metadata.name: x, y, spec.a: z]"),
             ["metadata.name: x, y", "spec.a: z"]
         );
+        let null_up = r#"{"allowed":false,"message":"[spec.runPolicy.managedBy: Invalid value: null: field is immutable, spec.tfReplicaSpecs: Required value: must be required]"}"#;
+        let null_ours = r#"{"allowed":false,"message":"[spec.runPolicy.managedBy: Invalid value: \"null\": field is immutable, spec.tfReplicaSpecs: Required value: must be required]"}"#;
+        let case = std::env::temp_dir().join(format!("v1-case-{}.json", std::process::id()));
+        std::fs::write(
+            &case,
+            r#"{"path": "/validate-kubeflow-org-v1-tfjob", "review": {"request": {"object": {}}}}"#,
+        )
+        .unwrap_or_default();
+        let diff = format!("upstream: {null_up}\nours:     {null_ours}\n");
+        assert!(deliberate(&case, &diff).is_some_and(|d| d.starts_with("V-1")));
+        let other = format!(
+            "upstream: {null_up}\nours:     {}\n",
+            null_ours.replace("tfReplicaSpecs: Required", "tfReplicaSpecs: Other")
+        );
+        assert_eq!(deliberate(&case, &other), None);
+        let _ = std::fs::remove_file(&case);
         let answers = format!("upstream: {up}\nours:     {ours}\n");
         assert_eq!(answer_of(&answers, "ours:").as_deref(), Some(ours));
     }
