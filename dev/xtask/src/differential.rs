@@ -544,6 +544,20 @@ fn deliberate(file: &Path, answers: &str) -> Option<&'static str> {
                 "FIX-3 (Training Operator): errors of several replica types and managedBy's supported values in sorted order; upstream's follow Go's random map order",
             );
         }
+        // FIX-1: a PyTorchJob's changed managedBy is refused by ours; upstream's update handler
+        // never sees the old object. The same answer once that error is taken from ours.
+        if path == "/validate-kubeflow-org-v1-pytorchjob"
+            && case["review"]["request"]["operation"] == "UPDATE"
+            && let Some(without) = without_managed_by_immutable(&ours)
+            && match without {
+                Some(refused) => in_one_order(&up) == in_one_order(&refused),
+                None => serde_json::from_str::<Value>(&up).is_ok_and(|u| u["allowed"] == true),
+            }
+        {
+            return Some(
+                "FIX-1 (Training Operator): a PyTorchJob's changed managedBy is refused; upstream's update handler compares the new object with itself",
+            );
+        }
         // V-1: v1.9.4's apimachinery prints a removed managedBy as `null`; the pin's (and ours)
         // as `"null"`.
         let pinned = up.replace(
@@ -586,6 +600,29 @@ fn in_one_order(answer: &str) -> Option<Value> {
         v["message"] = Value::from(errors.join(", "));
     }
     Some(v)
+}
+
+/// Our answer (JSON) without TR-03's managedBy immutability error, as upstream would answer
+/// without it: `Some(None)` when that was the only error (upstream admits), the one error left
+/// unbracketed; `None` when the answer has no such error.
+fn without_managed_by_immutable(answer: &str) -> Option<Option<String>> {
+    let mut v: Value = serde_json::from_str(answer).ok()?;
+    let message = v.get("message").and_then(Value::as_str)?.to_owned();
+    let errors = message_errors(&message);
+    let immutable = |e: &&str| {
+        e.starts_with("spec.runPolicy.managedBy: ") && e.ends_with(": field is immutable")
+    };
+    let kept: Vec<&str> = errors.iter().copied().filter(|e| !immutable(e)).collect();
+    if kept.len() == errors.len() {
+        return None;
+    }
+    let message = match kept[..] {
+        [] => return Some(None),
+        [one] => one.to_owned(),
+        _ => format!("[{}]", kept.join(", ")),
+    };
+    v["message"] = Value::from(message);
+    Some(Some(v.to_string()))
 }
 
 /// The errors of a Kubernetes aggregate message (`[e1, e2]`, or one error alone): an error
@@ -984,6 +1021,25 @@ mod tests {
         let other = format!(
             "upstream: {null_up}\nours:     {}\n",
             null_ours.replace("tfReplicaSpecs: Required", "tfReplicaSpecs: Other")
+        );
+        assert_eq!(deliberate(&case, &other), None);
+        // FIX-1: ours adds managedBy's immutability on a PyTorchJob update.
+        std::fs::write(
+            &case,
+            r#"{"path": "/validate-kubeflow-org-v1-pytorchjob", "review": {"request": {"operation": "UPDATE", "object": {}}}}"#,
+        )
+        .unwrap_or_default();
+        let fix1_up = r#"{"http":200,"allowed":false,"code":403,"message":"metadata.name: Invalid value: \"\": bad, worse"}"#;
+        let fix1_ours = r#"{"http":200,"allowed":false,"code":403,"message":"[metadata.name: Invalid value: \"\": bad, worse, spec.runPolicy.managedBy: Invalid value: \"a\": field is immutable]"}"#;
+        let diff = format!("upstream: {fix1_up}\nours:     {fix1_ours}\n");
+        assert!(deliberate(&case, &diff).is_some_and(|d| d.starts_with("FIX-1")));
+        let alone_up = r#"{"http":200,"allowed":true,"code":200}"#;
+        let alone_ours = r#"{"http":200,"allowed":false,"code":403,"message":"spec.runPolicy.managedBy: Invalid value: \"a\": field is immutable"}"#;
+        let diff = format!("upstream: {alone_up}\nours:     {alone_ours}\n");
+        assert!(deliberate(&case, &diff).is_some_and(|d| d.starts_with("FIX-1")));
+        let other = format!(
+            "upstream: {fix1_up}\nours:     {}\n",
+            fix1_ours.replace("bad, worse", "bad")
         );
         assert_eq!(deliberate(&case, &other), None);
         let _ = std::fs::remove_file(&case);

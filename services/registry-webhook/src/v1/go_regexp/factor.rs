@@ -6,6 +6,8 @@
 use super::{Fault, Flags, Op, Parser};
 
 impl Parser<'_> {
+    /// An alternation's branches after Go's four rounds; Go's limits checked on every branch
+    /// they change.
     pub(super) fn factor(&mut self, mut sub: Vec<usize>) -> Result<Vec<usize>, Fault> {
         if sub.len() < 2 {
             return Ok(sub);

@@ -46,9 +46,9 @@ pub fn compile_error(pattern: &str) -> Option<String> {
     })
 }
 
-/// Patterns longer than this are parsed on a thread of their own: their factoring can recurse
-/// up to the square root of twice their length (256 levels here), deeper than this would be
-/// safe on a worker's stack.
+/// Patterns longer than this are parsed on a thread of their own. Factoring recurses at most
+/// √(2 × length) levels (each level needs a branch one piece longer than the last): 256 at this
+/// length, which a worker's stack holds.
 const LONG_PATTERN: usize = 32 << 10;
 /// That thread's stack: a level of factoring takes about 0.4 KiB in a release build (a few
 /// times more unoptimised); the pages are only touched as used.
