@@ -503,11 +503,7 @@ impl Catalog {
             let findings = crate::apiserver::findings(s.object, s.retyped);
             if !findings.is_empty() {
                 outcome.admitted = false;
-                let code = if findings.iter().any(|f| f.rule != "API-3") {
-                    400
-                } else {
-                    422
-                };
+                let code = crate::apiserver::status_code(&findings);
                 let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
                 outcome.refusals.push(Refusal {
                     service: API_SERVER.into(),
@@ -552,7 +548,12 @@ impl Catalog {
                 .collect();
             versions.sort_unstable();
             versions.dedup();
-            if !versions.is_empty() && !versions.contains(&version) {
+            // A version Kubernetes removed is refused above, not a newer upstream release.
+            let removed = outcome
+                .refusals
+                .iter()
+                .any(|r| r.findings.iter().any(|f| f.rule == "API-12"));
+            if !versions.is_empty() && !versions.contains(&version) && !removed {
                 outcome.unknown_version = Some(format!(
                     "unchecked, unknown version: the webhooks here serve {group} in {} only, not {version}",
                     versions.join(", ")

@@ -401,6 +401,7 @@ fn check_all(
         let started = std::time::Instant::now();
         let mut outcome = catalog.check(&subject);
         let elapsed = started.elapsed();
+        outcome.warnings.extend(m.reader_warnings());
         if outcome.admitted && operation != Operation::Delete {
             let text = serde_json::to_string(outcome.admitted_object()).unwrap_or_default();
             current.insert(id, Current::Checked(text.into()));

@@ -65,6 +65,19 @@ pub struct Manifest {
     /// Label and annotation values YAML typed as booleans or numbers, read as the strings
     /// they spell: the API server refuses them as written (API-1).
     pub retyped: Vec<crate::apiserver::Retyped>,
+    /// Keys the document gives twice, as field paths: kubectl keeps the last value.
+    pub duplicates: Vec<String>,
+}
+
+impl Manifest {
+    /// What reading the manifest found that the API server never sees: a warning per key
+    /// given twice.
+    pub fn reader_warnings(&self) -> Vec<String> {
+        self.duplicates
+            .iter()
+            .map(|d| format!("{d}: the key is given twice; kubectl sends only the last value"))
+            .collect()
+    }
 }
 
 /// Why input could not be read: the run stops with exit code 2.
@@ -251,10 +264,32 @@ fn split_yaml(text: &str) -> Vec<Doc<'_>> {
     docs
 }
 
-/// A JSON value read with every mapping's keys checked: a key given twice is an error (the API
-/// server's strict field validation, `kubectl`'s default, refuses it; a plain decode would keep
-/// the last one silently).
-struct Strict(Value);
+/// A JSON value read with every mapping's keys checked: a key given twice keeps its last value,
+/// as kubectl's reader (Go's `yaml.v2` and `encoding/json` into a map) keeps it, and is
+/// remembered, so that the check warns of it: the API server never sees the first value.
+struct Strict {
+    value: Value,
+    /// The field paths of the keys given twice (`metadata.name`, `spec.containers[0].image`).
+    duplicates: Vec<String>,
+}
+
+impl Strict {
+    fn leaf(value: Value) -> Self {
+        Self {
+            value,
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+/// `head` then `rest`, as a field path (`a.b`, `a[0]`).
+fn join_path(head: &str, rest: &str) -> String {
+    if rest.starts_with('[') {
+        format!("{head}{rest}")
+    } else {
+        format!("{head}.{rest}")
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for Strict {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -265,50 +300,63 @@ impl<'de> serde::Deserialize<'de> for Strict {
                 f.write_str("a JSON or YAML value")
             }
             fn visit_bool<E>(self, b: bool) -> Result<Strict, E> {
-                Ok(Strict(Value::Bool(b)))
+                Ok(Strict::leaf(Value::Bool(b)))
             }
             fn visit_i64<E>(self, n: i64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(n)))
+                Ok(Strict::leaf(Value::from(n)))
             }
             fn visit_u64<E>(self, n: u64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(n)))
+                Ok(Strict::leaf(Value::from(n)))
             }
             fn visit_f64<E>(self, n: f64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(n)))
+                Ok(Strict::leaf(Value::from(n)))
             }
             fn visit_str<E>(self, s: &str) -> Result<Strict, E> {
-                Ok(Strict(Value::String(s.to_owned())))
+                Ok(Strict::leaf(Value::String(s.to_owned())))
             }
             fn visit_string<E>(self, s: String) -> Result<Strict, E> {
-                Ok(Strict(Value::String(s)))
+                Ok(Strict::leaf(Value::String(s)))
             }
             fn visit_unit<E>(self) -> Result<Strict, E> {
-                Ok(Strict(Value::Null))
+                Ok(Strict::leaf(Value::Null))
             }
             fn visit_none<E>(self) -> Result<Strict, E> {
-                Ok(Strict(Value::Null))
+                Ok(Strict::leaf(Value::Null))
             }
             fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Strict, D::Error> {
                 Strict::deserialize(d)
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
                 let mut v = Vec::new();
-                while let Some(Strict(x)) = a.next_element()? {
-                    v.push(x);
+                let mut duplicates = Vec::new();
+                while let Some(item) = a.next_element::<Strict>()? {
+                    let i = v.len();
+                    duplicates.extend(
+                        item.duplicates
+                            .iter()
+                            .map(|d| join_path(&format!("[{i}]"), d)),
+                    );
+                    v.push(item.value);
                 }
-                Ok(Strict(Value::Array(v)))
+                Ok(Strict {
+                    value: Value::Array(v),
+                    duplicates,
+                })
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
                 let mut m = serde_json::Map::new();
+                let mut duplicates = Vec::new();
                 while let Some(k) = a.next_key::<String>()? {
-                    let Strict(v) = a.next_value()?;
-                    if m.insert(k.clone(), v).is_some() {
-                        return Err(serde::de::Error::custom(format_args!(
-                            "duplicate key {k:?} (the API server's strict field validation refuses it)"
-                        )));
+                    let v: Strict = a.next_value()?;
+                    duplicates.extend(v.duplicates.iter().map(|d| join_path(&k, d)));
+                    if m.insert(k.clone(), v.value).is_some() {
+                        duplicates.push(k);
                     }
                 }
-                Ok(Strict(Value::Object(m)))
+                Ok(Strict {
+                    value: Value::Object(m),
+                    duplicates,
+                })
             }
         }
         d.deserialize_any(V)
@@ -316,7 +364,7 @@ impl<'de> serde::Deserialize<'de> for Strict {
 }
 
 /// The values of a JSON text (one or a stream), each with its line.
-fn json_values(text: &str) -> Result<Vec<(usize, Value)>, (usize, usize, String)> {
+fn json_values(text: &str) -> Result<Vec<(usize, Strict)>, (usize, usize, String)> {
     let mut values = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Strict>();
     loop {
@@ -324,7 +372,7 @@ fn json_values(text: &str) -> Result<Vec<(usize, Value)>, (usize, usize, String)
         let line = line_of(text, at);
         match stream.next() {
             None => return Ok(values),
-            Some(Ok(Strict(v))) => values.push((line, v)),
+            Some(Ok(v)) => values.push((line, v)),
             Some(Err(e)) => return Err((values.len() + 1, e.line(), format!("not JSON: {e}"))),
         }
     }
@@ -333,7 +381,7 @@ fn json_values(text: &str) -> Result<Vec<(usize, Value)>, (usize, usize, String)
 /// The objects of one file's text (YAML or JSON; a UTF-8 byte-order mark is skipped).
 pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut values: Vec<(usize, Value)> = Vec::new();
+    let mut values: Vec<(usize, Strict)> = Vec::new();
     let err = |document: usize, line: usize, message: String| InputError::Parse {
         file: file.to_owned(),
         document,
@@ -350,9 +398,11 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
             for doc in split_yaml(text) {
                 let de = serde_yaml_ng::Deserializer::from_str(doc.text);
                 match Strict::deserialize(de) {
-                    Ok(Strict(Value::Null)) => {}
-                    Ok(Strict(mut v)) => {
-                        as_go_reads_it(doc.text, &mut v);
+                    Ok(Strict {
+                        value: Value::Null, ..
+                    }) => {}
+                    Ok(mut v) => {
+                        as_go_reads_it(doc.text, &mut v.value);
                         values.push((doc.line, v));
                     }
                     Err(e) => {
@@ -380,7 +430,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Manifest>, InputError> {
             path: String::new(),
             text: Some(shared.clone()),
         };
-        expand(source, v, &mut out).map_err(|m| err(i + 1, line, m))?;
+        expand(source, v.value, &v.duplicates, &mut out).map_err(|m| err(i + 1, line, m))?;
     }
     Ok(out)
 }
@@ -465,7 +515,27 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// Adds the object(s) of one document: a List's items, a review's object, or the object.
-fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), String> {
+/// The paths of `duplicates` under `prefix` (an item's place in its document), relative to it.
+fn under(duplicates: &[String], prefix: &str) -> Vec<String> {
+    if prefix.is_empty() {
+        return duplicates.to_vec();
+    }
+    duplicates
+        .iter()
+        .filter_map(|d| {
+            let rest = d.strip_prefix(prefix)?;
+            Some(rest.strip_prefix('.').unwrap_or(rest).to_owned())
+        })
+        .filter(|d| !d.is_empty())
+        .collect()
+}
+
+fn expand(
+    source: Source,
+    v: Value,
+    duplicates: &[String],
+    out: &mut Vec<Manifest>,
+) -> Result<(), String> {
     if let Value::Array(items) = v {
         for (i, item) in items.into_iter().enumerate() {
             let s = Source {
@@ -473,7 +543,8 @@ fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), Strin
                 path: format!("[{i}]"),
                 ..source.clone()
             };
-            out.push(object(s, item, None)?);
+            let d = under(duplicates, &s.path);
+            out.push(object(s, item, None, d)?);
         }
         return Ok(());
     }
@@ -502,19 +573,20 @@ fn expand(source: Source, v: Value, out: &mut Vec<Manifest>) -> Result<(), Strin
                 path: format!("items[{i}]"),
                 ..source.clone()
             };
-            out.push(object(s, item, None)?);
+            let d = under(duplicates, &s.path);
+            out.push(object(s, item, None, d)?);
         }
         return Ok(());
     }
     if kind == "AdmissionReview" {
-        out.push(from_review(source, v)?);
+        out.push(from_review(source, v, duplicates)?);
         return Ok(());
     }
-    out.push(object(source, v, None)?);
+    out.push(object(source, v, None, duplicates.to_vec())?);
     Ok(())
 }
 
-fn from_review(mut source: Source, v: Value) -> Result<Manifest, String> {
+fn from_review(mut source: Source, v: Value, duplicates: &[String]) -> Result<Manifest, String> {
     let Some(req) = v.get("request") else {
         return Err("an AdmissionReview without a request".into());
     };
@@ -546,13 +618,19 @@ fn from_review(mut source: Source, v: Value) -> Result<Manifest, String> {
         namespace: str_of(req, "namespace").map(str::to_owned),
         user_info: present("userInfo"),
     };
-    object(source, obj, Some(review))
+    let d = under(duplicates, &source.path);
+    object(source, obj, Some(review), d)
 }
 
 /// Checks that `v` is an object with apiVersion and kind, and reads label and annotation
 /// values that YAML typed as booleans or numbers as the strings they spell, remembering each
 /// (the API server refuses them unquoted: API-1).
-fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Manifest, String> {
+fn object(
+    source: Source,
+    mut v: Value,
+    review: Option<FromReview>,
+    duplicates: Vec<String>,
+) -> Result<Manifest, String> {
     if !v.is_object() {
         return Err(format!(
             "not a Kubernetes object (a {}, not a mapping)",
@@ -592,6 +670,7 @@ fn object(source: Source, mut v: Value, review: Option<FromReview>) -> Result<Ma
         object: v,
         review,
         retyped,
+        duplicates,
     })
 }
 

@@ -139,15 +139,17 @@ pub fn all() -> Vec<Rule> {
             })
         })
         .collect();
-    out.sort_by(|a, b| {
-        (a.doc.service, order(a.id), a.doc.ids.len()).cmp(&(
-            b.doc.service,
-            order(b.id),
-            b.doc.ids.len(),
-        ))
+    out.sort_by_key(|r| {
+        (
+            r.doc.service,
+            order(r.id),
+            r.doc.ids.len(),
+            r.doc.examples.is_empty(),
+        )
     });
     // A rule documented by its own paragraph and by a group's (`MV-07..MV-17: what each scope
-    // requires`) is listed once, by the paragraph that names the fewest rules.
+    // requires`) is listed once, by the paragraph that names the fewest rules; of two such (an
+    // option's and the rule's own), the one with examples.
     out.dedup_by(|later, kept| later.doc.service == kept.doc.service && later.id == kept.id);
     out
 }

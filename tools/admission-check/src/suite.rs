@@ -266,7 +266,8 @@ pub fn run(
                 only: &test.endpoints,
                 retyped: &m.retyped,
             };
-            let outcome = catalog.check(&subject);
+            let mut outcome = catalog.check(&subject);
+            outcome.warnings.extend(m.reader_warnings());
             let c = Checked {
                 source: m.source,
                 operation: operation.as_str(),

@@ -1,11 +1,30 @@
 //! What the API server itself refuses before any webhook sees the object: values of the wrong
-//! JSON type (an unquoted YAML boolean in a label map, a string where a number belongs) and the
-//! required fields of the built-in kinds. In a cluster these fail `kubectl apply` with a 400 or
-//! 422 and no webhook is called; a checker that only asks the webhooks would pass them.
+//! JSON type (an unquoted YAML boolean in a label map, a string where a number belongs, a
+//! quantity that does not parse), the required fields of the built-in kinds, the validation of
+//! names, labels, ports, resources, containers, restart policies, selectors and schedules, and
+//! API versions Kubernetes removed. In a cluster these fail `kubectl apply` with a 400 or 422 (or
+//! before sending, for a removed version) and no webhook is called; a checker that only asks the
+//! webhooks would pass them.
 //!
-//! Each check is a rule with its own id (API-1..3, `docs/admission-check.md`, "What the API
-//! server refuses first"). Only built-in kinds are decoded: custom resources are checked against
-//! their CRD's schema by the API server, which the webhooks' own rules already mirror.
+//! Each check is a rule with its own id (API-1..13, `docs/admission-check.md`, "What the API
+//! server refuses first"), held to the real API server's answers by
+//! `tests/api_server_corpus.rs`. Only built-in kinds are decoded and validated beyond their
+//! metadata: custom resources are checked against their CRD's schema by the API server, which
+//! the webhooks' own rules already mirror.
+
+mod cron;
+mod meta;
+mod pod;
+mod removed;
+mod workloads;
+
+pub use cron::api_11_schedule;
+pub use meta::{api_4_names, api_5_labels};
+pub use pod::{
+    Owner, api_6_ports, api_6_service_ports, api_7_resources, api_8_names, api_9_restart_policy,
+};
+pub use removed::api_12_removed_versions;
+pub use workloads::{api_10_selector, api_13_limits};
 
 use k8s_openapi::api::{apps, batch, core, scheduling};
 use serde::de::DeserializeOwned;
@@ -26,14 +45,77 @@ pub struct Retyped {
 }
 
 /// Every refusal of the API server's own decoding and validation of `object`; `retyped` are
-/// the values the reader had to turn into strings (already strings in `object`).
+/// the values the reader had to turn into strings (already strings in `object`). An object of a
+/// removed version is refused for that alone: nothing is sent.
 pub fn findings(object: &Value, retyped: &[Retyped]) -> Vec<Finding> {
-    let mut out = api_1_string_maps(retyped);
-    if let Some(f) = api_2_types(object) {
-        out.push(f);
+    if let Some(f) = api_12_removed_versions(object) {
+        return vec![f];
     }
+    let mut out = api_1_string_maps(retyped);
+    out.extend(api_2_types(object));
     out.extend(api_3_required(object));
+    out.extend(api_4_names(object));
+    out.extend(api_5_labels(&object["metadata"], "metadata"));
+    for (at, owner) in pod_specs(object) {
+        let template = at.strip_suffix(".spec").unwrap_or_default();
+        if !template.is_empty() {
+            let meta = at_path(object, template).map_or(&Value::Null, |t| &t["metadata"]);
+            out.extend(api_5_labels(meta, &format!("{template}.metadata")));
+        }
+        let Some(spec) = at_path(object, &at) else {
+            continue;
+        };
+        out.extend(api_6_ports(spec, &at));
+        out.extend(api_7_resources(spec, &at));
+        out.extend(api_8_names(spec, &at));
+        out.extend(api_9_restart_policy(spec, &at, owner));
+    }
+    if (object["apiVersion"].as_str(), object["kind"].as_str()) == (Some("v1"), Some("Service")) {
+        out.extend(api_6_service_ports(&object["spec"]));
+    }
+    out.extend(api_10_selector(object));
+    out.extend(api_11_schedule(object));
+    out.extend(api_13_limits(object));
     out
+}
+
+/// The rules whose refusal is a decoding failure (400) rather than a validation one (422), and
+/// the one that stops kubectl before it sends (404: no such resource).
+pub fn status_code(findings: &[Finding]) -> u16 {
+    if findings.iter().any(|f| f.rule == "API-12") {
+        404
+    } else if findings
+        .iter()
+        .any(|f| matches!(f.rule.as_str(), "API-1" | "API-2"))
+    {
+        400
+    } else {
+        422
+    }
+}
+
+/// The Pod specs of a built-in kind, as field paths, with what owns them.
+fn pod_specs(object: &Value) -> Vec<(String, Owner)> {
+    let one = |at: &str, owner| vec![(at.to_owned(), owner)];
+    match (
+        object["apiVersion"].as_str().unwrap_or_default(),
+        object["kind"].as_str().unwrap_or_default(),
+    ) {
+        ("v1", "Pod") => one("spec", Owner::Pod),
+        ("v1", "PodTemplate") => one("template.spec", Owner::Pod),
+        ("v1", "ReplicationController")
+        | ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
+            one("spec.template.spec", Owner::Restarting)
+        }
+        ("batch/v1", "Job") => one("spec.template.spec", Owner::Job),
+        ("batch/v1", "CronJob") => one("spec.jobTemplate.spec.template.spec", Owner::Job),
+        _ => Vec::new(),
+    }
+}
+
+/// A value quoted as the API server's messages quote it (Go's `%q`).
+fn quoted(s: &str) -> String {
+    admission_compat::go::go_quote(s)
 }
 
 fn finding(rule: &str, field: String, message: String) -> Finding {
@@ -79,7 +161,8 @@ fn decode_as<T: DeserializeOwned>(v: &Value) -> Option<(String, String)> {
 /// API-2: a built-in kind decodes into its API type: every value has the JSON type the field
 /// declares (a number for `containerPort`, a string for an env `value`, a list for `args`). The
 /// API server refuses the request otherwise (400), naming the field; quantities and
-/// int-or-string fields take numbers and strings both.
+/// int-or-string fields take numbers and strings both, and a container's requests and limits
+/// must parse as quantities (`500m`, `1Gi`, `2`; not `1x`).
 ///
 /// Refused: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {port: 80}}`
 ///
@@ -104,13 +187,41 @@ pub fn api_2_types(object: &Value) -> Option<Finding> {
             decode_as::<scheduling::v1::PriorityClass>(object)
         }
         _ => None,
-    }?;
-    let (field, why) = failed;
+    };
+    let Some((field, why)) = failed else {
+        return malformed_quantity(object);
+    };
     Some(finding(
         "API-2",
         field,
         format!("the API server cannot decode this {kind}: {why}"),
     ))
+}
+
+/// The first request or limit of a built-in kind's containers that is not a quantity.
+fn malformed_quantity(object: &Value) -> Option<Finding> {
+    pod_specs(object).into_iter().find_map(|(at, _)| {
+        let spec = at_path(object, &at)?;
+        ["containers", "initContainers"].iter().find_map(|list| {
+            spec[*list].as_array()?.iter().enumerate().find_map(|(i, c)| {
+                ["requests", "limits"].iter().find_map(|kind| {
+                    c["resources"][*kind].as_object()?.iter().find_map(|(name, v)| {
+                        let text = pod::quantity_text(v)?;
+                        admission_compat::go::Quantity::parse(&text).err().map(|_| {
+                            finding(
+                                "API-2",
+                                format!("{at}.{list}[{i}].resources.{kind}[{name}]"),
+                                format!(
+                                    "Invalid value: {}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                                    quoted(&text)
+                                ),
+                            )
+                        })
+                    })
+                })
+            })
+        })
+    })
 }
 
 /// The fields a built-in kind cannot do without, as `(path, what)`; a path ending in `[]` is a
@@ -138,7 +249,7 @@ fn present(v: Option<&Value>) -> bool {
     }
 }
 
-fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+fn at_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(object, |v, k| v.get(k))
 }
 
@@ -165,7 +276,7 @@ pub fn api_3_required(object: &Value) -> Vec<Finding> {
         ));
     }
     for field in required_of(api_version, kind) {
-        if !present(at(object, field)) {
+        if !present(at_path(object, field)) {
             out.push(required(field, "the API server requires it"));
         }
     }
