@@ -500,7 +500,19 @@ impl Catalog {
         // stands, and the webhooks are still asked (on the object as the reader quoted it) so
         // that one run names everything to fix.
         if s.operation != Operation::Delete {
-            let findings = crate::apiserver::findings(s.object, s.retyped);
+            // A custom resource is validated with its CRD's defaults in, as the API server
+            // defaults before it validates.
+            let custom = group.contains('.') && !group.ends_with(".k8s.io");
+            let defaulted = custom
+                .then(|| crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind))
+                .flatten()
+                .map(|schema| {
+                    let mut o = s.object.clone();
+                    crate::defaults::apply(schema, &mut o);
+                    o
+                });
+            let findings =
+                crate::apiserver::findings(defaulted.as_ref().unwrap_or(s.object), s.retyped);
             if !findings.is_empty() {
                 outcome.admitted = false;
                 let code = crate::apiserver::status_code(&findings);

@@ -309,6 +309,10 @@ impl<'de> serde::Deserialize<'de> for Strict {
                 Ok(Strict::leaf(Value::from(n)))
             }
             fn visit_f64<E>(self, n: f64) -> Result<Strict, E> {
+                // kubectl sends a whole float (`10.0`) as Go's encoding/json prints it: `10`.
+                if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                    return Ok(Strict::leaf(Value::from(n as i64)));
+                }
                 Ok(Strict::leaf(Value::from(n)))
             }
             fn visit_str<E>(self, s: &str) -> Result<Strict, E> {

@@ -22,6 +22,7 @@ pub mod report;
 /// What a rule id looks like (`MV-03`, `NS-FIX-1`, `QV-C1`, `QV-S`).
 pub mod rule_id;
 pub mod rules;
+pub mod schema;
 pub mod suite;
 pub mod templates;
 

@@ -46,9 +46,9 @@ fn int_or_string(v: &IntOrString) -> BadValue {
 /// `<name>-<replicas>-<role>-<role replicas>-<worker replicas>` (absent replicas count 1), is a
 /// DNS-1035 label.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_1_generated_names(ms: &ServingObj, errs: &mut ErrorList) {
     let replicas = ms.spec.replicas.unwrap_or(1);
     for role in roles(&ms.spec) {
@@ -75,7 +75,7 @@ fn ms_1_generated_names(ms: &ServingObj, errs: &mut ErrorList) {
 ///
 /// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: Decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_2_role_names(spec: &ModelServingSpec, errs: &mut ErrorList) {
     for (i, role) in roles(spec).iter().enumerate() {
         let why = dns1035_label_errors(&role.name);
@@ -96,11 +96,11 @@ fn ms_2_role_names(spec: &ModelServingSpec, errs: &mut ErrorList) {
 /// MS-3, MS-4: container images of the entry and worker templates are not whitespace only and
 /// hold no ASCII space.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: " "}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: " "}]}}}]}}}`
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: "vllm latest"}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: "vllm latest"}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: "vllm:latest"}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: "vllm:latest"}]}}}]}}}`
 fn ms_3_4_images(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let mut template = |t: &PodTemplate, path: Path| {
         let containers = t.spec.as_ref().map(|s| s.containers.as_slice());
@@ -133,9 +133,9 @@ fn ms_3_4_images(spec: &ModelServingSpec, errs: &mut ErrorList) {
 /// MS-5..MS-7: `spec.replicas` is set and not negative; roles exist; each role's replicas are
 /// set and not negative.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: -1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: -1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 1, template: {roles: [{name: decode, replicas: 1, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_5_7_replicas(spec: &ModelServingSpec, errs: &mut ErrorList) {
     if spec.replicas.is_none_or(|r| r < 0) {
         errs.push(FieldError::invalid(
@@ -234,21 +234,21 @@ fn scaled(v: &IntOrString, total: i64) -> Result<i64, String> {
 ///
 /// MS-8: `rollingUpdateConfiguration` only with `ServingGroupRollingUpdate`.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: 1}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-9: its `maxUnavailable` and `partition` are ints or percents (0-100 %).
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "150%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "150%"}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-10: with `spec.replicas` set, its `maxUnavailable` scales to more than zero.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "10%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "10%"}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate, rollingUpdateConfiguration: {maxUnavailable: "50%"}}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_8_10_rolling_update(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let Some(strategy) = &spec.rollout_strategy else {
         return;
@@ -297,21 +297,21 @@ fn ms_8_10_rolling_update(spec: &ModelServingSpec, errs: &mut ErrorList) {
 ///
 /// MS-11: it is an int or a percent (0-100 %).
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: "x%", entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: "x%", entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-12: it is set only with `RoleRollingUpdate`.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: 1, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-13: it scales to between 1 and the role's replicas.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 3, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: 3, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, maxUnavailable: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, maxUnavailable: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_11_13_role_max_unavailable(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let role_updates = spec
         .rollout_strategy
@@ -347,21 +347,21 @@ fn ms_11_13_role_max_unavailable(spec: &ModelServingSpec, errs: &mut ErrorList) 
 ///
 /// MS-14: every gang minimum names a role (the last of that name counts, as in upstream's map).
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {prefill: 1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {prefill: 1}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 1}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-15: a gang minimum is at most its role's replicas.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 3}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 3}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 2}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 2}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
 /// MS-16: a gang minimum is not negative.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: -1}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: -1}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 0}}, roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, template: {gangPolicy: {minRoleReplicas: {decode: 0}}, roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_14_16_gang(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let Some(mins) = spec
         .template
@@ -438,9 +438,9 @@ fn ms_17_18_workers(spec: &ModelServingSpec, errs: &mut ErrorList) {
 /// MS-19: after defaults (RoleRecreate, ServingGroupRollingUpdate), recreating whole groups does
 /// not go with rolling roles one by one.
 ///
-/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Refused: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: RoleRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 ///
-/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
+/// Admitted: `{apiVersion: workload.serving.volcano.sh/v1alpha1, kind: ModelServing, metadata: {name: s}, spec: {replicas: 2, recoveryPolicy: ServingGroupRecreate, rolloutStrategy: {type: ServingGroupRollingUpdate}, template: {roles: [{name: decode, replicas: 2, workerReplicas: 0, entryTemplate: {spec: {containers: [{name: c, image: x}]}}}]}}}`
 fn ms_19_recovery_vs_rollout(spec: &ModelServingSpec, errs: &mut ErrorList) {
     let recovery = if spec.recovery_policy.is_empty() {
         ROLE_RECREATE

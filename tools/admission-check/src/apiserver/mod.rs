@@ -6,16 +6,17 @@
 //! before sending, for a removed version) and no webhook is called; a checker that only asks the
 //! webhooks would pass them.
 //!
-//! Each check is a rule with its own id (API-1..13, `docs/admission-check.md`, "What the API
+//! Each check is a rule with its own id (API-1..15, `docs/admission-check.md`, "What the API
 //! server refuses first"), held to the real API server's answers by
-//! `tests/api_server_corpus.rs`. Only built-in kinds are decoded and validated beyond their
-//! metadata: custom resources are checked against their CRD's schema by the API server, which
-//! the webhooks' own rules already mirror.
+//! `tests/api_server_corpus.rs`. Built-in kinds are decoded and validated; every kind with a
+//! schema here (the built-in kinds, our services' custom resources) is read for unknown fields,
+//! and our custom resources against their CRD's structural schema.
 
 mod cron;
 mod meta;
 mod pod;
 mod removed;
+mod structure;
 mod workloads;
 
 pub use cron::api_11_schedule;
@@ -24,6 +25,7 @@ pub use pod::{
     Owner, api_6_ports, api_6_service_ports, api_7_resources, api_8_names, api_9_restart_policy,
 };
 pub use removed::api_12_removed_versions;
+pub use structure::{api_14_unknown_fields, api_15_crd_schema};
 pub use workloads::{api_10_selector, api_13_limits};
 
 use k8s_openapi::api::{apps, batch, core, scheduling};
@@ -76,6 +78,9 @@ pub fn findings(object: &Value, retyped: &[Retyped]) -> Vec<Finding> {
     out.extend(api_10_selector(object));
     out.extend(api_11_schedule(object));
     out.extend(api_13_limits(object));
+    let (built_in, crds) = (crate::schema::built_in(), crate::schema::crds());
+    out.extend(api_14_unknown_fields(object, built_in, crds));
+    out.extend(api_15_crd_schema(object, built_in, crds));
     out
 }
 
