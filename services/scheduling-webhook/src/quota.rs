@@ -43,6 +43,38 @@ pub struct StateQuotas {
     pub topology: Topology,
     /// The address of the state object each of `objects` was decoded from.
     origin: Vec<usize>,
+    /// The quotas as a workload check reads them, made on the first workload check and kept
+    /// up as quotas are added in place: a check then reads the quotas it names, not every one.
+    workload: std::sync::OnceLock<WorkloadIndex>,
+}
+
+/// Each quota's limits and usage by name ([`StateWorkloadQuotas`]).
+#[derive(Debug, Default)]
+struct WorkloadIndex {
+    specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>>,
+    used: BTreeMap<String, Amounts>,
+}
+
+impl WorkloadIndex {
+    fn of<'a>(objects: impl IntoIterator<Item = &'a ElasticQuota>) -> Self {
+        let mut index = Self::default();
+        for o in objects {
+            index.add(o);
+        }
+        index
+    }
+
+    /// Limits as PV-4 reads them, usage from the `child-request` annotation.
+    fn add(&mut self, o: &ElasticQuota) {
+        let spec = quota_protocol::spec::QuotaSpec::of(o);
+        let name = spec.info.name.clone();
+        let usage = parse_list(annotation(o, CHILD_REQUEST))
+            .ok()
+            .and_then(|l| try_amounts(Some(&l)).ok())
+            .unwrap_or_default();
+        self.used.insert(name.clone(), usage);
+        self.specs.entry(name).or_default().push(spec);
+    }
 }
 
 /// The objects the last [`StateQuotas`] was derived from, and it. Holding the objects keeps
@@ -125,6 +157,7 @@ pub fn state_quotas(cache: &QuotaCache, ctx: &Context) -> Result<Arc<StateQuotas
         topology: Topology::from_objects(objects.iter().map(|q| &**q)),
         objects,
         origin,
+        workload: std::sync::OnceLock::new(),
     });
     *last() = Some((listed, derived.clone(), generation));
     Ok(derived)
@@ -177,6 +210,9 @@ fn add_new_quotas(
         let key = list_key(&d.metadata);
         let at = held.partition_point(|o| list_key(&o.metadata) < key);
         if let Some(q) = q {
+            if let Some(index) = state.workload.get_mut() {
+                index.add(&q);
+            }
             let k = state
                 .objects
                 .partition_point(|o| list_key(&o.metadata) < key);
@@ -544,7 +580,13 @@ fn validate_quota(
         };
     }
     let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| ("QV-0", e.to_string()))?;
-    let pods = StatePods::of(ctx).map_err(|e| ("QV-0", e.to_string()))?;
+    // Only an update (QV-T1) and a delete (QV-D) read the pods: a create lists none, which
+    // would cost every pod of the state per quota created.
+    let pods = if req.operation == Operation::Create {
+        StatePods(Vec::new())
+    } else {
+        StatePods::of(ctx).map_err(|e| ("QV-0", e.to_string()))?
+    };
     let gates = TreeGates {
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
     };
@@ -820,31 +862,20 @@ fn quota_checks(svc: &crate::Service, req: &Request<ElasticQuota>, ctx: &Context
 /// `child-request` annotation (upstream's record of what its subtree admitted).
 pub struct StateWorkloadQuotas {
     quotas: Arc<StateQuotas>,
-    specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>>,
-    used: BTreeMap<String, Amounts>,
 }
 
 impl StateWorkloadQuotas {
     /// The quotas of the cluster state.
     pub fn of(cache: &QuotaCache, ctx: &Context) -> Result<Self, LookupError> {
-        let quotas = state_quotas(cache, ctx)?;
-        let mut specs: BTreeMap<String, Vec<quota_protocol::spec::QuotaSpec>> = BTreeMap::new();
-        let mut used = BTreeMap::new();
-        for o in &quotas.objects {
-            let spec = quota_protocol::spec::QuotaSpec::of(o);
-            let name = spec.info.name.clone();
-            let usage = parse_list(annotation(o, CHILD_REQUEST))
-                .ok()
-                .and_then(|l| try_amounts(Some(&l)).ok())
-                .unwrap_or_default();
-            used.insert(name.clone(), usage);
-            specs.entry(name).or_default().push(spec);
-        }
         Ok(Self {
-            quotas,
-            specs,
-            used,
+            quotas: state_quotas(cache, ctx)?,
         })
+    }
+
+    fn index(&self) -> &WorkloadIndex {
+        self.quotas
+            .workload
+            .get_or_init(|| WorkloadIndex::of(self.quotas.objects.iter().map(|q| &**q)))
     }
 
     /// The tree QN and PV-3.2 read.
@@ -855,7 +886,7 @@ impl StateWorkloadQuotas {
 
 impl quota_protocol::workload::Quotas for StateWorkloadQuotas {
     fn max(&self, quota: &str) -> Result<Option<&Amounts>, String> {
-        match self.specs.get(quota).map(Vec::as_slice) {
+        match self.index().specs.get(quota).map(Vec::as_slice) {
             None | Some([]) => Ok(None),
             Some([one]) => Ok(Some(&one.max)),
             Some(_) => Err(format!("more than one elastic quota {quota} found")),
@@ -870,15 +901,15 @@ impl quota_protocol::workload::Quotas for StateWorkloadQuotas {
         while !cur.is_empty()
             && !quota_protocol::spec::UNCHECKED.contains(&cur)
             && !out.iter().any(|l| l.name == cur)
-            && out.len() <= self.specs.len()
+            && out.len() <= self.index().specs.len()
         {
-            let Some(spec) = self.specs.get(cur).and_then(|v| v.first()) else {
+            let Some(spec) = self.index().specs.get(cur).and_then(|v| v.first()) else {
                 break;
             };
             out.push(quota_protocol::workload::Level {
                 name: &spec.info.name,
                 limit: &spec.limit,
-                used: self.used.get(cur).unwrap_or(&NONE),
+                used: self.index().used.get(cur).unwrap_or(&NONE),
             });
             cur = &spec.info.parent;
         }

@@ -14,6 +14,11 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 struct Walk<'a> {
     built_in: &'a Schemas,
     crd: bool,
+    /// The root of a custom resource: `apiVersion` and `kind` are declared whatever the
+    /// schema says, `metadata` is read as [`Walk::meta`].
+    custom_root: bool,
+    /// The built-in `ObjectMeta`, by reference.
+    meta: &'a Node,
     out: Vec<Finding>,
 }
 
@@ -68,17 +73,25 @@ impl Walk<'_> {
                     }
                 }
                 for (k, child) in m {
+                    if self.custom_root && path.is_empty() {
+                        match k.as_str() {
+                            "apiVersion" | "kind" => continue,
+                            "metadata" => {
+                                let meta = self.meta;
+                                self.walk(child, meta, k);
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
                     if let Some(p) = n.properties.get(k) {
                         self.walk(child, p, &join(path, k));
                     } else if let Some(values) = &n.values {
                         self.walk(child, values, &format!("{path}[{k}]"));
                     } else if n.embedded && matches!(k.as_str(), "apiVersion" | "kind") {
                     } else if n.embedded && k == "metadata" {
-                        let meta = Node {
-                            reference: Some(OBJECT_META.into()),
-                            ..Node::default()
-                        };
-                        self.walk(child, &meta, &join(path, k));
+                        let meta = self.meta;
+                        self.walk(child, meta, &join(path, k));
                     } else if !n.open && (n.ty.is_some() || !n.properties.is_empty()) {
                         self.out.push(finding(
                             "API-14",
@@ -216,38 +229,29 @@ pub fn api_14_unknown_fields(object: &Value, built_in: &Schemas, crds: &Schemas)
     else {
         return Vec::new();
     };
+    let meta = object_meta();
     let mut walk = Walk {
         built_in,
         crd: false,
+        custom_root: false,
+        meta: &meta,
         out: Vec::new(),
     };
     if let Some(n) = built_in.kind(api_version, kind) {
         walk.walk(object, n, "");
     } else if let Some(n) = crds.kind(api_version, kind) {
-        walk.walk(object, &with_object_meta(n), "");
-        walk.out.retain(|f| f.rule == "API-14");
+        walk.custom_root = true;
+        walk.walk(object, n, "");
     }
     walk.out
 }
 
-/// A CRD's root schema with `metadata` read as the built-in `ObjectMeta`, and `apiVersion` and
-/// `kind` declared whether or not the schema does.
-fn with_object_meta(root: &Node) -> Node {
-    let mut n = root.clone();
-    for key in ["apiVersion", "kind"] {
-        n.properties.entry(key.into()).or_insert_with(|| Node {
-            ty: Some("string".into()),
-            ..Node::default()
-        });
+/// A node that reads its value as the built-in `ObjectMeta`.
+fn object_meta() -> Node {
+    Node {
+        reference: Some(OBJECT_META.into()),
+        ..Node::default()
     }
-    n.properties.insert(
-        "metadata".into(),
-        Node {
-            reference: Some(OBJECT_META.into()),
-            ..Node::default()
-        },
-    );
-    n
 }
 
 /// API-15: a custom resource of an upstream CRD our services serve (or deploy with: cert-manager,
@@ -268,12 +272,15 @@ pub fn api_15_crd_schema(object: &Value, built_in: &Schemas, crds: &Schemas) -> 
     let Some(n) = crds.kind(api_version, kind) else {
         return Vec::new();
     };
+    let meta = object_meta();
     let mut walk = Walk {
         built_in,
         crd: true,
+        custom_root: true,
+        meta: &meta,
         out: Vec::new(),
     };
-    walk.walk(object, &with_object_meta(n), "");
+    walk.walk(object, n, "");
     walk.out.retain(|f| f.rule == "API-15");
     walk.out
 }
