@@ -84,10 +84,21 @@ impl ClusterState for Recording {
     ) -> Result<Option<Arc<DynamicObject>>, LookupError> {
         let found = self.state.get(ty, namespace, name);
         // A namespace the object is in exists wherever the object can be created (the
-        // NamespaceLifecycle plugin refuses others): its absence from the state is no gap.
+        // NamespaceLifecycle plugin refuses others): one the state does not give exists,
+        // unlabelled, as `kubectl create namespace` leaves it, and every rule reads that one (a
+        // profile's namespaceSelector does not match it, a namespace opt-out label is absent).
         if let Ok(None) = found
-            && ty.kind != "Namespace"
+            && (ty.api_version.as_str(), ty.kind.as_str()) == ("v1", "Namespace")
         {
+            let mut ns = DynamicObject::new(
+                name,
+                &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+            );
+            ns.metadata.labels =
+                Some([("kubernetes.io/metadata.name".to_owned(), name.to_owned())].into());
+            return Ok(Some(Arc::new(ns)));
+        }
+        if let Ok(None) = found {
             let what = Absent {
                 kind: ty.kind.clone(),
                 namespace: namespace.map(str::to_owned),

@@ -1468,3 +1468,35 @@ fn pod_templates_are_checked_as_the_pods_their_controllers_create() {
         );
     }
 }
+
+/// A namespace the state does not give exists, unlabelled (but for the name label the API server
+/// sets), as in a cluster: a colocation profile whose namespaceSelector asks for a label does
+/// not apply there, and does where the state's namespace carries it.
+#[test]
+fn a_namespace_absent_from_the_state_exists_unlabelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = "apiVersion: config.koordinator.sh/v1alpha1\nkind: ClusterColocationProfile\nmetadata: {name: colocation}\nspec:\n  namespaceSelector: {matchLabels: {koordinator.sh/enable-colocation: \"true\"}}\n  selector: {matchLabels: {app: batch}}\n  qosClass: LS\n  labels: {koordinator.sh/mutated: \"true\"}\n";
+    let labelled = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {koordinator.sh/enable-colocation: \"true\"}}\n";
+    let state = dir.path().join("state.yaml");
+    std::fs::write(&state, format!("{profile}---\n{labelled}")).unwrap();
+    let state = state.display().to_string();
+    let pod = |ns: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}, labels: {{app: batch}}}}\nspec: {{containers: [{{name: c, image: busybox}}]}}\n"
+        )
+    };
+    let mutated = |ns: &str| {
+        let out = check_with_stdin(&["-o", "json", "--state", &state], Some(&pod(ns)));
+        let r = &json_of(&out)["results"][0];
+        assert_eq!(r["result"], "admitted", "{r:#}");
+        !r["mutations"].as_array().unwrap().is_empty()
+    };
+    assert!(
+        mutated("team-a"),
+        "the profile applies in its labelled namespace"
+    );
+    assert!(
+        !mutated("team-b"),
+        "an absent namespace has no labels the profile asks for"
+    );
+}
