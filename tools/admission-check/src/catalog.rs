@@ -283,6 +283,15 @@ impl Outcome {
         }
     }
 
+    /// An object `kubectl apply` does not send: the same manifest as before, unchanged.
+    pub fn unchanged(object: Value, why: String) -> Self {
+        let mut o = Self::admitted(object, false);
+        o.sent = o.object.clone();
+        o.object = Value::Null;
+        o.skipped = Some(why);
+        o
+    }
+
     /// Notes an object the decision looked for and the state lacks (once).
     fn add_missing(&mut self, what: String) {
         if !self.missing.contains(&what) {

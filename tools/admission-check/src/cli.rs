@@ -15,7 +15,7 @@ use admission_kit::review::mode::Enforcement;
 use clap::Parser;
 use serde_json::{Value, json};
 
-use crate::catalog::{Catalog, EXCLUDED_NAMESPACES, Subject};
+use crate::catalog::{Catalog, EXCLUDED_NAMESPACES, Outcome, Subject};
 use crate::input::{self, Manifest};
 use crate::report::{self, Checked, Format};
 use crate::suite;
@@ -352,32 +352,54 @@ fn check_all(
     olds: &[Manifest],
 ) -> Vec<Checked> {
     // The objects as they are: those of --old, then each object admitted earlier in the run
-    // (the same identity again is the UPDATE `kubectl apply` would send). An admitted object is
-    // kept as its JSON text, read back only when its identity comes again: a run keeps every
-    // outcome, and the text is a fraction of the parsed object's memory.
+    // (the same identity again is what `kubectl apply` sends: nothing when the manifest is the
+    // same, else an UPDATE of the stored object with the manifest merged in). An admitted object
+    // is kept as its JSON text with the manifest it came from, read back only when its identity
+    // comes again: a run keeps every outcome, and the text is a fraction of the parsed object's
+    // memory. Objects named only by `generateName` have no identity: each is a new object.
     enum Current {
         Old(usize),
-        Checked(Box<str>),
+        Checked {
+            stored: Box<str>,
+            applied: Box<str>,
+            source: String,
+        },
     }
     let mut current: HashMap<_, Current> = olds
         .iter()
         .enumerate()
-        .map(|(i, m)| (input::identity(&m.object, &cli.namespace), Current::Old(i)))
+        .filter_map(|(i, m)| Some((input::identity(&m.object, &cli.namespace)?, Current::Old(i))))
         .collect();
     let user = json!({"username": cli.user, "groups": cli.groups});
     let mut results: Vec<Checked> = Vec::new();
     for m in manifests {
         let id = input::identity(&m.object, &cli.namespace);
+        let r = m.review.as_ref();
         let earlier: Option<Value>;
-        let old = match current.get(&id) {
+        let merged: Value;
+        let mut object = &m.object;
+        let mut unchanged = None;
+        let old = match id.as_ref().and_then(|id| current.get(id)) {
             Some(Current::Old(i)) => Some(&olds[*i].object),
-            Some(Current::Checked(text)) => {
-                earlier = serde_json::from_str(text).ok();
+            Some(Current::Checked {
+                stored,
+                applied,
+                source,
+            }) => {
+                earlier = serde_json::from_str(stored).ok();
+                let last: Option<Value> = serde_json::from_str(applied).ok();
+                if r.is_none() && cli.operation.is_none() {
+                    if last.as_ref() == Some(&m.object) {
+                        unchanged = Some(source.clone());
+                    } else if let Some(stored) = &earlier {
+                        merged = input::apply_merge(stored, last.as_ref(), &m.object);
+                        object = &merged;
+                    }
+                }
                 earlier.as_ref()
             }
             None => None,
         };
-        let r = m.review.as_ref();
         let operation = match (cli.operation, r) {
             (Some(Op::Create), _) => Operation::Create,
             (Some(Op::Update), _) => Operation::Update,
@@ -386,8 +408,25 @@ fn check_all(
             (None, None) if old.is_some() => Operation::Update,
             (None, None) => Operation::Create,
         };
+        if let Some(first) = unchanged {
+            let mut outcome = Outcome::unchanged(
+                m.object.clone(),
+                format!(
+                    "unchanged: the same manifest as {first}, for which kubectl apply sends nothing"
+                ),
+            );
+            outcome.warnings.extend(m.reader_warnings());
+            outcome.keep_only_what_reports_read();
+            results.push(Checked {
+                source: m.source,
+                operation: "UNCHANGED",
+                elapsed: std::time::Duration::ZERO,
+                outcome,
+            });
+            continue;
+        }
         let subject = Subject {
-            object: &m.object,
+            object,
             old: r.and_then(|r| r.old_object.as_ref()).or(old),
             operation,
             sub_resource: r
@@ -402,9 +441,20 @@ fn check_all(
         let mut outcome = catalog.check(&subject);
         let elapsed = started.elapsed();
         outcome.warnings.extend(m.reader_warnings());
-        if outcome.admitted && operation != Operation::Delete {
+        if let Some(id) = id
+            && outcome.admitted
+            && operation != Operation::Delete
+        {
             let text = serde_json::to_string(outcome.admitted_object()).unwrap_or_default();
-            current.insert(id, Current::Checked(text.into()));
+            let applied = serde_json::to_string(&m.object).unwrap_or_default();
+            current.insert(
+                id,
+                Current::Checked {
+                    stored: text.into(),
+                    applied: applied.into(),
+                    source: m.source.to_string(),
+                },
+            );
         }
         outcome.keep_only_what_reports_read();
         results.push(Checked {

@@ -689,20 +689,57 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// Identifies an object across `--old`, the state and the manifests: apiVersion, kind,
-/// namespace (`default_ns` when it names none) and name.
-pub fn identity(v: &Value, default_ns: &str) -> (String, String, String, String) {
+/// Identifies an object across `--old`, the state and the manifests: API group, kind,
+/// namespace (`default_ns` when it names none) and name; `None` for an object named only by
+/// `generateName`, which is a new object each time.
+pub fn identity(v: &Value, default_ns: &str) -> Option<(String, String, String, String)> {
+    let name = v["metadata"]["name"].as_str().filter(|n| !n.is_empty())?;
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let ns = v["metadata"]["namespace"]
         .as_str()
         .unwrap_or(default_ns)
         .to_owned();
-    (
-        s(&v["apiVersion"]),
-        s(&v["kind"]),
-        ns,
-        s(&v["metadata"]["name"]),
-    )
+    // One object whatever the version it is written in: the group, not the apiVersion.
+    let api_version = v["apiVersion"].as_str().unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    Some((group.to_owned(), s(&v["kind"]), ns, name.to_owned()))
+}
+
+/// What `kubectl apply` makes of `stored` (the object as the cluster holds it, after the
+/// webhooks' changes) when the manifest `last` is applied again as `new`: every field `new`
+/// sets is set, maps merged key by key, a field `last` set and `new` leaves out removed, and
+/// what neither set (the API server's and the webhooks' additions) kept. Lists are replaced
+/// whole, as a JSON merge patch (kubectl's for custom resources) replaces them; for built-in
+/// kinds kubectl's strategic merge would merge lists with merge keys (containers by name).
+pub fn apply_merge(stored: &Value, last: Option<&Value>, new: &Value) -> Value {
+    let mut out = stored.clone();
+    merge_into(&mut out, last, new);
+    out
+}
+
+fn merge_into(live: &mut Value, last: Option<&Value>, new: &Value) {
+    match (live, new) {
+        (Value::Object(l), Value::Object(n)) => {
+            if let Some(Value::Object(before)) = last {
+                for k in before.keys() {
+                    if !n.contains_key(k) {
+                        l.remove(k);
+                    }
+                }
+            }
+            for (k, nv) in n {
+                match l.get_mut(k) {
+                    Some(lv) if lv.is_object() && nv.is_object() => {
+                        merge_into(lv, last.and_then(|x| x.get(k)), nv);
+                    }
+                    _ => {
+                        l.insert(k.clone(), nv.clone());
+                    }
+                }
+            }
+        }
+        (live, new) => *live = new.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -201,9 +201,11 @@ fn try_example(
     let mut said = Vec::new();
     for m in parsed {
         let id = crate::input::identity(&m.object, "default");
-        let old = state
-            .iter()
-            .find(|o| crate::input::identity(o, "default") == id);
+        let old = id.as_ref().and_then(|id| {
+            state
+                .iter()
+                .find(|o| crate::input::identity(o, "default").as_ref() == Some(id))
+        });
         if operation == Operation::Update && old.is_none() {
             said.push("not checked: no object of its identity in the state to update".to_owned());
             continue;

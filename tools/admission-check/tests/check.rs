@@ -1500,3 +1500,41 @@ fn a_namespace_absent_from_the_state_exists_unlabelled() {
         "an absent namespace has no labels the profile asks for"
     );
 }
+
+/// As `kubectl apply` sends them: the same manifest again changes nothing (nothing is sent); a
+/// changed one is an UPDATE of the object as stored, the manifest merged in (what the webhooks
+/// set, such as a Pod's priority, kept); objects named by `generateName` are each a new object.
+#[test]
+fn repeats_are_applied_as_kubectl_apply_sends_them() {
+    let pod = |labels: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: team-a, labels: {{{labels}}}}}\nspec: {{priorityClassName: koord-batch, containers: [{{name: c, image: busybox}}]}}\n"
+        )
+    };
+    let run = |text: &str| {
+        let out = check_with_stdin(&["-o", "json", "--profile", "koordinator"], Some(text));
+        (out.status.code(), json_of(&out))
+    };
+    let (code, json) = run(&format!("{}---\n{}", pod("app: a"), pod("app: a")));
+    assert_eq!(code, Some(0), "{json:#}");
+    assert_eq!(json["results"][0]["operation"], "CREATE", "{json:#}");
+    assert_eq!(json["results"][1]["operation"], "UNCHANGED", "{json:#}");
+    assert_eq!(json["results"][1]["result"], "admitted", "{json:#}");
+    assert!(
+        json["results"][1]["endpoints"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{json:#}"
+    );
+    // A new label: an UPDATE of the stored Pod, whose priority the first check set.
+    let (code, json) = run(&format!("{}---\n{}", pod("app: a"), pod("app: a, tier: x")));
+    assert_eq!(json["results"][1]["operation"], "UPDATE", "{json:#}");
+    assert_eq!(code, Some(0), "{json:#}");
+    assert_eq!(json["results"][1]["result"], "admitted", "{json:#}");
+    let generated = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: p-, namespace: team-a, labels: {koordinator.sh/qosClass: LS}}\nspec: {containers: [{name: c, image: busybox}]}\n";
+    let other = generated.replace("qosClass: LS", "qosClass: BE");
+    let (_, json) = run(&format!("{generated}---\n{other}"));
+    assert_eq!(json["results"][0]["operation"], "CREATE", "{json:#}");
+    assert_eq!(json["results"][1]["operation"], "CREATE", "{json:#}");
+}
