@@ -237,6 +237,9 @@ pub struct Outcome {
     /// Why no endpoint was called, when none was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Not a Kubernetes object: what it is (a tool's configuration); nothing checked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_an_object: Option<String>,
     /// Its group is one whose webhooks we serve, but not in its version (a newer upstream
     /// release): nothing checked it, and `--strict` fails the run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -271,6 +274,7 @@ impl Outcome {
             admitted: true,
             endpoints: Vec::new(),
             skipped: None,
+            not_an_object: None,
             unknown_version: None,
             refusals: Vec::new(),
             warnings: Vec::new(),
@@ -289,6 +293,14 @@ impl Outcome {
         o.sent = o.object.clone();
         o.object = Value::Null;
         o.skipped = Some(why);
+        o
+    }
+
+    /// A document that is no Kubernetes object, left out.
+    pub fn not_an_object(document: Value, what: String) -> Self {
+        let mut o = Self::unchanged(document, String::new());
+        o.skipped = None;
+        o.not_an_object = Some(what);
         o
     }
 

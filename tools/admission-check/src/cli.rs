@@ -92,7 +92,9 @@ struct Cli {
     #[arg(long)]
     test: bool,
     /// Fail (exit 1) when an object is of an API group our webhooks serve in a version they do
-    /// not (reported UNCHECKED: a newer upstream release than the one served here).
+    /// not (reported UNCHECKED: a newer upstream release than the one served here), and when
+    /// the input holds no Kubernetes object at all (an empty file or directory, only tools'
+    /// configuration).
     #[arg(long)]
     strict: bool,
     /// Add the objects every installation of an upstream has to the state (repeat for
@@ -301,8 +303,14 @@ pub fn main() -> ExitCode {
         return ExitCode::from(3);
     }
     let verdict = |v: report::Verdict| results.iter().any(|r| r.verdict() == v);
+    let objects = report::summary(&results).objects;
+    if cli.strict && objects == 0 {
+        eprintln!("admission-check: --strict: no Kubernetes object was read");
+    }
     if unread > 0 {
         ExitCode::from(2)
+    } else if cli.strict && objects == 0 {
+        ExitCode::from(1)
     } else if cli.mode != Enforcement::Enforce {
         ExitCode::SUCCESS
     } else if verdict(report::Verdict::Denied)
@@ -373,6 +381,15 @@ fn check_all(
     let user = json!({"username": cli.user, "groups": cli.groups});
     let mut results: Vec<Checked> = Vec::new();
     for m in manifests {
+        if let Some(what) = m.not_an_object {
+            results.push(Checked {
+                source: m.source,
+                operation: "NONE",
+                elapsed: std::time::Duration::ZERO,
+                outcome: Outcome::not_an_object(m.object, what),
+            });
+            continue;
+        }
         let id = input::identity(&m.object, &cli.namespace);
         let r = m.review.as_ref();
         let earlier: Option<Value>;

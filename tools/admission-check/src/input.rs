@@ -67,6 +67,8 @@ pub struct Manifest {
     pub retyped: Vec<crate::apiserver::Retyped>,
     /// Keys the document gives twice, as field paths: kubectl keeps the last value.
     pub duplicates: Vec<String>,
+    /// Set when the document is no Kubernetes object but a tool's configuration: what it is.
+    pub not_an_object: Option<String>,
 }
 
 impl Manifest {
@@ -641,6 +643,18 @@ fn object(
             kind_of(&v)
         ));
     }
+    if let Some(what) = tool_configuration(&v) {
+        return Ok(Manifest {
+            source,
+            object: v,
+            review,
+            retyped: Vec::new(),
+            duplicates,
+            not_an_object: Some(format!(
+                "not a Kubernetes object but {what}: ignored (the API server never receives it)"
+            )),
+        });
+    }
     for key in ["apiVersion", "kind"] {
         match v.get(key) {
             Some(Value::String(s)) if !s.is_empty() => {}
@@ -675,6 +689,37 @@ fn object(
         review,
         retyped,
         duplicates,
+        not_an_object: None,
+    })
+}
+
+/// What a document is when it is a tool's configuration rather than a Kubernetes object:
+/// kustomize's Kustomization and Component, a kind, k3d or ctlptl cluster, a component's
+/// configuration file (`*.config.k8s.io`, kubeadm's), a KRM function's configuration, a
+/// Skaffold file, a kubeconfig, a Helm chart's Chart.yaml. Found beside manifests in
+/// repositories, never sent to the API server.
+fn tool_configuration(v: &Value) -> Option<String> {
+    let api_version = v["apiVersion"].as_str().unwrap_or_default();
+    let kind = v["kind"].as_str().unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    Some(match group {
+        "kustomize.config.k8s.io" => format!("kustomize's {kind}"),
+        "kind.x-k8s.io" => "a kind cluster's configuration".to_owned(),
+        "k3d.io" => "a k3d cluster's configuration".to_owned(),
+        "ctlptl.dev" => "a ctlptl cluster's configuration".to_owned(),
+        "kubeadm.k8s.io" => format!("kubeadm's {kind}"),
+        "config.kubernetes.io" | "fn.kpt.dev" => format!("a KRM function's {kind}"),
+        g if g.ends_with(".config.k8s.io") => format!("a Kubernetes component's {kind} file"),
+        _ if api_version.starts_with("skaffold/") => "a Skaffold configuration".to_owned(),
+        "" if kind == "Config" && v.get("clusters").is_some() => "a kubeconfig".to_owned(),
+        "" if kind.is_empty()
+            && matches!(api_version, "v1" | "v2")
+            && v.get("name").is_some()
+            && v.get("version").is_some() =>
+        {
+            "a Helm chart's Chart.yaml".to_owned()
+        }
+        _ => return None,
     })
 }
 

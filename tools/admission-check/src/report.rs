@@ -38,6 +38,9 @@ pub enum Verdict {
     /// Refused, but the refusal may rest on objects the state does not hold
     /// ([`crate::catalog::Outcome::missing`]): the cluster decides.
     Undecided,
+    /// Not a Kubernetes object (a Kustomization, a kind cluster's configuration, a Chart.yaml):
+    /// named and left out, neither admitted nor refused.
+    Ignored,
 }
 
 impl Verdict {
@@ -49,6 +52,7 @@ impl Verdict {
             Verdict::Denied => "DENIED",
             Verdict::Unchecked => "UNCHECKED",
             Verdict::Undecided => "UNDECIDED",
+            Verdict::Ignored => "IGNORED",
         }
     }
 }
@@ -56,7 +60,9 @@ impl Verdict {
 impl Checked {
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
-        if self.outcome.unknown_version.is_some() {
+        if self.outcome.not_an_object.is_some() {
+            Verdict::Ignored
+        } else if self.outcome.unknown_version.is_some() {
             Verdict::Unchecked
         } else if self.outcome.undecided() {
             Verdict::Undecided
@@ -92,6 +98,9 @@ impl Checked {
     /// `Kind namespace/name` (or `Kind name`).
     pub fn title(&self) -> String {
         let kind = self.outcome.sent["kind"].as_str().unwrap_or_default();
+        if self.outcome.not_an_object.is_some() {
+            return kind.to_owned();
+        }
         let name = match self.meta("name") {
             "" => format!("{}(generated)", self.meta("generateName")),
             n => n.to_owned(),
@@ -132,16 +141,17 @@ pub struct Summary {
     /// Refused for want of objects the state does not hold.
     pub undecided: usize,
     /// Sent to no webhook (no webhook serves the kind, an excluded namespace, an
-    /// objectSelector): admitted, but nothing of ours checked them.
+    /// objectSelector, a manifest unchanged since it was applied): admitted, but nothing of
+    /// ours checked them.
     pub skipped: usize,
+    /// Documents that are no Kubernetes objects (tools' configuration): left out, and not
+    /// counted among `objects`.
+    pub ignored: usize,
 }
 
 /// The counts of `results`.
 pub fn summary(results: &[Checked]) -> Summary {
-    let mut s = Summary {
-        objects: results.len(),
-        ..Summary::default()
-    };
+    let mut s = Summary::default();
     for r in results {
         match r.verdict() {
             Verdict::Admitted => s.admitted += 1,
@@ -149,7 +159,12 @@ pub fn summary(results: &[Checked]) -> Summary {
             Verdict::Denied => s.denied += 1,
             Verdict::Unchecked => s.unchecked += 1,
             Verdict::Undecided => s.undecided += 1,
+            Verdict::Ignored => {
+                s.ignored += 1;
+                continue;
+            }
         }
+        s.objects += 1;
         if r.outcome.skipped.is_some() {
             s.skipped += 1;
         }
@@ -193,6 +208,9 @@ fn text(results: &[Checked], mode: Enforcement) -> String {
     for r in results {
         let _ = writeln!(out, "{}  {}  {}", r.source, r.title(), r.verdict().label());
         let o = &r.outcome;
+        if let Some(why) = &o.not_an_object {
+            let _ = writeln!(out, "  {why}");
+        }
         if let Some(why) = &o.unknown_version {
             let _ = writeln!(out, "  {why}");
         }
@@ -258,6 +276,16 @@ fn text(results: &[Checked], mode: Enforcement) -> String {
     }
     if s.unchecked > 0 {
         let _ = write!(out, ", {} unchecked (unknown version)", s.unchecked);
+    }
+    if s.skipped > 0 {
+        let _ = write!(out, " ({} of the admitted sent to no webhook)", s.skipped);
+    }
+    if s.ignored > 0 {
+        let _ = write!(
+            out,
+            "; {} documents ignored (not Kubernetes objects)",
+            s.ignored
+        );
     }
     out.push('\n');
     if mode != Enforcement::Enforce {
@@ -357,6 +385,9 @@ fn json_item(r: &Checked) -> Value {
     if let Some(s) = &o.skipped {
         v["skipped"] = json!(s);
     }
+    if let Some(s) = &o.not_an_object {
+        v["ignored"] = json!(s);
+    }
     if !o.mutations.is_empty() {
         v["mutated"] = o.admitted_object().clone();
     }
@@ -426,8 +457,9 @@ fn junit(results: &[Checked], mode: Enforcement) -> String {
             st
         } else if let Some(why) = r
             .outcome
-            .unknown_version
+            .not_an_object
             .as_ref()
+            .or(r.outcome.unknown_version.as_ref())
             .or(r.outcome.skipped.as_ref())
         {
             // Nothing checked it: neither a pass nor a failure.

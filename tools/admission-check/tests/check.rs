@@ -1118,8 +1118,9 @@ fn a_repeated_identity_is_an_update_and_old_objects_join_the_state() {
     assert!(stdout(&out).contains("exceeded quota"), "{}", stdout(&out));
 }
 
-/// Directory mode file by file: a chart's `Chart.yaml` (not an object) and a Helm template are
-/// each named on stderr, every other file is still checked, and the run ends with exit 2.
+/// Directory mode file by file: a Helm template is named on stderr, a chart's `Chart.yaml` and a
+/// Kustomization (no objects) are named as ignored, every other file is still checked, and the
+/// run ends with exit 2.
 #[test]
 fn one_unreadable_file_does_not_hide_the_others() {
     let dir = tempfile::tempdir().unwrap();
@@ -1138,12 +1139,32 @@ fn one_unreadable_file_does_not_hide_the_others() {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, image: busybox}]}\n",
     )
     .unwrap();
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [pod.yaml]\n",
+    )
+    .unwrap();
     let out = check(&[dir.path().to_str().unwrap()]);
     let (text, err) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(2), "{text}{err}");
     assert!(text.contains("Pod team-a/p  ADMITTED"), "{text}");
-    assert!(text.contains("1 objects"), "{text}");
-    assert!(err.contains("Chart.yaml"), "{err}");
+    // Tools' configuration is named and left out, neither admitted nor refused.
+    assert!(
+        text.contains(
+            "Chart.yaml:1    IGNORED\n  not a Kubernetes object but a Helm chart's Chart.yaml"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("kustomization.yaml:1  Kustomization  IGNORED"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "1 objects: 1 admitted, 0 admitted with warnings, 0 denied; 2 documents ignored"
+        ),
+        "{text}"
+    );
     assert!(
         err.contains("deployment.yaml: document 1 (line 4): a Go or Helm template, not a manifest"),
         "{err}"
@@ -1537,4 +1558,29 @@ fn repeats_are_applied_as_kubectl_apply_sends_them() {
     let (_, json) = run(&format!("{generated}---\n{other}"));
     assert_eq!(json["results"][0]["operation"], "CREATE", "{json:#}");
     assert_eq!(json["results"][1]["operation"], "CREATE", "{json:#}");
+}
+
+/// `--strict` fails a run that read no Kubernetes object: an empty file, only tools'
+/// configuration; without it, such a run passes and says it checked nothing.
+#[test]
+fn strict_fails_on_zero_objects() {
+    for input in [
+        "",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+    ] {
+        let out = check_with_stdin(&["--strict"], Some(input));
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(
+            stderr(&out).contains("--strict: no Kubernetes object was read"),
+            "{}",
+            stderr(&out)
+        );
+        let out = check_with_stdin(&[], Some(input));
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert!(
+            stdout(&out).starts_with("0 objects") || stdout(&out).contains("\n0 objects"),
+            "{}",
+            stdout(&out)
+        );
+    }
 }
