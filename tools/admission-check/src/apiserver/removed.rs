@@ -7,7 +7,9 @@ use serde_json::Value;
 use super::{Finding, finding};
 
 /// `(apiVersion, kinds, the release that removed them, what to use instead)`; empty kinds: every
-/// kind of that version.
+/// kind of that version. Versions a later release brought back for other kinds (a
+/// `coordination.k8s.io/v1beta1` LeaseCandidate, an `admissionregistration.k8s.io/v1beta1`
+/// MutatingAdmissionPolicy) name their removed kinds only.
 const REMOVED: &[(&str, &[&str], &str, &str)] = &[
     (
         "extensions/v1beta1",
@@ -37,19 +39,22 @@ const REMOVED: &[(&str, &[&str], &str, &str)] = &[
     ("apps/v1beta2", &[], "1.16", "apps/v1"),
     (
         "admissionregistration.k8s.io/v1beta1",
-        &[],
+        &[
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        ],
         "1.22",
         "admissionregistration.k8s.io/v1",
     ),
     (
         "apiextensions.k8s.io/v1beta1",
-        &[],
+        &["CustomResourceDefinition"],
         "1.22",
         "apiextensions.k8s.io/v1",
     ),
     (
         "apiregistration.k8s.io/v1beta1",
-        &[],
+        &["APIService"],
         "1.22",
         "apiregistration.k8s.io/v1",
     ),
@@ -61,7 +66,7 @@ const REMOVED: &[(&str, &[&str], &str, &str)] = &[
     ),
     (
         "coordination.k8s.io/v1beta1",
-        &[],
+        &["Lease"],
         "1.22",
         "coordination.k8s.io/v1",
     ),
@@ -85,13 +90,13 @@ const REMOVED: &[(&str, &[&str], &str, &str)] = &[
     ),
     (
         "scheduling.k8s.io/v1beta1",
-        &[],
+        &["PriorityClass"],
         "1.22",
         "scheduling.k8s.io/v1",
     ),
     (
         "scheduling.k8s.io/v1alpha1",
-        &[],
+        &["PriorityClass"],
         "1.22",
         "scheduling.k8s.io/v1",
     ),
