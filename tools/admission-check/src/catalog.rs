@@ -289,17 +289,21 @@ impl Outcome {
 
     /// An object `kubectl apply` does not send: the same manifest as before, unchanged.
     pub fn unchanged(object: Value, why: String) -> Self {
-        let mut o = Self::admitted(object, false);
-        o.sent = o.object.clone();
-        o.object = Value::Null;
+        let mut o = Self::left_out(object);
         o.skipped = Some(why);
+        o
+    }
+
+    /// An object no check reads: kept as sent, for the report's identity.
+    fn left_out(object: Value) -> Self {
+        let mut o = Self::admitted(Value::Null, false);
+        o.sent = object;
         o
     }
 
     /// A document that is no Kubernetes object, left out.
     pub fn not_an_object(document: Value, what: String) -> Self {
-        let mut o = Self::unchanged(document, String::new());
-        o.skipped = None;
+        let mut o = Self::left_out(document);
         o.not_an_object = Some(what);
         o
     }
@@ -528,23 +532,20 @@ impl Catalog {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let kind = s.object["kind"].as_str().unwrap_or_default();
         let mut outcome = Outcome::admitted(s.object.clone(), !self.state_complete);
+        // A custom resource is defaulted from its CRD before it is validated and before any
+        // webhook sees it. Built-in groups (the core group, `apps`, `*.k8s.io`…) have no CRD.
+        let custom = group.contains('.') && !group.ends_with(".k8s.io");
+        if custom
+            && let Some(schema) =
+                crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind)
+        {
+            crate::defaults::apply(schema, &mut outcome.object);
+        }
         // The API server decodes and validates the object before any webhook; its refusal
         // stands, and the webhooks are still asked (on the object as the reader quoted it) so
         // that one run names everything to fix.
         if s.operation != Operation::Delete {
-            // A custom resource is validated with its CRD's defaults in, as the API server
-            // defaults before it validates.
-            let custom = group.contains('.') && !group.ends_with(".k8s.io");
-            let defaulted = custom
-                .then(|| crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind))
-                .flatten()
-                .map(|schema| {
-                    let mut o = s.object.clone();
-                    crate::defaults::apply(schema, &mut o);
-                    o
-                });
-            let findings =
-                crate::apiserver::findings(defaulted.as_ref().unwrap_or(s.object), s.retyped);
+            let findings = crate::apiserver::findings(&outcome.object, s.retyped);
             if !findings.is_empty() {
                 outcome.admitted = false;
                 let code = crate::apiserver::status_code(&findings);
@@ -635,15 +636,6 @@ impl Catalog {
         }
         if group.is_empty() && kind == "Pod" && s.operation == Operation::Create {
             self.priority(&mut outcome);
-        }
-        // A custom resource reaches the webhooks with its CRD's defaults in.
-        // Built-in groups (the core group, `apps`, `*.k8s.io`…) have no CRD: no need to generate.
-        let custom = group.contains('.') && !group.ends_with(".k8s.io");
-        if custom
-            && let Some(schema) =
-                crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind)
-        {
-            crate::defaults::apply(schema, &mut outcome.object);
         }
         outcome.sent = outcome.object.clone();
         let excluded = namespace

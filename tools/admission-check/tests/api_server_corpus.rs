@@ -139,7 +139,6 @@ fn ask_api_server(
 
 /// The upstream CRDs a cluster running our services installs (`fixtures/crds/`), established.
 fn install_upstream_crds(kubeconfig: &Path) {
-    let kubectl = testenv::tools::locate_cluster().unwrap().kubectl;
     let root = admission_testing::fixtures::fixtures_root().join("crds");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
@@ -148,37 +147,21 @@ fn install_upstream_crds(kubeconfig: &Path) {
         .collect();
     dirs.sort();
     for dir in dirs {
-        let out = Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["apply", "--server-side", "-f"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let dir = dir.display().to_string();
+        let out = e2e::cluster::kubectl(kubeconfig, &["apply", "--server-side", "-f", &dir]);
+        assert!(out.ok, "{dir}: {}", out.stderr);
     }
-    let out = Command::new(&kubectl)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args([
+    let out = e2e::cluster::kubectl(
+        kubeconfig,
+        &[
             "wait",
             "--for=condition=Established",
             "--timeout=60s",
             "crd",
             "--all",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    assert!(out.ok, "{}", out.stderr);
 }
 
 fn check(file: &str) -> Value {

@@ -25,7 +25,7 @@ pub use pod::{
     Owner, api_6_ports, api_6_service_ports, api_7_resources, api_8_names, api_9_restart_policy,
 };
 pub use removed::api_12_removed_versions;
-pub use structure::{api_14_unknown_fields, api_15_crd_schema};
+pub use structure::{api_14_unknown_fields, api_15_crd_schema, schema_findings};
 pub use workloads::{api_10_selector, api_13_limits};
 
 use k8s_openapi::api::{apps, batch, core, scheduling};
@@ -78,9 +78,13 @@ pub fn findings(object: &Value, retyped: &[Retyped]) -> Vec<Finding> {
     out.extend(api_10_selector(object));
     out.extend(api_11_schedule(object));
     out.extend(api_13_limits(object));
-    let (built_in, crds) = (crate::schema::built_in(), crate::schema::crds());
-    out.extend(api_14_unknown_fields(object, built_in, crds));
-    out.extend(api_15_crd_schema(object, built_in, crds));
+    // API-14 and API-15 from one walk of the schema, each rule's findings together.
+    let (schema, other): (Vec<Finding>, Vec<Finding>) =
+        schema_findings(object, crate::schema::built_in(), crate::schema::crds())
+            .into_iter()
+            .partition(|f| f.rule == "API-14");
+    out.extend(schema);
+    out.extend(other);
     out
 }
 

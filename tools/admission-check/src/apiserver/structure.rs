@@ -56,8 +56,11 @@ impl Walk<'_> {
         if v.is_null() {
             return;
         }
-        if self.crd && !self.constraints(v, n, path) {
-            return;
+        // Below a value of the wrong type only unknown fields are read (strict decoding reads
+        // every field; the schema's constraints stop at the type error).
+        let checking = self.crd;
+        if checking && !self.constraints(v, n, path) {
+            self.crd = false;
         }
         match v {
             Value::Object(m) => {
@@ -113,6 +116,7 @@ impl Walk<'_> {
             }
             _ => {}
         }
+        self.crd = checking;
     }
 
     /// The CRD schema's checks of one value; false when its type is wrong (nothing below it
@@ -225,24 +229,34 @@ impl Walk<'_> {
 ///
 /// Admitted: `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {a: b}}`
 pub fn api_14_unknown_fields(object: &Value, built_in: &Schemas, crds: &Schemas) -> Vec<Finding> {
+    let mut found = schema_findings(object, built_in, crds);
+    found.retain(|f| f.rule == "API-14");
+    found
+}
+
+/// API-14's and API-15's findings of `object` in one walk of its kind's schema: unknown fields
+/// of any kind with a schema, and the CRD's constraints of a custom resource.
+pub fn schema_findings(object: &Value, built_in: &Schemas, crds: &Schemas) -> Vec<Finding> {
     let (Some(api_version), Some(kind)) = (object["apiVersion"].as_str(), object["kind"].as_str())
     else {
         return Vec::new();
     };
+    let (node, custom) = match built_in.kind(api_version, kind) {
+        Some(n) => (n, false),
+        None => match crds.kind(api_version, kind) {
+            Some(n) => (n, true),
+            None => return Vec::new(),
+        },
+    };
     let meta = object_meta();
     let mut walk = Walk {
         built_in,
-        crd: false,
-        custom_root: false,
+        crd: custom,
+        custom_root: custom,
         meta: &meta,
         out: Vec::new(),
     };
-    if let Some(n) = built_in.kind(api_version, kind) {
-        walk.walk(object, n, "");
-    } else if let Some(n) = crds.kind(api_version, kind) {
-        walk.custom_root = true;
-        walk.walk(object, n, "");
-    }
+    walk.walk(object, node, "");
     walk.out
 }
 
@@ -265,24 +279,9 @@ fn object_meta() -> Node {
 ///
 /// Admitted: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: [{metricName: "kthena:num_requests_waiting", targetValue: "10"}]}}`
 pub fn api_15_crd_schema(object: &Value, built_in: &Schemas, crds: &Schemas) -> Vec<Finding> {
-    let (Some(api_version), Some(kind)) = (object["apiVersion"].as_str(), object["kind"].as_str())
-    else {
-        return Vec::new();
-    };
-    let Some(n) = crds.kind(api_version, kind) else {
-        return Vec::new();
-    };
-    let meta = object_meta();
-    let mut walk = Walk {
-        built_in,
-        crd: true,
-        custom_root: true,
-        meta: &meta,
-        out: Vec::new(),
-    };
-    walk.walk(object, n, "");
-    walk.out.retain(|f| f.rule == "API-15");
-    walk.out
+    let mut found = schema_findings(object, built_in, crds);
+    found.retain(|f| f.rule == "API-15");
+    found
 }
 
 #[cfg(test)]
