@@ -75,7 +75,18 @@ pub struct Node {
     /// `maxItems`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_items: Option<u64>,
+    /// `pattern`: a Go regular expression a string matches somewhere (Go's `MatchString`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// `format`, when it is one of [`CHECKED_FORMATS`] (its name as the API server normalises
+    /// it, without dashes): the others are not kept, so nothing refuses what is not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
 }
+
+/// The string formats checked here, of those the API server checks in a CRD's schema: the ones
+/// the upstream CRDs use (`uri`, `date-time`, `byte`) and two of the same family.
+pub const CHECKED_FORMATS: [&str; 5] = ["uri", "datetime", "date", "byte", "uuid"];
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -136,6 +147,11 @@ impl Node {
             .filter_map(|r| r.as_str().map(str::to_owned))
             .collect();
         n.enumeration = v["enum"].as_array().cloned().unwrap_or_default();
+        n.pattern = v["pattern"].as_str().map(str::to_owned);
+        n.format = v["format"]
+            .as_str()
+            .map(|f| f.replace('-', ""))
+            .filter(|f| CHECKED_FORMATS.contains(&f.as_str()));
         n.merge_bounds(v);
         n
     }
@@ -161,6 +177,45 @@ pub struct Schemas {
     pub kinds: BTreeMap<String, String>,
     /// Every schema a kind's reaches, by name.
     pub schemas: BTreeMap<String, Node>,
+    /// The nodes' patterns, compiled once when first needed.
+    #[serde(skip)]
+    pub patterns: Patterns,
+}
+
+/// Compiled `pattern`s. Not part of the schemas' value: two copies are equal whatever each has
+/// compiled, and a clone compiles again.
+#[derive(Debug, Default)]
+pub struct Patterns(std::sync::OnceLock<std::collections::HashMap<String, Option<regex::Regex>>>);
+
+impl Clone for Patterns {
+    fn clone(&self) -> Self {
+        Patterns::default()
+    }
+}
+
+impl PartialEq for Patterns {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Schemas {
+    /// Whether `value` matches `pattern` (a node's), as Go's `regexp.MatchString` would; `None`
+    /// when the pattern is none of the schemas' or does not compile here (it is then not
+    /// checked: the API server refused the CRD if Go could not compile it either).
+    pub fn matches(&self, pattern: &str, value: &str) -> Option<bool> {
+        let compiled = self.patterns.0.get_or_init(|| {
+            let mut all = std::collections::HashMap::new();
+            for n in self.schemas.values() {
+                n.patterns(&mut |p| {
+                    all.entry(p.to_owned())
+                        .or_insert_with(|| regex::Regex::new(p).ok());
+                });
+            }
+            all
+        });
+        compiled.get(pattern)?.as_ref().map(|r| r.is_match(value))
+    }
 }
 
 impl Schemas {
@@ -211,7 +266,11 @@ impl Schemas {
             }
         }
         let schemas = all.into_iter().filter(|(k, _)| keep.contains(k)).collect();
-        Schemas { kinds, schemas }
+        Schemas {
+            kinds,
+            schemas,
+            patterns: Patterns::default(),
+        }
     }
 
     /// The schema of `api_version/kind`, if known.
@@ -234,6 +293,18 @@ impl Schemas {
 }
 
 impl Node {
+    fn patterns(&self, each: &mut impl FnMut(&str)) {
+        if let Some(p) = &self.pattern {
+            each(p);
+        }
+        for p in self.properties.values() {
+            p.patterns(each);
+        }
+        for n in self.items.iter().chain(&self.values) {
+            n.patterns(each);
+        }
+    }
+
     fn references(&self, out: &mut Vec<String>) {
         out.extend(self.reference.iter().cloned());
         for p in self.properties.values() {

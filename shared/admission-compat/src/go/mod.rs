@@ -9,18 +9,21 @@
 //! (`1h30m`, `µs`, `30m0.5s`), which no Rust duration crate reproduces.
 //!
 //! One module per job: [`duration`], [`quantity`], [`quote`] (Go's `%q` and JSON strings),
-//! [`json`] (`encoding/json`'s errors, metav1's types); this module adds `strconv.Atoi` and the
+//! [`json`] (`encoding/json`'s errors, metav1's types), [`parse_request_uri`] (`net/url`);
+//! this module adds `strconv.Atoi` and the
 //! serde helper.
 
 mod duration;
 mod json;
 mod quantity;
 mod quote;
+mod url;
 
 pub use duration::*;
 pub use json::*;
 pub use quantity::*;
 pub use quote::*;
+pub use url::parse_request_uri;
 
 /// Go's `strconv.Atoi` on a 64-bit platform: an optional sign and decimal digits, nothing else;
 /// the error is Go's text (`strconv.Atoi: parsing "x": invalid syntax`, `… value out of range`).

@@ -13,12 +13,17 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 /// constraints when `crd` (the built-in kinds' values are API-2's and validation's).
 struct Walk<'a> {
     built_in: &'a Schemas,
+    /// The CRDs' schemas, whose patterns they compile.
+    crds: &'a Schemas,
     crd: bool,
     /// The root of a custom resource: `apiVersion` and `kind` are declared whatever the
     /// schema says, `metadata` is read as [`Walk::meta`].
     custom_root: bool,
     /// The built-in `ObjectMeta`, by reference.
     meta: &'a Node,
+    /// In a CRD's schema, whose validation names a map's value `map.key` (the built-in kinds'
+    /// name it `map[key]`).
+    dotted_maps: bool,
     out: Vec<Finding>,
 }
 
@@ -50,6 +55,14 @@ fn shown(v: &Value) -> String {
 }
 
 impl Walk<'_> {
+    /// An object's `metadata`: the built-in `ObjectMeta`, whatever schema it is in.
+    fn walk_meta(&mut self, v: &Value, path: &str) {
+        let (meta, dotted) = (self.meta, self.dotted_maps);
+        self.dotted_maps = false;
+        self.walk(v, meta, path);
+        self.dotted_maps = dotted;
+    }
+
     fn walk(&mut self, v: &Value, node: &Node, path: &str) {
         let n = self.built_in.resolve(node);
         // The API server drops nulls before validating.
@@ -80,8 +93,7 @@ impl Walk<'_> {
                         match k.as_str() {
                             "apiVersion" | "kind" => continue,
                             "metadata" => {
-                                let meta = self.meta;
-                                self.walk(child, meta, k);
+                                self.walk_meta(child, k);
                                 continue;
                             }
                             _ => {}
@@ -90,11 +102,15 @@ impl Walk<'_> {
                     if let Some(p) = n.properties.get(k) {
                         self.walk(child, p, &join(path, k));
                     } else if let Some(values) = &n.values {
-                        self.walk(child, values, &format!("{path}[{k}]"));
+                        let at = if self.dotted_maps {
+                            join(path, k)
+                        } else {
+                            format!("{path}[{k}]")
+                        };
+                        self.walk(child, values, &at);
                     } else if n.embedded && matches!(k.as_str(), "apiVersion" | "kind") {
                     } else if n.embedded && k == "metadata" {
-                        let meta = self.meta;
-                        self.walk(child, meta, &join(path, k));
+                        self.walk_meta(child, &join(path, k));
                     } else if !n.open && (n.ty.is_some() || !n.properties.is_empty()) {
                         self.out.push(finding(
                             "API-14",
@@ -197,6 +213,25 @@ impl Walk<'_> {
                     n.max_length.unwrap_or_default()
                 ));
             }
+            if let Some(p) = &n.pattern
+                && self.crds.matches(p, s) == Some(false)
+            {
+                refuse(format!(
+                    "Invalid value: {}: {path} in body should match '{p}'",
+                    shown(v)
+                ));
+            }
+            if let Some(f) = &n.format
+                && !format_holds(f, s)
+            {
+                // The API server names the format as the schema writes it, `date-time` among them.
+                let name = if f == "datetime" { "date-time" } else { f };
+                refuse(format!(
+                    "Invalid value: {}: {path} in body must be of type {name}: {}",
+                    shown(v),
+                    shown(v)
+                ));
+            }
         }
         if let Some(a) = v.as_array() {
             let len = a.len() as u64;
@@ -215,6 +250,131 @@ impl Walk<'_> {
         }
         true
     }
+}
+
+/// Whether `s` is of string format `format` (one of [`crate::schema::CHECKED_FORMATS`]) as the
+/// API server's OpenAPI validation (kube-openapi's `strfmt`) decides.
+fn format_holds(format: &str, s: &str) -> bool {
+    match format {
+        "uri" => admission_compat::go::parse_request_uri(s).is_ok(),
+        "date" => is_date(s),
+        "datetime" => is_date_time(s),
+        "byte" => is_base64(s),
+        "uuid" => is_uuid(s),
+        _ => true,
+    }
+}
+
+/// `2006-01-02`, a real day (Go's `time.Parse` with RFC 3339's full-date).
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| {
+        b.get(r.clone())
+            .filter(|d| d.iter().all(u8::is_ascii_digit))
+            .and_then(|_| s[r].parse::<u32>().ok())
+    };
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
+}
+
+/// strfmt's date-time: lower-cased and cut at each `t`, a date before the first and, between
+/// the first and the second, `hh:mm:ss`, optional fraction (after any one character, as its
+/// regular expression's unescaped `.` reads), and `z` or an offset.
+fn is_date_time(s: &str) -> bool {
+    if s.len() < 4 {
+        return false;
+    }
+    let lower = s.to_ascii_lowercase();
+    let mut parts = lower.split('t');
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    let t = time.as_bytes();
+    let two = |i: usize| {
+        t.get(i..i + 2)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    if !(two(0) && t.get(2) == Some(&b':') && two(3) && t.get(5) == Some(&b':') && two(6)) {
+        return false;
+    }
+    if !(&time[0..2] <= "23" && &time[3..5] <= "59" && &time[6..8] <= "59") {
+        return false;
+    }
+    let zone_ok = |z: &str| {
+        z == "z"
+            || (z.len() == 6
+                && matches!(z.as_bytes()[0], b'+' | b'-')
+                && z.as_bytes()[3] == b':'
+                && z[1..3]
+                    .bytes()
+                    .chain(z[4..6].bytes())
+                    .all(|b| b.is_ascii_digit()))
+    };
+    let rest = &time[8..];
+    if zone_ok(rest) {
+        return true;
+    }
+    // Any one character, then digits, then the zone: the zone is at the end, so try each split.
+    let mut chars = rest.char_indices();
+    if chars.next().is_none_or(|(_, c)| c == '\n') {
+        return false;
+    }
+    let after = chars.next().map_or(rest.len(), |(i, _)| i);
+    let tail = &rest[after..];
+    (1..=tail.len()).any(|n| {
+        tail.is_char_boundary(n)
+            && tail[..n].bytes().all(|b| b.is_ascii_digit())
+            && zone_ok(&tail[n..])
+    })
+}
+
+/// govalidator's base64: groups of four of `A-Za-z0-9+/`, the last possibly padded with `=`;
+/// not empty.
+fn is_base64(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.is_empty() || !b.len().is_multiple_of(4) {
+        return false;
+    }
+    let alphabet = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
+    let (body, last) = b.split_at(b.len() - 4);
+    body.iter().all(alphabet)
+        && match last {
+            [a, b, b'=', b'='] => alphabet(a) && alphabet(b),
+            [a, b, c, b'='] => alphabet(a) && alphabet(b) && alphabet(c),
+            other => other.iter().all(alphabet),
+        }
+}
+
+/// strfmt's uuid: 32 hex digits in groups of 8-4-4-4-12, each dash optional, any case.
+fn is_uuid(s: &str) -> bool {
+    let mut hex = s.bytes().peekable();
+    for (i, group) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+        if i > 0 && hex.peek() == Some(&b'-') {
+            hex.next();
+        }
+        for _ in 0..group {
+            if !hex.next().is_some_and(|c| c.is_ascii_hexdigit()) {
+                return false;
+            }
+        }
+    }
+    hex.next().is_none()
 }
 
 /// API-14: no unknown fields. kubectl asks the API server for strict field validation (its
@@ -251,8 +411,10 @@ pub fn schema_findings(object: &Value, built_in: &Schemas, crds: &Schemas) -> Ve
     let meta = object_meta();
     let mut walk = Walk {
         built_in,
+        crds,
         crd: custom,
         custom_root: custom,
+        dotted_maps: custom,
         meta: &meta,
         out: Vec::new(),
     };
@@ -272,8 +434,11 @@ fn object_meta() -> Node {
 /// the Prometheus operator) satisfies the CRD's structural schema: every value
 /// of the declared type (`integer`, `string`, `boolean`, `array`, `object`; `number` takes any
 /// number, int-or-string either), in the `enum`, within `minimum` and `maximum`, `minLength` and
-/// `maxLength`, `minItems` and `maxItems`, and every `required` property present. Refused with
-/// 422 before any webhook. (`pattern`, `format` and `x-kubernetes-validations` are not read.)
+/// `maxLength`, `minItems` and `maxItems`, every `required` property present, every string
+/// matching its `pattern` (a Go regular expression) and of its `format` (`uri` as Go's
+/// `url.ParseRequestURI` reads it, `date-time`, `date`, `byte`, `uuid`; formats the upstream
+/// CRDs do not use are not checked). Refused with 422 before any webhook.
+/// (`x-kubernetes-validations`, CEL rules, are not read.)
 ///
 /// Refused: `{apiVersion: registry.volcano.sh/v1alpha1, kind: AutoscalingPolicy, metadata: {name: p}, spec: {metrics: "kthena:num_requests_waiting"}}`
 ///
@@ -301,17 +466,87 @@ mod tests {
                     "port": {"x-kubernetes-int-or-string": true},
                     "tags": {"type": "array", "maxItems": 1, "items": {"type": "string"}},
                     "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}}),
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "code": {"type": "string", "pattern": "^[a-z]+$"},
+                    "url": {"type": "string", "format": "uri"},
+                    "when": {"type": "string", "format": "date-time"},
+                    "data": {"type": "string", "format": "byte"},
+                    "count": {"type": "integer", "format": "int32"}}}}}),
             false,
         );
         Schemas {
             kinds: [("x.io/v1/Thing".to_owned(), "thing".to_owned())].into(),
             schemas: [("thing".to_owned(), root)].into(),
+            patterns: Default::default(),
         }
     }
 
     fn thing(spec: Value) -> Value {
         json!({"apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": spec})
+    }
+
+    #[test]
+    fn api_15_reads_patterns_and_formats() {
+        let built_in = crate::schema::built_in();
+        let good = thing(json!({"name": "a", "code": "abc", "url": "https://x.io/p",
+            "when": "2026-11-29T10:00:00Z", "data": "aGk=", "count": 3}));
+        assert_eq!(fields(&api_15_crd_schema(&good, built_in, &crds())), []);
+        let bad = thing(json!({"name": "a", "code": "aBc", "url": "x.io/p",
+            "when": "2026-02-30T10:00:00Z", "data": "aGk"}));
+        let found = api_15_crd_schema(&bad, built_in, &crds());
+        assert_eq!(
+            fields(&found),
+            [
+                ("API-15", "spec.code"),
+                ("API-15", "spec.data"),
+                ("API-15", "spec.url"),
+                ("API-15", "spec.when")
+            ]
+        );
+        assert_eq!(
+            found[0].message,
+            "Invalid value: \"aBc\": spec.code in body should match '^[a-z]+$'"
+        );
+        assert_eq!(
+            found[2].message,
+            "Invalid value: \"x.io/p\": spec.url in body must be of type uri: \"x.io/p\""
+        );
+        assert_eq!(
+            found[3].message,
+            "Invalid value: \"2026-02-30T10:00:00Z\": spec.when in body must be of type date-time: \"2026-02-30T10:00:00Z\""
+        );
+    }
+
+    #[test]
+    fn formats_as_kube_openapi_reads_them() {
+        for (s, ok) in [
+            ("2026-11-29T10:00:00Z", true),
+            ("2026-11-29t10:00:00.123+01:00", true),
+            ("2026-11-29T10:00:00x5z", true),
+            ("2026-11-29T10:00:00", false),
+            ("2026-11-29T24:00:00Z", false),
+            ("2024-02-29T00:00:00Z", true),
+            ("2023-02-29T00:00:00Z", false),
+            ("2026-11-29 10:00:00Z", false),
+        ] {
+            assert_eq!(is_date_time(s), ok, "{s}");
+        }
+        for (s, ok) in [
+            ("aGk=", true),
+            ("aGVsbG8h", true),
+            ("aGk", false),
+            ("", false),
+            ("a===", false),
+        ] {
+            assert_eq!(is_base64(s), ok, "{s}");
+        }
+        for (s, ok) in [
+            ("123e4567-e89b-12d3-a456-426614174000", true),
+            ("123E4567E89B12D3A456426614174000", true),
+            ("123e4567-e89b-12d3-a456-42661417400", false),
+        ] {
+            assert_eq!(is_uuid(s), ok, "{s}");
+        }
     }
 
     fn fields(f: &[Finding]) -> Vec<(&str, &str)> {
@@ -360,7 +595,7 @@ mod tests {
         assert_eq!(
             fields(&f),
             [
-                ("API-15", "spec.labels[k]"),
+                ("API-15", "spec.labels.k"),
                 ("API-15", "spec.mode"),
                 ("API-15", "spec.name"),
                 ("API-15", "spec.port"),
