@@ -1017,14 +1017,14 @@ impl Ledger {
         object: &ElasticQuota,
         old: Option<&ElasticQuota>,
         gates: TreeGates,
-    ) -> Result<(), (&'static str, String)> {
+    ) -> Result<(), (&'static str, tree::Refused)> {
         let s = self.read();
         let view = s.view.clone().unwrap_or_default();
         let pods = Pods {
             pods: &s.pods,
             groups: &s.groups,
         };
-        tree::validate(operation, object, old, &view.topology, &pods, gates)
+        tree::validate_at(operation, object, old, &view.topology, &pods, gates)
     }
 }
 

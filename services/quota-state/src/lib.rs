@@ -612,10 +612,11 @@ impl QuotaState for Service {
                     allowed: true,
                     ..ValidateQuotaResponse::default()
                 },
-                Err((rule, message)) => ValidateQuotaResponse {
+                Err((rule, refused)) => ValidateQuotaResponse {
                     allowed: false,
                     rule: rule.to_owned(),
-                    message,
+                    message: refused.message,
+                    field: refused.field,
                 },
             },
         )

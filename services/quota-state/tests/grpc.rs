@@ -239,6 +239,26 @@ async fn admit_release_and_health_over_grpc() {
         delete_parent.message,
         "delete quota failed, quota p has 1 child quotas"
     );
+    assert_eq!(delete_parent.field, "metadata.name");
+    // A refusal about a field names it: a child of a quota that is not there.
+    let orphan = client
+        .validate_quota(ValidateQuotaRequest {
+            operation: Operation::Create as i32,
+            object: br#"{"metadata":{"name":"o","namespace":"other","labels":{"quota.scheduling.koordinator.sh/parent":"nobody"}},"spec":{"max":{"cpu":"1"},"min":{"cpu":"1"}}}"#.to_vec(),
+            ..ValidateQuotaRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (orphan.allowed, orphan.rule.as_str(), orphan.field.as_str()),
+        (
+            false,
+            "QV-T",
+            "metadata.labels[quota.scheduling.koordinator.sh/parent]"
+        ),
+        "{orphan:?}"
+    );
     let garbage = client
         .validate_quota(ValidateQuotaRequest {
             operation: Operation::Create as i32,

@@ -469,6 +469,20 @@ pub fn template_rules(
     ns: &str,
     ctx: &Context,
 ) -> Result<(), (&'static str, String)> {
+    // The template's Pods get their class's priority when created, before any webhook sees
+    // them; PV-2 reads it, so the template is judged with it too.
+    let created;
+    let pod = match priority_at_creation(pod, ctx) {
+        Some(p) => {
+            let mut c = pod.clone();
+            if let Some(spec) = c.spec.as_mut() {
+                spec.priority = Some(p);
+            }
+            created = c;
+            &created
+        }
+        None => pod,
+    };
     check("PV-1", pv_1_reserve_pod(pod))?;
     let req = Request {
         uid: String::new(),
@@ -493,6 +507,32 @@ pub fn template_rules(
         pv_6_enhanced(&svc.options, pod, ns, ctx).map_err(|e| ("PV-6", e))?;
     }
     Ok(())
+}
+
+/// The `spec.priority` the API server's Priority admission plugin gives a Pod of this template
+/// when it is created: its PriorityClass's value (the two system classes are built in). `None`
+/// when the template sets a priority itself, names no class, or names one the cluster lacks
+/// (the API server refuses such Pods; the template is then judged without a priority).
+fn priority_at_creation(pod: &Pod, ctx: &Context) -> Option<i32> {
+    let spec = pod.spec.as_ref()?;
+    if spec.priority.is_some() {
+        return None;
+    }
+    let class = spec
+        .priority_class_name
+        .as_deref()
+        .filter(|c| !c.is_empty())?;
+    match class {
+        "system-node-critical" => return Some(2_000_001_000),
+        "system-cluster-critical" => return Some(2_000_000_000),
+        _ => {}
+    }
+    let found = ctx
+        .get::<k8s_openapi::api::scheduling::v1::PriorityClass>(None, class)
+        .ok()??;
+    found.data["value"]
+        .as_i64()
+        .and_then(|v| i32::try_from(v).ok())
 }
 
 /// PV-3.2 and PV-4: through quota-state in one call when `--quota-state-url` is set (fail closed

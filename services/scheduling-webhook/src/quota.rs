@@ -14,7 +14,7 @@ use admission_kit::{Context, Mutator, Operation, Request, Status, Validator, Ver
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
 use quota_protocol::tree::{
-    self, PodIndex, QuotaLookup, Topology, TreeGates, annotation, label, pod_quota_label,
+    self, PodIndex, QuotaLookup, Refused, Topology, TreeGates, annotation, label, pod_quota_label,
 };
 
 use crate::quota_client;
@@ -563,8 +563,17 @@ fn validate_quota(
     svc: &crate::Service,
     req: &Request<ElasticQuota>,
     ctx: &Context,
-) -> Result<Vec<String>, (&'static str, String)> {
+) -> Result<Vec<String>, (&'static str, Refused)> {
     let old = req.old_object.as_ref();
+    let qv_0 = |message: String| {
+        (
+            "QV-0",
+            Refused {
+                field: String::new(),
+                message,
+            },
+        )
+    };
     if svc.options.quota_state() {
         return match quota_client::blocking(quota_client::validate_quota(
             &svc.quota,
@@ -576,21 +585,21 @@ fn validate_quota(
             Ok(answer) => answer.map(|()| Vec::new()),
             Err(cause) => quota_client::unavailable(&svc.quota, "the ElasticQuota tree", &cause)
                 .map(|w| vec![w])
-                .map_err(|m| ("QV-0", m)),
+                .map_err(qv_0),
         };
     }
-    let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| ("QV-0", e.to_string()))?;
+    let quotas = state_quotas(&svc.quotas, ctx).map_err(|e| qv_0(e.to_string()))?;
     // Only an update (QV-T1) and a delete (QV-D) read the pods: a create lists none, which
     // would cost every pod of the state per quota created.
     let pods = if req.operation == Operation::Create {
         StatePods(Vec::new())
     } else {
-        StatePods::of(ctx).map_err(|e| ("QV-0", e.to_string()))?
+        StatePods::of(ctx).map_err(|e| qv_0(e.to_string()))?
     };
     let gates = TreeGates {
         update_resource_key: ctx.gates().enabled("ElasticQuotaEnableUpdateResourceKey"),
     };
-    tree::validate(
+    tree::validate_at(
         quota_client::wire_operation(req.operation),
         &req.object,
         old,
@@ -743,7 +752,8 @@ fn quota_defaults(
                     "QM-3",
                     400,
                     format!("fill quota {name} failed, parent not exist"),
-                );
+                )
+                .at(format!("metadata.labels[{PARENT}]"));
             }
             Some(p) if !p.tree_id.is_empty() => {
                 labels_mut(q).insert(TREE_ID.into(), p.tree_id.clone());
@@ -781,7 +791,8 @@ fn quota_defaults(
                         "QM-4",
                         400,
                         format!("fillDefaultQuotaInfo unmarshal sharedWeight failed:{e}"),
-                    );
+                    )
+                    .at(format!("metadata.annotations[{SHARED_WEIGHT}]"));
                 }
             };
         let maxm = max.unwrap_or_default();
@@ -853,7 +864,7 @@ fn quota_checks(svc: &crate::Service, req: &Request<ElasticQuota>, ctx: &Context
             warnings,
             ..Verdict::default()
         },
-        Err((rule, text)) => Verdict::errored(rule, 400, text),
+        Err((rule, refused)) => Verdict::errored(rule, 400, refused.message).at(refused.field),
     }
 }
 

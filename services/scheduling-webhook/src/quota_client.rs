@@ -794,7 +794,7 @@ const QV_RULES: [&str; 11] = [
     "QV-C1", "QV-C2", "QV-U2", "QV-U3", "QV-U4", "QV-S", "QV-T", "QV-D1", "QV-D2", "QV-D3", "QV-D4",
 ];
 
-/// QV through quota-state: `Ok(Err((rule, text)))` is a refusal, `Err` means no answer.
+/// QV through quota-state: `Ok(Err((rule, refused)))` is a refusal, `Err` means no answer.
 #[allow(clippy::type_complexity)] // the two layers are the two kinds of "no"
 pub async fn validate_quota(
     q: &QuotaClient,
@@ -802,7 +802,7 @@ pub async fn validate_quota(
     operation: Operation,
     object: &ElasticQuota,
     old: Option<&ElasticQuota>,
-) -> Result<Result<(), (&'static str, String)>, String> {
+) -> Result<Result<(), (&'static str, quota_protocol::tree::Refused)>, String> {
     let to_json = |q: &ElasticQuota| serde_json::to_vec(q).map_err(|e| e.to_string());
     let msg = ValidateQuotaRequest {
         operation: wire_operation(operation) as i32,
@@ -824,7 +824,13 @@ pub async fn validate_quota(
         .find(|id| **id == r.rule)
         .copied()
         .unwrap_or("QV");
-    Ok(Err((rule, r.message)))
+    Ok(Err((
+        rule,
+        quota_protocol::tree::Refused {
+            field: r.field,
+            message: r.message,
+        },
+    )))
 }
 
 #[cfg(test)]

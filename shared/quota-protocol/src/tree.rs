@@ -330,40 +330,68 @@ fn neg_keys(rl: &Option<ResourceList>) -> Vec<String> {
         .collect()
 }
 
+/// A refusal of the tree's rules: upstream's text and the field it is about, named as the decision
+/// log and admission-check name fields (`metadata.labels[quota.scheduling.koordinator.sh/parent]`,
+/// `spec.min[cpu]`; empty when the refusal is about no field of the object).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The field.
+    pub field: String,
+    /// Upstream's text.
+    pub message: String,
+}
+
+fn at(field: impl Into<String>, message: String) -> Refused {
+    Refused {
+        field: field.into(),
+        message,
+    }
+}
+
 /// QV-S: checks of the quota on its own.
 ///
 /// Refused: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "3"}, max: {cpu: "2"}}}`
 ///
 /// Admitted: `{apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: ElasticQuota, metadata: {name: team-a, namespace: team-a}, spec: {min: {cpu: "1"}, max: {cpu: "2"}}}`
-fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
+fn qv_s_self(q: &ElasticQuota) -> Result<(), Refused> {
     let name = q.metadata.name.clone().unwrap_or_default();
     let neg = neg_keys(&q.spec.max);
     if !neg.is_empty() {
-        return Err(format!(
-            "{name} quota.Spec.Max's value < 0, in dimensions :[{}]",
-            neg.join(" ")
+        return Err(at(
+            "spec.max",
+            format!(
+                "{name} quota.Spec.Max's value < 0, in dimensions :[{}]",
+                neg.join(" ")
+            ),
         ));
     }
     let neg = neg_keys(&q.spec.min);
     if !neg.is_empty() {
-        return Err(format!(
-            "{name} quota.Spec.Min's value < 0, in dimensions :[{}]",
-            neg.join(" ")
+        return Err(at(
+            "spec.min",
+            format!(
+                "{name} quota.Spec.Min's value < 0, in dimensions :[{}]",
+                neg.join(" ")
+            ),
         ));
     }
     let sw = annotation(q, SHARED_WEIGHT);
     if !sw.is_empty() {
         // Decoded as Go decodes a ResourceList: its JSON and quantity errors in Go's words.
-        let parsed = admission_compat::go::decode_resource_list(sw)?;
+        let parsed = admission_compat::go::decode_resource_list(sw)
+            .map_err(|e| at(format!("metadata.annotations[{SHARED_WEIGHT}]"), e))?;
         let neg: Vec<String> = parsed
             .iter()
             .filter(|(_, q)| q.negative && !q.is_zero())
             .map(|(k, _)| k.clone())
             .collect();
         if !neg.is_empty() {
-            return Err(format!(
-                "{name} quota.Annotation[{SHARED_WEIGHT}]'s value < 0, in dimension :[{}]",
-                neg.join(" ")
+            return Err(at(
+                format!("metadata.annotations[{SHARED_WEIGHT}]"),
+                format!(
+                    "{name} quota.Annotation[{SHARED_WEIGHT}]'s value < 0, in dimension :[{}]",
+                    neg.join(" ")
+                ),
             ));
         }
     }
@@ -371,15 +399,21 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     for (k, v) in q.spec.min.iter().flatten() {
         match max.get(k) {
             None => {
-                return Err(format!(
-                    "resourceKey {k} of quota {name} is included in min, which is not included in max"
+                return Err(at(
+                    format!("spec.min[{k}]"),
+                    format!(
+                        "resourceKey {k} of quota {name} is included in min, which is not included in max"
+                    ),
                 ));
             }
             Some(m) if cmp_quantities(v, m).is_gt() => {
-                return Err(format!(
-                    "resourceKey {k} of quota {name} min {} > max {}",
-                    go_text(v),
-                    go_text(m)
+                return Err(at(
+                    format!("spec.min[{k}]"),
+                    format!(
+                        "resourceKey {k} of quota {name} min {} > max {}",
+                        go_text(v),
+                        go_text(m)
+                    ),
                 ));
             }
             _ => {}
@@ -388,7 +422,10 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
     let strict = annotation(q, STRICT_KEYS);
     if !strict.is_empty() {
         let keys: Vec<String> = serde_json::from_str(strict).map_err(|e| {
-            format!("{name} quota.Annotation[{STRICT_KEYS}]'s value is invalid: {e}")
+            at(
+                format!("metadata.annotations[{STRICT_KEYS}]"),
+                format!("{name} quota.Annotation[{STRICT_KEYS}]'s value is invalid: {e}"),
+            )
         })?;
         let used = q
             .status
@@ -399,15 +436,21 @@ fn qv_s_self(q: &ElasticQuota) -> Result<(), String> {
             let Some(u) = used.get(&k) else { continue };
             match max.get(&k) {
                 None => {
-                    return Err(format!(
-                        "resourceKey {k} of quota {name} is included in used, which is not included in max but should check max >= used"
+                    return Err(at(
+                        "spec.max",
+                        format!(
+                            "resourceKey {k} of quota {name} is included in used, which is not included in max but should check max >= used"
+                        ),
                     ));
                 }
                 Some(m) if cmp_quantities(m, u).is_lt() => {
-                    return Err(format!(
-                        "resourceKey {k} of quota {name} max {} < used {}",
-                        go_text(m),
-                        go_text(u)
+                    return Err(at(
+                        format!("spec.max[{k}]"),
+                        format!(
+                            "resourceKey {k} of quota {name} max {} < used {}",
+                            go_text(m),
+                            go_text(u)
+                        ),
                     ));
                 }
                 _ => {}
@@ -435,7 +478,7 @@ fn qv_t_topology(
     t: &Topology,
     pods: &dyn PodIndex,
     gates: TreeGates,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
     let name = &new.name;
     if name == ROOT {
         return Ok(());
@@ -445,13 +488,19 @@ fn qv_t_topology(
         && old.is_parent != new.is_parent
     {
         if !new.is_parent && t.children.get(name).is_some_and(|c| !c.is_empty()) {
-            return Err(format!(
-                "quota has children, isParent is forbidden to modify as false, quotaName:{name}"
+            return Err(at(
+                format!("metadata.labels[{IS_PARENT}]"),
+                format!(
+                    "quota has children, isParent is forbidden to modify as false, quotaName:{name}"
+                ),
             ));
         }
         if new.is_parent && pods.any_bound(name, old_namespaces) {
-            return Err(format!(
-                "quota has bound pods, isParent is forbidden to modify as true, quotaName: {name}"
+            return Err(at(
+                format!("metadata.labels[{IS_PARENT}]"),
+                format!(
+                    "quota has bound pods, isParent is forbidden to modify as true, quotaName: {name}"
+                ),
             ));
         }
     }
@@ -459,18 +508,24 @@ fn qv_t_topology(
     if let Some(old) = old
         && old.tree_id != new.tree_id
     {
-        return Err(format!(
-            "{name} tree id changed [{}] vs [{}]",
-            old.tree_id, new.tree_id
+        return Err(at(
+            format!("metadata.labels[{TREE_ID}]"),
+            format!(
+                "{name} tree id changed [{}] vs [{}]",
+                old.tree_id, new.tree_id
+            ),
         ));
     }
     if new.parent != ROOT
         && let Some(p) = t.quotas.get(&new.parent)
         && p.tree_id != new.tree_id
     {
-        return Err(format!(
-            "{name} tree id is different from parent {}, [{}] vs [{}]",
-            new.parent, new.tree_id, p.tree_id
+        return Err(at(
+            format!("metadata.labels[{TREE_ID}]"),
+            format!(
+                "{name} tree id is different from parent {}, [{}] vs [{}]",
+                new.parent, new.tree_id, p.tree_id
+            ),
         ));
     }
     let children: Vec<&String> = t
@@ -482,9 +537,12 @@ fn qv_t_topology(
         if let Some(ci) = t.quotas.get(*c)
             && ci.tree_id != new.tree_id
         {
-            return Err(format!(
-                "{name} tree id is different from child {c}, [{}] vs [{}]",
-                new.tree_id, ci.tree_id
+            return Err(at(
+                format!("metadata.labels[{TREE_ID}]"),
+                format!(
+                    "{name} tree id is different from child {c}, [{}] vs [{}]",
+                    new.tree_id, ci.tree_id
+                ),
             ));
         }
     }
@@ -495,21 +553,30 @@ fn qv_t_topology(
     // QV-T4
     let parent = if new.parent != ROOT {
         let Some(p) = t.quotas.get(&new.parent) else {
-            return Err(format!(
-                "{name} has parentName {} but not find parentInfo in quotaInfoMap",
-                new.parent
+            return Err(at(
+                format!("metadata.labels[{PARENT}]"),
+                format!(
+                    "{name} has parentName {} but not find parentInfo in quotaInfoMap",
+                    new.parent
+                ),
             ));
         };
         if !t.children.contains_key(&new.parent) {
-            return Err(format!(
-                "{name} has parentName {} but not find parentInfo in quotaHierarchyInfo",
-                new.parent
+            return Err(at(
+                format!("metadata.labels[{PARENT}]"),
+                format!(
+                    "{name} has parentName {} but not find parentInfo in quotaHierarchyInfo",
+                    new.parent
+                ),
             ));
         }
         if !p.is_parent {
-            return Err(format!(
-                "{name} has parentName {} but the parentQuotaInfo's IsParent is false",
-                new.parent
+            return Err(at(
+                format!("metadata.labels[{PARENT}]"),
+                format!(
+                    "{name} has parentName {} but the parentQuotaInfo's IsParent is false",
+                    new.parent
+                ),
             ));
         }
         Some(p)
@@ -519,25 +586,34 @@ fn qv_t_topology(
     // QV-T5
     let prefix = "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: ";
     let subset_only = gates.update_resource_key;
-    let check = |upper: &QuotaInfo, lower: &QuotaInfo| -> Result<(), String> {
+    let check = |upper: &QuotaInfo, lower: &QuotaInfo| -> Result<(), Refused> {
         let (um, lm) = (keys_of(&upper.max), keys_of(&lower.max));
         if subset_only {
             if !lm.is_subset(&um) {
-                return Err(format!(
-                    "{prefix}{}'s max keys are not all included in {}'s",
-                    lower.name, upper.name
+                return Err(at(
+                    "spec.max",
+                    format!(
+                        "{prefix}{}'s max keys are not all included in {}'s",
+                        lower.name, upper.name
+                    ),
                 ));
             }
         } else if um != lm {
-            return Err(format!(
-                "{prefix}{}'s max keys are not the same with {}'s",
-                upper.name, lower.name
+            return Err(at(
+                "spec.max",
+                format!(
+                    "{prefix}{}'s max keys are not the same with {}'s",
+                    upper.name, lower.name
+                ),
             ));
         }
         if !keys_of(&lower.min).is_subset(&keys_of(&upper.min)) {
-            return Err(format!(
-                "{prefix}{}'s min keys are not all included in {}'s",
-                lower.name, upper.name
+            return Err(at(
+                "spec.min",
+                format!(
+                    "{prefix}{}'s min keys are not all included in {}'s",
+                    lower.name, upper.name
+                ),
             ));
         }
         Ok(())
@@ -547,25 +623,31 @@ fn qv_t_topology(
     }
     for c in &children {
         let Some(ci) = t.quotas.get(*c) else {
-            return Err(format!(
-                "{prefix}internal error: quotaInfoMap and quotaTree information out of sync, losed :{c}"
+            return Err(at(
+                String::new(),
+                format!(
+                    "{prefix}internal error: quotaInfoMap and quotaTree information out of sync, losed :{c}"
+                ),
             ));
         };
         // A child's max keys are compared with this quota's: the child is the lower side.
         if subset_only {
             if !keys_of(&ci.max).is_subset(&keys_of(&new.max)) {
-                return Err(format!(
-                    "{prefix}{c}'s max keys are not all included in {name}'s"
+                return Err(at(
+                    "spec.max",
+                    format!("{prefix}{c}'s max keys are not all included in {name}'s"),
                 ));
             }
         } else if keys_of(&ci.max) != keys_of(&new.max) {
-            return Err(format!(
-                "{prefix}{c}'s max keys are not the same with {name}'s"
+            return Err(at(
+                "spec.max",
+                format!("{prefix}{c}'s max keys are not the same with {name}'s"),
             ));
         }
         if !keys_of(&ci.min).is_subset(&keys_of(&new.min)) {
-            return Err(format!(
-                "{prefix}{c}'s min keys are not all included in {name}'s"
+            return Err(at(
+                "spec.min",
+                format!("{prefix}{c}'s min keys are not all included in {name}'s"),
             ));
         }
     }
@@ -593,9 +675,12 @@ fn qv_t_topology(
             .iter()
             .any(|(k, v)| v.nano > pmin.get(k).map(|x| x.nano).unwrap_or(0))
         {
-            return Err(format!(
-                "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {}",
-                p.name
+            return Err(at(
+                "spec.min",
+                format!(
+                    "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {}",
+                    p.name
+                ),
             ));
         }
     }
@@ -610,8 +695,11 @@ fn qv_t_topology(
             .iter()
             .any(|(k, v)| v.nano > new_min.get(k).map(|x| x.nano).unwrap_or(0))
         {
-            return Err(format!(
-                "checkMinQuotaSum all children's MinQuota > current MinQuota, current: {name}"
+            return Err(at(
+                "spec.min",
+                format!(
+                    "checkMinQuotaSum all children's MinQuota > current MinQuota, current: {name}"
+                ),
             ));
         }
     }
@@ -718,20 +806,41 @@ pub fn validate(
     pods: &dyn PodIndex,
     gates: TreeGates,
 ) -> Result<(), (&'static str, String)> {
+    validate_at(operation, q, old, t, pods, gates).map_err(|(rule, r)| (rule, r.message))
+}
+
+/// [`validate`], the refusal with the field it names.
+pub fn validate_at(
+    operation: Operation,
+    q: &ElasticQuota,
+    old: Option<&ElasticQuota>,
+    t: &Topology,
+    pods: &dyn PodIndex,
+    gates: TreeGates,
+) -> Result<(), (&'static str, Refused)> {
     let name = q.metadata.name.clone().unwrap_or_default();
     match operation {
         Operation::Create => {
             // The root entry every tree holds is not a quota upstream's map knows:
             // creating the root object while none exists passes.
             if t.quotas.contains_key(&name) && (name != ROOT || t.root_object) {
-                return Err(("QV-C1", format!("AddQuota quota already exist:{name}")));
+                return Err((
+                    "QV-C1",
+                    at(
+                        "metadata.name",
+                        format!("AddQuota quota already exist:{name}"),
+                    ),
+                ));
             }
             for ns in bound_namespaces(q) {
                 if let Some(other) = t.namespaces.get(&ns) {
                     return Err((
                         "QV-C2",
-                        format!(
-                            "AddQuota quota {name}'s annotation namespace {ns} is already bound to quota {other}"
+                        at(
+                            format!("metadata.annotations[{NAMESPACES}]"),
+                            format!(
+                                "AddQuota quota {name}'s annotation namespace {ns} is already bound to quota {other}"
+                            ),
                         ),
                     ));
                 }
@@ -745,7 +854,10 @@ pub fn validate(
                 return Ok(());
             }
             if name == SYSTEM || name == ROOT {
-                return Err(("QV-U2", format!("invalid quota {name}")));
+                return Err((
+                    "QV-U2",
+                    at("metadata.name", format!("invalid quota {name}")),
+                ));
             }
             for ns in bound_namespaces(q) {
                 if let Some(other) = t.namespaces.get(&ns)
@@ -753,8 +865,11 @@ pub fn validate(
                 {
                     return Err((
                         "QV-U3",
-                        format!(
-                            "UpdadteQuota, quota {name} update namespaces, but namespace {ns} is already bound to quota {other}"
+                        at(
+                            format!("metadata.annotations[{NAMESPACES}]"),
+                            format!(
+                                "UpdadteQuota, quota {name} update namespaces, but namespace {ns} is already bound to quota {other}"
+                            ),
                         ),
                     ));
                 }
@@ -762,7 +877,10 @@ pub fn validate(
             let Some(current) = t.quotas.get(&name) else {
                 return Err((
                     "QV-U4",
-                    format!("UpdateQuota quota not exist in quotaInfoMap:{name}"),
+                    at(
+                        "metadata.name",
+                        format!("UpdateQuota quota not exist in quotaInfoMap:{name}"),
+                    ),
                 ));
             };
             qv_s_self(q).map_err(|e| ("QV-S", e))?;
@@ -778,16 +896,28 @@ pub fn validate(
         }
         Operation::Delete => {
             if [SYSTEM, ROOT, DEFAULT].contains(&name.as_str()) {
-                return Err(("QV-D1", format!("can not delete quotaGroup :{name}")));
+                return Err((
+                    "QV-D1",
+                    at(
+                        "metadata.name",
+                        format!("can not delete quotaGroup :{name}"),
+                    ),
+                ));
             }
             if !t.quotas.contains_key(&name) {
-                return Err(("QV-D2", format!("not found quota:{name}")));
+                return Err((
+                    "QV-D2",
+                    at("metadata.name", format!("not found quota:{name}")),
+                ));
             }
             let n = t.children.get(&name).map(BTreeSet::len).unwrap_or(0);
             if n > 0 {
                 return Err((
                     "QV-D3",
-                    format!("delete quota failed, quota {name} has {n} child quotas"),
+                    at(
+                        "metadata.name",
+                        format!("delete quota failed, quota {name} has {n} child quotas"),
+                    ),
                 ));
             }
             let mut names = pods.labelled(&name);
@@ -800,9 +930,12 @@ pub fn validate(
                 }
                 return Err((
                     "QV-D4",
-                    format!(
-                        "delete quota failed, quota {name} has {n} child pods: {}",
-                        shown.join(", ")
+                    at(
+                        "metadata.name",
+                        format!(
+                            "delete quota failed, quota {name} has {n} child pods: {}",
+                            shown.join(", ")
+                        ),
                     ),
                 ));
             }
@@ -932,6 +1065,83 @@ mod tests {
             create(&with_root),
             Err(("QV-C1", format!("AddQuota quota already exist:{ROOT}")))
         );
+    }
+
+    /// Each refusal names the field it is about, for the decision log and admission-check.
+    #[test]
+    fn refusals_name_their_fields() {
+        struct NoPods;
+        impl PodIndex for NoPods {
+            fn labelled(&self, _: &str) -> Vec<String> {
+                Vec::new()
+            }
+            fn any_bound(&self, _: &str, _: &[String]) -> bool {
+                false
+            }
+        }
+        let quota = |v: serde_json::Value| -> ElasticQuota { serde_json::from_value(v).unwrap() };
+        let parent = quota(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "d", "labels": {IS_PARENT: "true", TREE_ID: "t1"},
+                "annotations": {NAMESPACES: "[\"bound\"]"}},
+            "spec": {"max": {"cpu": "10"}, "min": {"cpu": "5"}}}));
+        let t = Topology::from_objects(std::slice::from_ref(&parent));
+        let cases = [
+            (
+                serde_json::json!({"metadata": {"name": "a", "namespace": "d"},
+                    "spec": {"max": {"cpu": "1"}, "min": {"cpu": "2"}}}),
+                "QV-S",
+                "spec.min[cpu]".to_owned(),
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "a", "namespace": "d", "labels": {PARENT: "nobody"}},
+                    "spec": {"max": {"cpu": "1"}, "min": {"cpu": "1"}}}),
+                "QV-T",
+                format!("metadata.labels[{PARENT}]"),
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "a", "namespace": "d", "labels": {PARENT: "p", TREE_ID: "t2"}},
+                    "spec": {"max": {"cpu": "1"}, "min": {"cpu": "1"}}}),
+                "QV-T",
+                format!("metadata.labels[{TREE_ID}]"),
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "a", "namespace": "d", "labels": {PARENT: "p", TREE_ID: "t1"}},
+                    "spec": {"max": {"cpu": "1", "memory": "1Gi"}, "min": {"cpu": "1"}}}),
+                "QV-T",
+                "spec.max".to_owned(),
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "a", "namespace": "d",
+                    "annotations": {NAMESPACES: "[\"bound\"]"}},
+                    "spec": {"max": {"cpu": "1"}, "min": {"cpu": "1"}}}),
+                "QV-C2",
+                format!("metadata.annotations[{NAMESPACES}]"),
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {}}),
+                "QV-C1",
+                "metadata.name".to_owned(),
+            ),
+        ];
+        for (object, rule, field) in cases {
+            let q = quota(object);
+            let got = validate_at(
+                Operation::Create,
+                &q,
+                None,
+                &t,
+                &NoPods,
+                TreeGates::default(),
+            );
+            let Err((r, refused)) = got else {
+                panic!("{q:?} admitted")
+            };
+            assert_eq!(
+                (r, refused.field.as_str()),
+                (rule, field.as_str()),
+                "{refused:?}"
+            );
+        }
     }
 
     #[test]

@@ -283,12 +283,13 @@ pub fn main() -> ExitCode {
     };
     // File by file: each file that cannot be read is named, the others are still checked,
     // and the run ends with exit 2.
-    let mut unread = 0usize;
+    // Each is named on stderr as it is met and listed in the report.
+    let mut unread: Vec<report::Unreadable> = Vec::new();
     let manifests = read_ahead(&paths)
         .filter_map(|r| {
             r.map_err(|e| {
                 eprintln!("admission-check: {e}");
-                unread += 1;
+                unread.push(report::Unreadable::from(&e));
             })
             .ok()
         })
@@ -296,6 +297,7 @@ pub fn main() -> ExitCode {
     let results = check_all(&catalog, &cli, manifests, &olds);
     if !emit(&report::render(
         &results,
+        &unread,
         cli.output,
         cli.docs_url.as_deref(),
         cli.mode,
@@ -307,7 +309,7 @@ pub fn main() -> ExitCode {
     if cli.strict && objects == 0 {
         eprintln!("admission-check: --strict: no Kubernetes object was read");
     }
-    if unread > 0 {
+    if !unread.is_empty() {
         ExitCode::from(2)
     } else if cli.strict && objects == 0 {
         ExitCode::from(1)
@@ -522,7 +524,7 @@ fn run_suites(cli: &Cli) -> ExitCode {
         let checked: Vec<Checked> = all.iter().flat_map(|t| t.checked.clone()).collect();
         format!(
             "{:#}\n",
-            report::sarif(&checked, cli.docs_url.as_deref(), Enforcement::Enforce)
+            report::sarif(&checked, &[], cli.docs_url.as_deref(), Enforcement::Enforce)
         )
     } else if cli.output == Format::Json {
         let tests: Vec<Value> = all

@@ -107,6 +107,32 @@ pub enum InputError {
     },
 }
 
+impl InputError {
+    /// The file (or directory) that could not be read.
+    pub fn file(&self) -> &str {
+        match self {
+            InputError::Read { path, .. } => path,
+            InputError::Parse { file, .. } => file,
+        }
+    }
+
+    /// The document and the line the problem is at, when it is in a document.
+    pub fn document_line(&self) -> Option<(usize, usize)> {
+        match self {
+            InputError::Read { .. } => None,
+            InputError::Parse { document, line, .. } => Some((*document, *line)),
+        }
+    }
+
+    /// What is wrong, without the file's name.
+    pub fn reason(&self) -> String {
+        match self {
+            InputError::Read { source, .. } => source.to_string(),
+            InputError::Parse { message, .. } => message.clone(),
+        }
+    }
+}
+
 /// Whether a file under a directory is read: YAML and JSON files only.
 fn is_manifest(p: &Path) -> bool {
     matches!(

@@ -23,6 +23,48 @@ pub struct Checked {
     pub outcome: Outcome,
 }
 
+/// A file, or a document of one, that could not be read as Kubernetes objects: listed in
+/// every format beside the results (the other files are still checked), and the run ends with
+/// exit 2.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    /// The file (or directory).
+    pub file: String,
+    /// The document, from 1, when the problem is in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<usize>,
+    /// The line the problem is at, from 1, when it is in a document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl From<&crate::input::InputError> for Unreadable {
+    fn from(e: &crate::input::InputError) -> Self {
+        let at = e.document_line();
+        Unreadable {
+            file: e.file().to_owned(),
+            document: at.map(|(d, _)| d),
+            line: at.map(|(_, l)| l),
+            message: e.reason(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.document, self.line) {
+            (Some(d), Some(l)) => write!(
+                f,
+                "{}: document {d} (line {l}): {}",
+                self.file, self.message
+            ),
+            _ => write!(f, "cannot read {}: {}", self.file, self.message),
+        }
+    }
+}
+
 /// The verdict on one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -147,6 +189,8 @@ pub struct Summary {
     /// Documents that are no Kubernetes objects (tools' configuration): left out, and not
     /// counted among `objects`.
     pub ignored: usize,
+    /// Files that could not be read ([`Unreadable`]): their objects are not among `objects`.
+    pub unreadable: usize,
 }
 
 /// The counts of `results`.
@@ -172,20 +216,22 @@ pub fn summary(results: &[Checked]) -> Summary {
     s
 }
 
-/// Renders `results` in `format` (`docs_url`: see [`sarif`]) for a run in enforcement mode
-/// `mode`: in `warn` and `audit` every denial is reported as a would-be denial (a SARIF warning,
-/// a skipped JUnit case, `"mode"` in the JSON report, a closing line in text).
+/// Renders `results` and the files that could not be read in `format` (`docs_url`: see
+/// [`sarif`]) for a run in enforcement mode `mode`: in `warn` and `audit` every denial is
+/// reported as a would-be denial (a SARIF warning, a skipped JUnit case, `"mode"` in the JSON
+/// report, a closing line in text).
 pub fn render(
     results: &[Checked],
+    unreadable: &[Unreadable],
     format: Format,
     docs_url: Option<&str>,
     mode: Enforcement,
 ) -> String {
     match format {
-        Format::Text => text(results, mode),
-        Format::Json => json_text(results, mode),
-        Format::Junit => junit(results, mode),
-        Format::Sarif => format!("{:#}\n", sarif(results, docs_url, mode)),
+        Format::Text => text(results, unreadable, mode),
+        Format::Json => json_text(results, unreadable, mode),
+        Format::Junit => junit(results, unreadable, mode),
+        Format::Sarif => format!("{:#}\n", sarif(results, unreadable, docs_url, mode)),
     }
 }
 
@@ -203,7 +249,7 @@ pub fn diff(before: &Value, after: &Value) -> String {
         .to_string()
 }
 
-fn text(results: &[Checked], mode: Enforcement) -> String {
+fn text(results: &[Checked], unreadable: &[Unreadable], mode: Enforcement) -> String {
     let mut out = String::new();
     for r in results {
         let _ = writeln!(out, "{}  {}  {}", r.source, r.title(), r.verdict().label());
@@ -265,6 +311,9 @@ fn text(results: &[Checked], mode: Enforcement) -> String {
             }
         }
     }
+    for u in unreadable {
+        let _ = writeln!(out, "{}  UNREADABLE\n  {}", u.file, u);
+    }
     let s = summary(results);
     let _ = write!(
         out,
@@ -287,6 +336,13 @@ fn text(results: &[Checked], mode: Enforcement) -> String {
             s.ignored
         );
     }
+    if !unreadable.is_empty() {
+        let _ = write!(
+            out,
+            "; {} files unreadable (their objects not checked)",
+            unreadable.len()
+        );
+    }
     out.push('\n');
     if mode != Enforcement::Enforce {
         let _ = writeln!(
@@ -303,13 +359,13 @@ pub const JSON_FORMAT: u32 = 2;
 
 /// The JSON report: `{"format": 2, "results": [...], "summary": {...}}`.
 pub fn json_report(results: &[Checked]) -> Value {
-    serde_json::to_value(JsonReport(results, Enforcement::Enforce)).unwrap_or_default()
+    serde_json::to_value(JsonReport(results, &[], Enforcement::Enforce)).unwrap_or_default()
 }
 
 /// The JSON report as text, written result by result: the whole report is never a `Value`
 /// tree (with every mutated object in it, that doubled a large run's memory).
-fn json_text(results: &[Checked], mode: Enforcement) -> String {
-    match serde_json::to_string_pretty(&JsonReport(results, mode)) {
+fn json_text(results: &[Checked], unreadable: &[Unreadable], mode: Enforcement) -> String {
+    match serde_json::to_string_pretty(&JsonReport(results, unreadable, mode)) {
         Ok(mut s) => {
             s.push('\n');
             s
@@ -319,21 +375,26 @@ fn json_text(results: &[Checked], mode: Enforcement) -> String {
 }
 
 /// Serialises as [`json_report`]'s value, keys in the same (sorted) order; `"mode"` only for a
-/// run in `warn` or `audit`.
-struct JsonReport<'a>(&'a [Checked], Enforcement);
+/// run in `warn` or `audit`, `"unreadable"` only when a file could not be read.
+struct JsonReport<'a>(&'a [Checked], &'a [Unreadable], Enforcement);
 
 impl Serialize for JsonReport<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("format", &JSON_FORMAT)?;
-        if self.1 != Enforcement::Enforce {
-            m.serialize_entry("mode", self.1.as_str())?;
+        if self.2 != Enforcement::Enforce {
+            m.serialize_entry("mode", self.2.as_str())?;
         }
         m.serialize_entry("results", &JsonItems(self.0))?;
+        let mut counts = summary(self.0);
+        counts.unreadable = self.1.len();
         // As a value, so its keys come sorted as in every earlier report.
-        let summary = serde_json::to_value(summary(self.0)).map_err(serde::ser::Error::custom)?;
+        let summary = serde_json::to_value(counts).map_err(serde::ser::Error::custom)?;
         m.serialize_entry("summary", &summary)?;
+        if !self.1.is_empty() {
+            m.serialize_entry("unreadable", self.1)?;
+        }
         m.end()
     }
 }
@@ -405,7 +466,7 @@ fn refusal_messages(r: &Checked) -> String {
     msgs.join("; ")
 }
 
-fn junit(results: &[Checked], mode: Enforcement) -> String {
+fn junit(results: &[Checked], unreadable: &[Unreadable], mode: Enforcement) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("admission-check");
     let mut suites: Vec<TestSuite> = Vec::new();
@@ -491,6 +552,23 @@ fn junit(results: &[Checked], mode: Enforcement) -> String {
             s.add_test_case(case);
         }
     }
+    // A file that could not be read is a suite of its own with one errored case: its objects
+    // were never tested.
+    for u in unreadable {
+        let mut st = TestCaseStatus::non_success(NonSuccessKind::Error);
+        st.set_message(u.message.clone());
+        st.set_type("unreadable");
+        st.set_description(u.to_string());
+        let name = match u.line {
+            Some(l) => format!("{}:{l} unreadable", u.file),
+            None => format!("{} unreadable", u.file),
+        };
+        let mut case = TestCase::new(name, st);
+        case.set_classname(u.file.clone());
+        let mut suite = TestSuite::new(u.file.clone());
+        suite.add_test_case(case);
+        suites.push(suite);
+    }
     let total = suites.iter().filter_map(|s| s.time).sum();
     report.set_time(total);
     report.add_test_suites(suites);
@@ -505,6 +583,20 @@ fn warning_rule(w: &str) -> &str {
         Some((id, _)) if crate::catalog::starts_with_rule_id(w) => id,
         _ => "warning",
     }
+}
+
+/// The field a warning is about: the first word of it that is a field path (`spec.template`
+/// in `WQ-6: … pods of spec.template would be refused …`), else none. Warnings are plain text
+/// on the wire, and the rules write the field they mean as a path.
+fn warning_field(w: &str) -> &str {
+    w.split_whitespace()
+        .map(|t| t.trim_end_matches([':', ',', ';', ')', '.']))
+        .find(|t| {
+            ["spec.", "metadata.", "status."]
+                .iter()
+                .any(|p| t.starts_with(p) && t.len() > p.len())
+        })
+        .unwrap_or_default()
 }
 
 /// A file path as a SARIF `artifactLocation.uri`: a relative reference for relative paths, a
@@ -553,7 +645,16 @@ fn uri(path: &str) -> String {
 /// above it); with `docs_url` (the base URL of this repository's files, e.g.
 /// `https://github.com/org/repo/blob/v1.2.0`) each rule gets a `helpUri` at the page that
 /// specifies it and the tool an `informationUri`.
-pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> Value {
+///
+/// A file that could not be read is an error-level result of rule `unreadable` at the line the
+/// problem is at, and a tool notification of the run's invocation (whose `executionSuccessful`
+/// is then false).
+pub fn sarif(
+    results: &[Checked],
+    unreadable: &[Unreadable],
+    docs_url: Option<&str>,
+    mode: Enforcement,
+) -> Value {
     // Each rule met: its id, a fallback description, and the service that reported it first.
     let mut rules: Vec<(String, String, String)> = Vec::new();
     let index =
@@ -653,9 +754,36 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> 
                 "ruleIndex": i,
                 "level": "warning",
                 "message": {"text": format!("{}: {w}", r.title())},
-                "locations": [location("")],
+                "locations": [location(warning_field(w))],
             }));
         }
+    }
+    let mut notifications = Vec::new();
+    for u in unreadable {
+        let i = index(
+            &mut rules,
+            "unreadable",
+            "A file or document that is not YAML or JSON Kubernetes objects (a template, a syntax error, no apiVersion or kind); its objects are not checked".into(),
+            "",
+        );
+        let location = json!({
+            "physicalLocation": {
+                "artifactLocation": {"uri": uri(&u.file)},
+                "region": {"startLine": u.line.unwrap_or(1), "startColumn": 1},
+            },
+        });
+        out.push(json!({
+            "ruleId": "unreadable",
+            "ruleIndex": i,
+            "level": "error",
+            "message": {"text": u.to_string()},
+            "locations": [location],
+        }));
+        notifications.push(json!({
+            "level": "error",
+            "message": {"text": u.to_string()},
+            "locations": [location],
+        }));
     }
     let documented = crate::rules::all();
     let base = docs_url.map(|u| u.trim_end_matches('/'));
@@ -687,10 +815,17 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> 
                     })
                 }
                 None => {
-                    let help = format!(
-                        "{text}. `admission-check rules` lists the documented rules; \
-                         docs/upstream-parity.md says where each spec lives."
-                    );
+                    let help = if id == "unreadable" {
+                        format!(
+                            "{text}. Render templates first (`helm template`, `kustomize build`); \
+                             docs/admission-check.md says what is read."
+                        )
+                    } else {
+                        format!(
+                            "{text}. `admission-check rules` lists the documented rules; \
+                             docs/upstream-parity.md says where each spec lives."
+                        )
+                    };
                     json!({
                         "id": id,
                         "name": id.replace(['-', '.'], ""),
@@ -720,6 +855,10 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> 
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": driver},
+            "invocations": [{
+                "executionSuccessful": notifications.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }],
             "results": out,
         }],
     })
@@ -727,6 +866,24 @@ pub fn sarif(results: &[Checked], docs_url: Option<&str>, mode: Enforcement) -> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_warning_is_about_the_first_field_it_names() {
+        assert_eq!(
+            super::warning_field(
+                "WQ-6: Deployment a/d: pods of spec.template would be refused by PV-2: Pod: Forbidden"
+            ),
+            "spec.template"
+        );
+        assert_eq!(
+            super::warning_field("see spec.backends[0].workers[1].image."),
+            "spec.backends[0].workers[1].image"
+        );
+        assert_eq!(
+            super::warning_field("spec. is not a field; nor is spectrum.x"),
+            ""
+        );
+    }
+
     #[test]
     fn uris_are_normalised_and_escaped() {
         assert_eq!(

@@ -317,7 +317,8 @@ fn exit_codes_say_admitted_denied_or_unreadable() {
         "{err}"
     );
     assert!(
-        stdout(&out).starts_with("0 objects"),
+        stdout(&out).starts_with(&format!("{}  UNREADABLE\n", bad.display()))
+            && stdout(&out).contains("\n0 objects"),
         "nothing of an unreadable file is checked: {}",
         stdout(&out)
     );
@@ -1165,9 +1166,131 @@ fn one_unreadable_file_does_not_hide_the_others() {
         ),
         "{text}"
     );
+    // The file that cannot be read is in the report people read, and counted.
     assert!(
-        err.contains("deployment.yaml: document 1 (line 4): a Go or Helm template, not a manifest"),
-        "{err}"
+        text.contains("deployment.yaml  UNREADABLE\n  ")
+            && text.contains(
+                "deployment.yaml: document 1 (line 4): a Go or Helm template, not a manifest"
+            ),
+        "{text}"
+    );
+    assert!(text.contains("; 1 files unreadable"), "{text}");
+    assert!(
+        err.contains("deployment.yaml: document 1 (line 4)"),
+        "and on stderr: {err}"
+    );
+    let dir_arg = dir.path().to_str().unwrap();
+    let template = dir.path().join("deployment.yaml").display().to_string();
+    // JSON: listed and counted, beside the results.
+    let json = check(&["-o", "json", dir_arg]);
+    assert_eq!(json.status.code(), Some(2));
+    let report = json_of(&json);
+    assert_eq!(report["summary"]["unreadable"], 1, "{report:#}");
+    assert_eq!(report["summary"]["objects"], 1, "{report:#}");
+    assert_eq!(
+        report["unreadable"],
+        serde_json::json!([{"file": template, "document": 1, "line": 4,
+            "message": "a Go or Helm template, not a manifest: render it first (`helm template`, `kustomize build`) and check the output"}]),
+        "{report:#}"
+    );
+    assert!(stderr(&json).contains("deployment.yaml: document 1 (line 4)"));
+    // JUnit: an errored case of its own.
+    let junit = stdout(&check(&["-o", "junit", dir_arg]));
+    assert!(
+        junit.contains("errors=\"1\"")
+            && junit.contains(&format!("{template}:4 unreadable"))
+            && junit.contains("type=\"unreadable\""),
+        "{junit}"
+    );
+    // SARIF: an error at the line, a failed invocation, and still a valid log.
+    let sarif = json_of(&check(&["-o", "sarif", dir_arg]));
+    let run = &sarif["runs"][0];
+    let result = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "unreadable")
+        .unwrap_or_else(|| panic!("{sarif:#}"));
+    assert_eq!(result["level"], "error");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"], 4,
+        "{result:#}"
+    );
+    assert_eq!(run["invocations"][0]["executionSuccessful"], false);
+    assert_eq!(
+        run["invocations"][0]["toolExecutionNotifications"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let errors = sarif_errors(&sarif);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let github = sarif_errors_of_kind(&sarif, "Gh");
+    assert!(github.is_empty(), "{github:#?}");
+}
+
+/// WQ-6 judges a workload's Pod template with the state the Pod check reads (the template's
+/// Pods get their PriorityClass's priority when created), and its warning is located at the
+/// template it names.
+#[test]
+fn template_warnings_read_the_pods_state_and_sit_at_the_template() {
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: team-a}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata:\n      labels: {app: a, koordinator.sh/qosClass: BE}\n    spec:\n      priorityClassName: koord-prod\n      containers: [{name: c, image: busybox, resources: {requests: {cpu: '1'}, limits: {cpu: '1'}}}]\n";
+    let out = check_with_stdin(&["--profile", "koordinator"], Some(deployment));
+    let text = stdout(&out);
+    assert!(
+        text.contains("WQ-6: Deployment team-a/d: pods of spec.template would be refused by PV-2: Pod: Forbidden: koordinator.sh/qosClass=BE and priorityClass=koord-prod cannot be used in combination"),
+        "{text}"
+    );
+    let sarif = json_of(&check_with_stdin(
+        &["--profile", "koordinator", "-o", "sarif"],
+        Some(deployment),
+    ));
+    let wq6 = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "WQ-6")
+        .unwrap_or_else(|| panic!("{sarif:#}"));
+    assert_eq!(
+        wq6["locations"][0]["physicalLocation"]["region"],
+        serde_json::json!({"startLine": 7, "startColumn": 3}),
+        "{wq6:#}"
+    );
+}
+
+/// A quota-tree refusal names the field it is about and is located there.
+#[test]
+fn quota_tree_findings_sit_at_their_field() {
+    let quota = "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata:\n  name: team-a\n  namespace: team-a\n  labels:\n    quota.scheduling.koordinator.sh/parent: nobody\nspec:\n  max: {cpu: '2'}\n  min: {cpu: '3'}\n";
+    let alone = quota.replace(
+        "    quota.scheduling.koordinator.sh/parent: nobody\n",
+        "    team: a\n",
+    );
+    let text = stdout(&check_with_stdin(&["--complete-state"], Some(&alone)));
+    assert!(
+        text.contains(
+            "QV-S  spec.min[cpu] (line 10, column 9): resourceKey cpu of quota team-a min 3 > max 2"
+        ),
+        "{text}"
+    );
+    // The mutator looks the parent up first (QM-3); the validator's QV-T says the same.
+    let orphan = quota.replace("  min: {cpu: '3'}", "  min: {cpu: '1'}");
+    let text = stdout(&check_with_stdin(&["--complete-state"], Some(&orphan)));
+    assert!(
+        text.contains("QM-3  metadata.labels[quota.scheduling.koordinator.sh/parent] (line 7, column 5): fill quota team-a failed, parent not exist"),
+        "{text}"
+    );
+    let text = stdout(&check_with_stdin(
+        &[
+            "--complete-state",
+            "--endpoint",
+            "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+        ],
+        Some(&orphan),
+    ));
+    assert!(
+        text.contains("QV-T  metadata.labels[quota.scheduling.koordinator.sh/parent] (line 7, column 5): team-a has parentName nobody but not find parentInfo in quotaInfoMap"),
+        "{text}"
     );
 }
 

@@ -191,6 +191,9 @@ pub struct Verdict {
     /// lists (controller-runtime's `Errored(code, err)` / `Denied(reason)`): the rule id and the
     /// status sent. Takes precedence over `errors` for the status text.
     pub refusal: Option<(&'static str, Status)>,
+    /// The field `refusal` is about (`metadata.labels[…]`), empty when none: the decision log
+    /// and admission-check locate it; the status sent is unchanged.
+    pub refusal_field: String,
 }
 
 impl Verdict {
@@ -200,6 +203,12 @@ impl Verdict {
             refusal: Some((rule, Status::errored(code, message))),
             ..Self::default()
         }
+    }
+
+    /// This verdict, its `refusal` about `field`.
+    pub fn at(mut self, field: impl Into<String>) -> Self {
+        self.refusal_field = field.into();
+        self
     }
 
     /// Whether the review is admitted.
@@ -563,7 +572,7 @@ fn decision_of<T>(req: &Request<T>, verdict: &Verdict, patched: bool) -> Decisio
             .iter()
             .map(|(rule, status)| Denial {
                 rule,
-                field: String::new(),
+                field: verdict.refusal_field.clone(),
                 message: status.message.clone(),
             })
             .chain(verdict.errors.iter().map(|e| Denial {
