@@ -534,7 +534,7 @@ impl Catalog {
         let mut outcome = Outcome::admitted(s.object.clone(), !self.state_complete);
         // A custom resource is defaulted from its CRD before it is validated and before any
         // webhook sees it. Built-in groups (the core group, `apps`, `*.k8s.io`…) have no CRD.
-        let custom = group.contains('.') && !group.ends_with(".k8s.io");
+        let custom = !crate::schema::is_built_in_group(group);
         if custom
             && let Some(schema) =
                 crate::defaults::lookup(self.defaults(), &self.apps, group, version, kind)
@@ -545,7 +545,12 @@ impl Catalog {
         // stands, and the webhooks are still asked (on the object as the reader quoted it) so
         // that one run names everything to fix.
         if s.operation != Operation::Delete {
-            let findings = crate::apiserver::findings(&outcome.object, s.retyped);
+            let mut findings = crate::apiserver::findings(&outcome.object, s.retyped);
+            if s.operation == Operation::Update
+                && let Some(old) = s.old
+            {
+                findings.extend(crate::apiserver::api_16_immutable(&outcome.object, old));
+            }
             if !findings.is_empty() {
                 outcome.admitted = false;
                 let code = crate::apiserver::status_code(&findings);

@@ -10,6 +10,8 @@ use admission_kit::Operation;
 use serde::Deserialize as _;
 use serde_json::Value;
 
+use crate::schema::Node;
+
 /// Where an object was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
@@ -779,37 +781,99 @@ pub fn identity(v: &Value, default_ns: &str) -> Option<(String, String, String, 
 /// What `kubectl apply` makes of `stored` (the object as the cluster holds it, after the
 /// webhooks' changes) when the manifest `last` is applied again as `new`: every field `new`
 /// sets is set, maps merged key by key, a field `last` set and `new` leaves out removed, and
-/// what neither set (the API server's and the webhooks' additions) kept. Lists are replaced
-/// whole, as a JSON merge patch (kubectl's for custom resources) replaces them; for built-in
-/// kinds kubectl's strategic merge would merge lists with merge keys (containers by name).
+/// what neither set (the API server's and the webhooks' additions) kept. A built-in kind's
+/// lists are merged as kubectl's strategic merge merges them, by the merge keys of the API
+/// server's schema (containers by `name`, ports by `containerPort`, finalizers as a set): an
+/// item of `new` is merged into the stored item with its key, an item `last` had and `new`
+/// leaves out is removed, and an item only the stored object has is kept. Other lists, and
+/// every list of a custom resource, are replaced whole, as the JSON merge patch kubectl sends
+/// for custom resources replaces them.
 pub fn apply_merge(stored: &Value, last: Option<&Value>, new: &Value) -> Value {
+    let schemas = crate::schema::built_in();
+    let root = match (new["apiVersion"].as_str(), new["kind"].as_str()) {
+        (Some(v), Some(k)) => schemas.kind(v, k),
+        _ => None,
+    };
     let mut out = stored.clone();
-    merge_into(&mut out, last, new);
+    Merge { schemas }.merge(&mut out, last, new, root);
     out
 }
 
-fn merge_into(live: &mut Value, last: Option<&Value>, new: &Value) {
-    match (live, new) {
-        (Value::Object(l), Value::Object(n)) => {
-            if let Some(Value::Object(before)) = last {
-                for k in before.keys() {
-                    if !n.contains_key(k) {
-                        l.remove(k);
+/// A three-way merge of one object, reading merge keys from `schemas`.
+struct Merge<'a> {
+    schemas: &'a crate::schema::Schemas,
+}
+
+impl<'a> Merge<'a> {
+    fn merge(&self, live: &mut Value, last: Option<&Value>, new: &Value, node: Option<&'a Node>) {
+        let node = node.map(|n| self.schemas.resolve(n));
+        match (live, new) {
+            (Value::Object(l), Value::Object(n)) => {
+                if let Some(Value::Object(before)) = last {
+                    for k in before.keys() {
+                        if !n.contains_key(k) {
+                            l.remove(k);
+                        }
+                    }
+                }
+                for (k, nv) in n {
+                    let child = node.and_then(|n| n.properties.get(k).or(n.values.as_deref()));
+                    match l.get_mut(k) {
+                        Some(lv)
+                            if (lv.is_object() && nv.is_object())
+                                || (lv.is_array() && nv.is_array()) =>
+                        {
+                            self.merge(lv, last.and_then(|x| x.get(k)), nv, child);
+                        }
+                        _ => {
+                            l.insert(k.clone(), nv.clone());
+                        }
                     }
                 }
             }
-            for (k, nv) in n {
-                match l.get_mut(k) {
-                    Some(lv) if lv.is_object() && nv.is_object() => {
-                        merge_into(lv, last.and_then(|x| x.get(k)), nv);
-                    }
-                    _ => {
-                        l.insert(k.clone(), nv.clone());
+            (Value::Array(l), Value::Array(n)) => {
+                let Some(key) = node.and_then(|n| n.merge_key.as_deref()) else {
+                    *l = n.clone();
+                    return;
+                };
+                let before = last.and_then(Value::as_array);
+                let was_applied = |item: &Value| {
+                    before.is_some_and(|b| b.iter().any(|x| same_item(x, item, key)))
+                };
+                let items = node.and_then(|n| n.items.as_deref());
+                let mut merged = Vec::with_capacity(n.len());
+                for item in n {
+                    match l.iter().find(|x| same_item(x, item, key)) {
+                        Some(stored) if !key.is_empty() => {
+                            let mut stored = stored.clone();
+                            let previous =
+                                before.and_then(|b| b.iter().find(|x| same_item(x, item, key)));
+                            self.merge(&mut stored, previous, item, items);
+                            merged.push(stored);
+                        }
+                        _ => merged.push(item.clone()),
                     }
                 }
+                // What only the stored object has (the API server's or a webhook's) stays.
+                for stored in l.iter() {
+                    if !n.iter().any(|x| same_item(x, stored, key)) && !was_applied(stored) {
+                        merged.push(stored.clone());
+                    }
+                }
+                *l = merged;
             }
+            (live, new) => *live = new.clone(),
         }
-        (live, new) => *live = new.clone(),
+    }
+}
+
+/// Whether two items of a merged list are the same item: the same merge key's value, or, for a
+/// list of values (no key), the same value.
+fn same_item(a: &Value, b: &Value, key: &str) -> bool {
+    if key.is_empty() {
+        a == b
+    } else {
+        a.get(key).is_some() && a.get(key) == b.get(key)
     }
 }
 
@@ -826,6 +890,64 @@ mod tests {
     }
 
     use super::*;
+
+    /// Apply's three-way merge: a built-in kind's lists by merge key, what the stored object
+    /// alone has kept, what the last manifest had and the new one drops removed.
+    #[test]
+    fn apply_merges_a_built_in_kinds_lists_by_key() {
+        let pod = |containers: Value, finalizers: Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "finalizers": finalizers},
+                "spec": {"containers": containers, "tolerations": [{"key": "t"}]}})
+        };
+        let last = pod(
+            serde_json::json!([{"name": "app", "image": "i:1"}, {"name": "gone", "image": "g"}]),
+            serde_json::json!(["mine"]),
+        );
+        // As stored: a webhook set the app's resources and added a sidecar and a finalizer.
+        let mut stored = pod(
+            serde_json::json!([
+                {"name": "app", "image": "i:1", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "gone", "image": "g"},
+                {"name": "sidecar", "image": "s"}]),
+            serde_json::json!(["mine", "theirs"]),
+        );
+        stored["spec"]["tolerations"] = serde_json::json!([{"key": "t"}, {"key": "added"}]);
+        let new = pod(
+            serde_json::json!([{"name": "app", "image": "i:2"}]),
+            serde_json::json!(["mine"]),
+        );
+        let merged = apply_merge(&stored, Some(&last), &new);
+        assert_eq!(
+            merged["spec"]["containers"],
+            serde_json::json!([
+                {"name": "app", "image": "i:2", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "sidecar", "image": "s"}])
+        );
+        assert_eq!(
+            merged["metadata"]["finalizers"],
+            serde_json::json!(["mine", "theirs"])
+        );
+        // A list without a merge strategy is replaced whole.
+        assert_eq!(
+            merged["spec"]["tolerations"],
+            serde_json::json!([{"key": "t"}])
+        );
+        // A custom resource's lists are replaced whole (kubectl sends a JSON merge patch).
+        let thing = |items: Value| {
+            serde_json::json!({"apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t"},
+                "spec": {"containers": items}})
+        };
+        let merged = apply_merge(
+            &thing(serde_json::json!([{"name": "a", "x": 1}, {"name": "b"}])),
+            Some(&thing(serde_json::json!([{"name": "a"}]))),
+            &thing(serde_json::json!([{"name": "a", "y": 2}])),
+        );
+        assert_eq!(
+            merged["spec"]["containers"],
+            serde_json::json!([{"name": "a", "y": 2}])
+        );
+    }
 
     #[test]
     fn yaml_streams_keep_document_numbers_and_lines() {

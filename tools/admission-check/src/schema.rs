@@ -78,6 +78,11 @@ pub struct Node {
     /// `pattern`: a Go regular expression a string matches somewhere (Go's `MatchString`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// A list `kubectl apply` merges item by item (`x-kubernetes-patch-strategy: merge`): by
+    /// this field of its items (`x-kubernetes-patch-merge-key`, `name` for containers), or, when
+    /// empty, as a set of values (finalizers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_key: Option<String>,
     /// `format`, when it is one of [`CHECKED_FORMATS`] (its name as the API server normalises
     /// it, without dashes): the others are not kept, so nothing refuses what is not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +153,17 @@ impl Node {
             .collect();
         n.enumeration = v["enum"].as_array().cloned().unwrap_or_default();
         n.pattern = v["pattern"].as_str().map(str::to_owned);
+        let strategy = v["x-kubernetes-patch-strategy"]
+            .as_str()
+            .unwrap_or_default();
+        if strategy.split(',').any(|s| s == "merge") {
+            n.merge_key = Some(
+                v["x-kubernetes-patch-merge-key"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
         n.format = v["format"]
             .as_str()
             .map(|f| f.replace('-', ""))
@@ -327,6 +343,19 @@ static BUILT_IN: LazyLock<Schemas> =
 /// (`crd_schemas.json`, kept equal to [`crd_schemas`] of those files by a test).
 static CRDS: LazyLock<Schemas> =
     LazyLock::new(|| serde_json::from_str(include_str!("crd_schemas.json")).unwrap_or_default());
+
+/// Whether `group` is one of Kubernetes' own API groups (the core group, `apps`, `batch`, the
+/// `*.k8s.io` groups kube-apiserver serves) rather than a CRD's: SIG projects' `*.sigs.k8s.io`
+/// and `*.x-k8s.io` groups (ElasticQuota's `scheduling.sigs.k8s.io`, JobSet's), the Gateway
+/// API's and the volume snapshots' are installed as CRDs.
+pub fn is_built_in_group(group: &str) -> bool {
+    !group.contains('.')
+        || (group.ends_with(".k8s.io")
+            && !group.ends_with(".sigs.k8s.io")
+            && !group.ends_with(".x-k8s.io")
+            && group != "gateway.networking.k8s.io"
+            && group != "snapshot.storage.k8s.io")
+}
 
 /// The built-in kinds' schemas.
 pub fn built_in() -> &'static Schemas {

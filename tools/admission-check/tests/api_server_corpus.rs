@@ -54,26 +54,22 @@ fn files() -> Vec<String> {
     out
 }
 
-/// Asks the API server about each of `files` (relative to `dir`), four at a time; `ns` is the
+/// Asks the API server about each of `files` (relative to `dir`), four at a time, with `kubectl
+/// <verb> --dry-run=server` (`create`, or `apply` for a change of an object); `ns` is the
 /// namespace of objects that name none (the kubeconfig's, `default`, when `None`).
 fn ask_api_server(
     kubeconfig: &Path,
     dir: &Path,
     ns: Option<&str>,
     files: &[String],
+    verb: &str,
 ) -> BTreeMap<String, Verdict> {
     let kubectl = testenv::tools::locate_cluster().unwrap().kubectl;
     let ask = |file: &String| {
         let out = Command::new(&kubectl)
             .args(["--kubeconfig"])
             .arg(kubeconfig)
-            .args([
-                "create",
-                "--dry-run=server",
-                "--validate=strict",
-                "-o",
-                "name",
-            ])
+            .args([verb, "--dry-run=server", "--validate=strict", "-o", "name"])
             .args(ns.map(|ns| ["-n", ns]).into_iter().flatten())
             .args(["-f", file])
             .current_dir(dir)
@@ -83,6 +79,7 @@ fn ask_api_server(
         if let Some(ns) = ns {
             stderr = stderr.replace(ns, "NAMESPACE");
         }
+        stderr = redact_uids(&stderr);
         // A generated name's random suffix, written `GENERATED`.
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
         if let Some(prefix) = text
@@ -135,6 +132,45 @@ fn ask_api_server(
             .flat_map(|h| h.join().unwrap())
             .collect()
     })
+}
+
+/// `text` with each UID the API server made (`8-4-4-4-12` hex digits: a Job's `controller-uid`
+/// label in its message) written `UID`, so a verdict is the same on every run.
+fn redact_uids(text: &str) -> String {
+    let b = text.as_bytes();
+    let uid_at = |i: usize| {
+        let shape = [8, 4, 4, 4, 12];
+        let mut j = i;
+        for (n, len) in shape.into_iter().enumerate() {
+            if n > 0 {
+                if b.get(j) != Some(&b'-') {
+                    return false;
+                }
+                j += 1;
+            }
+            if !(j..j + len).all(|k| {
+                b.get(k)
+                    .is_some_and(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            }) {
+                return false;
+            }
+            j += len;
+        }
+        true
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < b.len() {
+        if text.is_char_boundary(i) && uid_at(i) {
+            out.push_str("UID");
+            i += 36;
+        } else {
+            let c = text[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8().max(1);
+        }
+    }
+    out
 }
 
 /// The upstream CRDs a cluster running our services installs (`fixtures/crds/`), established.
@@ -249,7 +285,7 @@ async fn every_manifest_is_decided_as_the_api_server_decides_it() {
     let env = Env::new("corpus").await;
     let kubeconfig = testenv::shared().unwrap().kubeconfig;
     install_upstream_crds(&kubeconfig);
-    let live = ask_api_server(&kubeconfig, &corpus(), Some(&env.ns), &files);
+    let live = ask_api_server(&kubeconfig, &corpus(), Some(&env.ns), &files, "create");
     let recorded_path = corpus().join("verdicts.json");
     if std::env::var_os("ADMISSION_CHECK_RECORD").is_some() {
         let text = serde_json::to_string_pretty(&live).unwrap() + "\n";
@@ -276,67 +312,184 @@ async fn every_manifest_is_decided_as_the_api_server_decides_it() {
             problems.push(format!("{file}: {} results, expected one", results.len()));
             continue;
         };
-        let result = r["result"].as_str().unwrap_or_default();
-        let by_api_server = r["refusals"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|x| x["service"] == "kube-apiserver");
-        if want.allowed {
-            if by_api_server {
-                problems.push(format!(
-                    "{file}: admitted by the API server, refused by its rules here: {r}"
-                ));
-            }
-            continue;
+        judge(file, r, want, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Updates: each file of `tests/api-server-corpus/updates/` holds an object and a changed
+/// manifest of it. The object is applied (for real) in the test's namespace, then the changed
+/// manifest with `kubectl apply --dry-run=server --validate=strict`; admission-check, given the
+/// file, takes the second document as what `kubectl apply` makes of it (an UPDATE of the first
+/// as stored, the manifest merged in) and must decide it as the API server did. The verdicts are
+/// recorded in `updates/verdicts.json` by the same command as the corpus's.
+#[tokio::test]
+async fn every_update_is_decided_as_the_api_server_decides_it() {
+    let dir = corpus().join("updates");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    let env = Env::new("updates").await;
+    let kubeconfig = testenv::shared().unwrap().kubeconfig;
+    let scratch = tempfile::tempdir().unwrap();
+    let mut live = BTreeMap::new();
+    let mut cluster_scoped = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let docs: Vec<&str> = text.split("\n---\n").collect();
+        let [first, second] = docs.as_slice() else {
+            panic!("{file}: two documents, the object and its change");
+        };
+        let (a, b) = (
+            scratch.path().join("first.yaml"),
+            scratch.path().join("second.yaml"),
+        );
+        std::fs::write(&a, first).unwrap();
+        std::fs::write(&b, second).unwrap();
+        let applied = e2e::cluster::kubectl(
+            &kubeconfig,
+            &["apply", "-n", &env.ns, "-f", &a.display().to_string()],
+        );
+        assert!(applied.ok, "{file}: {}", applied.stderr);
+        if first.contains("kind: PriorityClass") {
+            cluster_scoped.push(a.display().to_string());
+            std::fs::copy(
+                &a,
+                scratch
+                    .path()
+                    .join(format!("{}.yaml", cluster_scoped.len())),
+            )
+            .unwrap();
         }
-        if result != "denied" {
+        let verdict = ask_api_server(
+            &kubeconfig,
+            scratch.path(),
+            Some(&env.ns),
+            &["second.yaml".into()],
+            "apply",
+        )
+        .remove("second.yaml")
+        .unwrap();
+        live.insert(file.clone(), verdict);
+    }
+    for i in 1..=cluster_scoped.len() {
+        let f = scratch
+            .path()
+            .join(format!("{i}.yaml"))
+            .display()
+            .to_string();
+        e2e::cluster::kubectl(&kubeconfig, &["delete", "--ignore-not-found", "-f", &f]);
+    }
+    let recorded_path = dir.join("verdicts.json");
+    if std::env::var_os("ADMISSION_CHECK_RECORD").is_some() {
+        let text = serde_json::to_string_pretty(&live).unwrap() + "\n";
+        std::fs::write(&recorded_path, text).unwrap();
+    }
+    let recorded: BTreeMap<String, Verdict> =
+        serde_json::from_str(&std::fs::read_to_string(&recorded_path).unwrap()).unwrap();
+    let mut problems = Vec::new();
+    if recorded.keys().collect::<Vec<_>>() != files.iter().collect::<Vec<_>>() {
+        problems.push("updates/verdicts.json does not list exactly its files: record them".into());
+    }
+    for (file, verdict) in &live {
+        if recorded.get(file) != Some(verdict) {
             problems.push(format!(
-                "{file}: refused by the API server ({}), {result} here",
-                want.message
-            ));
-            continue;
-        }
-        let ours: Vec<&Value> = r["refusals"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|x| x["service"] == "kube-apiserver")
-            .flat_map(|x| x["findings"].as_array().into_iter().flatten())
-            .collect();
-        if ours.is_empty() {
-            problems.push(format!(
-                "{file}: refused here by webhooks only, by the API server itself there ({})",
-                want.message
-            ));
-        }
-        for f in &ours {
-            let field = f["field"].as_str().unwrap_or_default();
-            let message = f["message"].as_str().unwrap_or_default();
-            if !same_thing(field, message, &want.message) {
-                problems.push(format!(
-                    "{file}: {} names {field:?} ({message}), which the API server's message does not: {}",
-                    f["rule"], want.message
-                ));
-            }
-        }
-        // The first field the API server names is named here too.
-        if let Some(first) = api_fields(&want.message).first()
-            && !ours.iter().any(|f| {
-                let field = f["field"].as_str().unwrap_or_default();
-                field_forms(field).contains(first)
-                    || f["message"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .contains(first.as_str())
-            })
-        {
-            problems.push(format!(
-                "{file}: the API server names {first}, nothing here does"
+                "{file}: the API server now answers {verdict:?}, recorded {:?}",
+                recorded.get(file)
             ));
         }
     }
+    for (file, want) in &recorded {
+        let report = check_in(&dir, file, "default");
+        let results = report["results"].as_array().cloned().unwrap_or_default();
+        let [created, updated] = results.as_slice() else {
+            problems.push(format!("{file}: {} results, expected two", results.len()));
+            continue;
+        };
+        let ok = Verdict {
+            allowed: true,
+            message: String::new(),
+            warnings: Vec::new(),
+        };
+        judge(file, created, &ok, &mut problems);
+        if updated["operation"] != "UPDATE" {
+            problems.push(format!(
+                "{file}: the change is checked as {}",
+                updated["operation"]
+            ));
+        }
+        judge(file, updated, want, &mut problems);
+    }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Whether admission-check's result `r` for `file` decides as the API server did (`want`): a
+/// refusal by the API server's rules here exactly when it refused, each finding naming what its
+/// message names, and the first field it names named here too.
+fn judge(file: &str, r: &Value, want: &Verdict, problems: &mut Vec<String>) {
+    let result = r["result"].as_str().unwrap_or_default();
+    let by_api_server = r["refusals"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|x| x["service"] == "kube-apiserver");
+    if want.allowed {
+        if by_api_server {
+            problems.push(format!(
+                "{file}: admitted by the API server, refused by its rules here: {r}"
+            ));
+        }
+        return;
+    }
+    if result != "denied" {
+        problems.push(format!(
+            "{file}: refused by the API server ({}), {result} here",
+            want.message
+        ));
+        return;
+    }
+    let ours: Vec<&Value> = r["refusals"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|x| x["service"] == "kube-apiserver")
+        .flat_map(|x| x["findings"].as_array().into_iter().flatten())
+        .collect();
+    if ours.is_empty() {
+        problems.push(format!(
+            "{file}: refused here by webhooks only, by the API server itself there ({})",
+            want.message
+        ));
+    }
+    for f in &ours {
+        let field = f["field"].as_str().unwrap_or_default();
+        let message = f["message"].as_str().unwrap_or_default();
+        if !same_thing(field, message, &want.message) {
+            problems.push(format!(
+                "{file}: {} names {field:?} ({message}), which the API server's message does not: {}",
+                f["rule"], want.message
+            ));
+        }
+    }
+    // The first field the API server names is named here too.
+    if let Some(first) = api_fields(&want.message).first()
+        && !ours.iter().any(|f| {
+            let field = f["field"].as_str().unwrap_or_default();
+            field_forms(field).contains(first)
+                || f["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(first.as_str())
+        })
+    {
+        problems.push(format!(
+            "{file}: the API server names {first}, nothing here does"
+        ));
+    }
 }
 
 /// The OpenAPI v3 documents of the built-in group-versions, as the API server serves them.
@@ -354,7 +507,7 @@ async fn built_in_documents(client: &kube::Client) -> Vec<Value> {
             .map(|gv| gv.split('/').next().unwrap_or_default());
         let built_in = match group {
             None => path == "api/v1",
-            Some(g) => !g.contains('.') || g.ends_with(".k8s.io"),
+            Some(g) => admission_check::schema::is_built_in_group(g),
         };
         if built_in {
             docs.push(get(entry["serverRelativeURL"].as_str().unwrap().to_owned()).await);
@@ -417,7 +570,7 @@ async fn upstream_examples_are_refused_where_the_api_server_refuses_them() {
             .create(&Default::default(), &namespace)
             .await;
     }
-    let live = ask_api_server(&kubeconfig, &root, None, &files);
+    let live = ask_api_server(&kubeconfig, &root, None, &files, "create");
     let mut problems = Vec::new();
     let (mut refused, mut elsewhere) = (0, 0);
     for (file, want) in &live {

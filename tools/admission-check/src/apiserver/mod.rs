@@ -6,7 +6,7 @@
 //! before sending, for a removed version) and no webhook is called; a checker that only asks the
 //! webhooks would pass them.
 //!
-//! Each check is a rule with its own id (API-1..15, `docs/admission-check.md`, "What the API
+//! Each check is a rule with its own id (API-1..16, `docs/admission-check.md`, "What the API
 //! server refuses first"), held to the real API server's answers by
 //! `tests/api_server_corpus.rs`. Built-in kinds are decoded and validated; every kind with a
 //! schema here (the built-in kinds, our services' custom resources) is read for unknown fields,
@@ -17,6 +17,7 @@ mod meta;
 mod pod;
 mod removed;
 mod structure;
+mod update;
 mod workloads;
 
 pub use cron::api_11_schedule;
@@ -26,6 +27,7 @@ pub use pod::{
 };
 pub use removed::api_12_removed_versions;
 pub use structure::{api_14_unknown_fields, api_15_crd_schema, schema_findings};
+pub use update::api_16_immutable;
 pub use workloads::{api_10_selector, api_13_limits};
 
 use k8s_openapi::api::{apps, batch, core, scheduling};
