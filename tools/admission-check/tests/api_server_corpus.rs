@@ -355,15 +355,9 @@ async fn every_update_is_decided_as_the_api_server_decides_it() {
             &["apply", "-n", &env.ns, "-f", &a.display().to_string()],
         );
         assert!(applied.ok, "{file}: {}", applied.stderr);
+        // A cluster-scoped object outlives the namespace: deleted at the end.
         if first.contains("kind: PriorityClass") {
-            cluster_scoped.push(a.display().to_string());
-            std::fs::copy(
-                &a,
-                scratch
-                    .path()
-                    .join(format!("{}.yaml", cluster_scoped.len())),
-            )
-            .unwrap();
+            cluster_scoped.push(first.to_string());
         }
         let verdict = ask_api_server(
             &kubeconfig,
@@ -376,12 +370,10 @@ async fn every_update_is_decided_as_the_api_server_decides_it() {
         .unwrap();
         live.insert(file.clone(), verdict);
     }
-    for i in 1..=cluster_scoped.len() {
-        let f = scratch
-            .path()
-            .join(format!("{i}.yaml"))
-            .display()
-            .to_string();
+    for (i, object) in cluster_scoped.iter().enumerate() {
+        let f = scratch.path().join(format!("cluster-scoped-{i}.yaml"));
+        std::fs::write(&f, object).unwrap();
+        let f = f.display().to_string();
         e2e::cluster::kubectl(&kubeconfig, &["delete", "--ignore-not-found", "-f", &f]);
     }
     let recorded_path = dir.join("verdicts.json");
