@@ -950,6 +950,18 @@ pub fn validate_at(
 mod tests {
     use super::*;
 
+    /// A cluster without pods.
+    struct NoPods;
+
+    impl PodIndex for NoPods {
+        fn labelled(&self, _: &str) -> Vec<String> {
+            Vec::new()
+        }
+        fn any_bound(&self, _: &str, _: &[String]) -> bool {
+            false
+        }
+    }
+
     fn eq(name: &str, ns: &str, labels: &[(&str, &str)], namespaces: &str) -> ElasticQuota {
         let mut q = ElasticQuota::default();
         q.metadata.name = Some(name.into());
@@ -1034,15 +1046,6 @@ mod tests {
     /// no root object exists, and is "already exist" once one does.
     #[test]
     fn qv_c1_the_root_quota_exists_once_created() {
-        struct NoPods;
-        impl PodIndex for NoPods {
-            fn labelled(&self, _: &str) -> Vec<String> {
-                Vec::new()
-            }
-            fn any_bound(&self, _: &str, _: &[String]) -> bool {
-                false
-            }
-        }
         let root = eq(ROOT, "koordinator-system", &[(IS_PARENT, "true")], "");
         let create = |t: &Topology| {
             validate(
@@ -1070,15 +1073,6 @@ mod tests {
     /// Each refusal names the field it is about, for the decision log and admission-check.
     #[test]
     fn refusals_name_their_fields() {
-        struct NoPods;
-        impl PodIndex for NoPods {
-            fn labelled(&self, _: &str) -> Vec<String> {
-                Vec::new()
-            }
-            fn any_bound(&self, _: &str, _: &[String]) -> bool {
-                false
-            }
-        }
         let quota = |v: serde_json::Value| -> ElasticQuota { serde_json::from_value(v).unwrap() };
         let parent = quota(serde_json::json!({
             "metadata": {"name": "p", "namespace": "d", "labels": {IS_PARENT: "true", TREE_ID: "t1"},

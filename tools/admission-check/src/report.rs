@@ -38,6 +38,9 @@ pub struct Unreadable {
     pub line: Option<usize>,
     /// What is wrong.
     pub message: String,
+    /// The reader's whole message (file, document, line and what is wrong), as stderr says it.
+    #[serde(skip)]
+    pub said: String,
 }
 
 impl From<&crate::input::InputError> for Unreadable {
@@ -48,20 +51,14 @@ impl From<&crate::input::InputError> for Unreadable {
             document: at.map(|(d, _)| d),
             line: at.map(|(_, l)| l),
             message: e.reason(),
+            said: e.to_string(),
         }
     }
 }
 
 impl std::fmt::Display for Unreadable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.document, self.line) {
-            (Some(d), Some(l)) => write!(
-                f,
-                "{}: document {d} (line {l}): {}",
-                self.file, self.message
-            ),
-            _ => write!(f, "cannot read {}: {}", self.file, self.message),
-        }
+        f.write_str(&self.said)
     }
 }
 

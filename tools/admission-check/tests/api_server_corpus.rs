@@ -286,25 +286,13 @@ async fn every_manifest_is_decided_as_the_api_server_decides_it() {
     let kubeconfig = testenv::shared().unwrap().kubeconfig;
     install_upstream_crds(&kubeconfig);
     let live = ask_api_server(&kubeconfig, &corpus(), Some(&env.ns), &files, "create");
-    let recorded_path = corpus().join("verdicts.json");
-    if std::env::var_os("ADMISSION_CHECK_RECORD").is_some() {
-        let text = serde_json::to_string_pretty(&live).unwrap() + "\n";
-        std::fs::write(&recorded_path, text).unwrap();
-    }
-    let recorded: BTreeMap<String, Verdict> =
-        serde_json::from_str(&std::fs::read_to_string(&recorded_path).unwrap()).unwrap();
     let mut problems = Vec::new();
-    if recorded.keys().collect::<Vec<_>>() != files.iter().collect::<Vec<_>>() {
-        problems.push("verdicts.json does not list exactly the corpus's files: record them".into());
-    }
-    for (file, verdict) in &live {
-        if recorded.get(file) != Some(verdict) {
-            problems.push(format!(
-                "{file}: the API server now answers {verdict:?}, recorded {:?}",
-                recorded.get(file)
-            ));
-        }
-    }
+    let recorded = recorded_verdicts(
+        &corpus().join("verdicts.json"),
+        &files,
+        &live,
+        &mut problems,
+    );
     for (file, want) in &recorded {
         let report = check(file);
         let results = report["results"].as_array().cloned().unwrap_or_default();
@@ -376,25 +364,8 @@ async fn every_update_is_decided_as_the_api_server_decides_it() {
         let f = f.display().to_string();
         e2e::cluster::kubectl(&kubeconfig, &["delete", "--ignore-not-found", "-f", &f]);
     }
-    let recorded_path = dir.join("verdicts.json");
-    if std::env::var_os("ADMISSION_CHECK_RECORD").is_some() {
-        let text = serde_json::to_string_pretty(&live).unwrap() + "\n";
-        std::fs::write(&recorded_path, text).unwrap();
-    }
-    let recorded: BTreeMap<String, Verdict> =
-        serde_json::from_str(&std::fs::read_to_string(&recorded_path).unwrap()).unwrap();
     let mut problems = Vec::new();
-    if recorded.keys().collect::<Vec<_>>() != files.iter().collect::<Vec<_>>() {
-        problems.push("updates/verdicts.json does not list exactly its files: record them".into());
-    }
-    for (file, verdict) in &live {
-        if recorded.get(file) != Some(verdict) {
-            problems.push(format!(
-                "{file}: the API server now answers {verdict:?}, recorded {:?}",
-                recorded.get(file)
-            ));
-        }
-    }
+    let recorded = recorded_verdicts(&dir.join("verdicts.json"), &files, &live, &mut problems);
     for (file, want) in &recorded {
         let report = check_in(&dir, file, "default");
         let results = report["results"].as_array().cloned().unwrap_or_default();
@@ -417,6 +388,38 @@ async fn every_update_is_decided_as_the_api_server_decides_it() {
         judge(file, updated, want, &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The verdicts recorded at `path` (written from `live` first under `ADMISSION_CHECK_RECORD`),
+/// with a problem for each file they do not list exactly and each verdict the API server no
+/// longer gives.
+fn recorded_verdicts(
+    path: &Path,
+    files: &[String],
+    live: &BTreeMap<String, Verdict>,
+    problems: &mut Vec<String>,
+) -> BTreeMap<String, Verdict> {
+    if std::env::var_os("ADMISSION_CHECK_RECORD").is_some() {
+        let text = serde_json::to_string_pretty(live).unwrap() + "\n";
+        std::fs::write(path, text).unwrap();
+    }
+    let recorded: BTreeMap<String, Verdict> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    if recorded.keys().collect::<Vec<_>>() != files.iter().collect::<Vec<_>>() {
+        problems.push(format!(
+            "{} does not list exactly its files: record them",
+            path.display()
+        ));
+    }
+    for (file, verdict) in live {
+        if recorded.get(file) != Some(verdict) {
+            problems.push(format!(
+                "{file}: the API server now answers {verdict:?}, recorded {:?}",
+                recorded.get(file)
+            ));
+        }
+    }
+    recorded
 }
 
 /// Whether admission-check's result `r` for `file` decides as the API server did (`want`): a

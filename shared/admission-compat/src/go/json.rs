@@ -56,6 +56,38 @@ pub fn check_metav1_time(v: &serde_json::Value) -> Result<(), String> {
     }
 }
 
+/// The days of `month` (1–12) in `year` of the Gregorian calendar, as Go's `time` counts them;
+/// `None` for no such month.
+fn days_in_month(year: u32, month: u32) -> Option<u32> {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => Some(31),
+        4 | 6 | 9 | 11 => Some(30),
+        2 if leap => Some(29),
+        2 => Some(28),
+        _ => None,
+    }
+}
+
+/// Whether Go's `time.Parse("2006-01-02", s)` accepts `s`: RFC 3339's full-date, a day that
+/// exists.
+pub fn is_full_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let d = b.get(r)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0, |n, c| n * 10 + u32::from(c - b'0')))
+    };
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    days_in_month(year, month).is_some_and(|days| (1..=days).contains(&day))
+}
+
 /// Whether `b` is a time Go's RFC 3339 parser accepts (see [`check_metav1_time`]).
 fn rfc3339_ok(b: &[u8]) -> bool {
     let num = |r: std::ops::Range<usize>| -> Option<u32> {
@@ -78,13 +110,8 @@ fn rfc3339_ok(b: &[u8]) -> bool {
     if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
         return false;
     }
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
+    let Some(days) = days_in_month(year, month) else {
+        return false;
     };
     if day == 0 || day > days || hour > 23 || min > 59 || sec > 59 {
         return false;

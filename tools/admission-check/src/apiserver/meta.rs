@@ -121,9 +121,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields(f: &[Finding]) -> Vec<&str> {
-        f.iter().map(|f| f.field.as_str()).collect()
-    }
+    use crate::apiserver::fields;
 
     #[test]
     fn api_4_reads_the_grammar_of_the_kind() {

@@ -129,6 +129,12 @@ fn quoted(s: &str) -> String {
     admission_compat::go::go_quote(s)
 }
 
+/// The fields `found` names, in order: what the rules' tests compare.
+#[cfg(test)]
+fn fields(found: &[Finding]) -> Vec<&str> {
+    found.iter().map(|f| f.field.as_str()).collect()
+}
+
 fn finding(rule: &str, field: String, message: String) -> Finding {
     Finding {
         rule: rule.into(),

@@ -361,9 +361,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields(f: &[Finding]) -> Vec<&str> {
-        f.iter().map(|f| f.field.as_str()).collect()
-    }
+    use crate::apiserver::fields;
 
     fn one(c: Value) -> Value {
         json!({"containers": [c]})

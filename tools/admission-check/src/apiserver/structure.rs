@@ -257,37 +257,12 @@ impl Walk<'_> {
 fn format_holds(format: &str, s: &str) -> bool {
     match format {
         "uri" => admission_compat::go::parse_request_uri(s).is_ok(),
-        "date" => is_date(s),
+        "date" => admission_compat::go::is_full_date(s),
         "datetime" => is_date_time(s),
         "byte" => is_base64(s),
         "uuid" => is_uuid(s),
         _ => true,
     }
-}
-
-/// `2006-01-02`, a real day (Go's `time.Parse` with RFC 3339's full-date).
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| {
-        b.get(r.clone())
-            .filter(|d| d.iter().all(u8::is_ascii_digit))
-            .and_then(|_| s[r].parse::<u32>().ok())
-    };
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let (Some(year), Some(month), Some(day)) = (digits(0..4), digits(5..7), digits(8..10)) else {
-        return false;
-    };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day)
 }
 
 /// strfmt's date-time: lower-cased and cut at each `t`, a date before the first and, between
@@ -302,7 +277,7 @@ fn is_date_time(s: &str) -> bool {
     let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
         return false;
     };
-    if !is_date(date) {
+    if !admission_compat::go::is_full_date(date) {
         return false;
     }
     let t = time.as_bytes();

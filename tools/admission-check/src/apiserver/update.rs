@@ -190,9 +190,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields(f: &[Finding]) -> Vec<&str> {
-        f.iter().map(|f| f.field.as_str()).collect()
-    }
+    use crate::apiserver::fields;
 
     #[test]
     fn a_deployment_keeps_its_selector() {
