@@ -121,7 +121,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::apiserver::fields;
+    use crate::apiserver::tests::fields;
 
     #[test]
     fn api_4_reads_the_grammar_of_the_kind() {

@@ -129,12 +129,6 @@ fn quoted(s: &str) -> String {
     admission_compat::go::go_quote(s)
 }
 
-/// The fields `found` names, in order: what the rules' tests compare.
-#[cfg(test)]
-fn fields(found: &[Finding]) -> Vec<&str> {
-    found.iter().map(|f| f.field.as_str()).collect()
-}
-
 fn finding(rule: &str, field: String, message: String) -> Finding {
     Finding {
         rule: rule.into(),
@@ -322,6 +316,11 @@ pub fn api_3_required(object: &Value) -> Vec<Finding> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The fields `found` names, in order: what the rules' tests compare.
+    pub(super) fn fields(found: &[Finding]) -> Vec<&str> {
+        found.iter().map(|f| f.field.as_str()).collect()
+    }
 
     fn pod(spec: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})

@@ -361,7 +361,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::apiserver::fields;
+    use crate::apiserver::tests::fields;
 
     fn one(c: Value) -> Value {
         json!({"containers": [c]})

@@ -190,7 +190,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::apiserver::fields;
+    use crate::apiserver::tests::fields;
 
     #[test]
     fn a_deployment_keeps_its_selector() {
