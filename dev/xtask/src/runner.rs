@@ -32,7 +32,10 @@ pub struct TestBinary {
 pub fn build(mut build: Command) -> Result<Vec<TestBinary>> {
     build
         .args(["--message-format", "json-render-diagnostics"])
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        // `output()` would capture stderr too and a failed build would end without its reason
+        // (the compiler's errors, a full disk).
+        .stderr(Stdio::inherit());
     let out = build.output().context("cargo test --no-run")?;
     if !out.status.success() {
         bail!("building the tests failed ({})", out.status);
