@@ -85,6 +85,10 @@ struct Args {
     /// Pin the spawned server to this CPU (with `taskset`).
     #[arg(long)]
     server_cpu: Option<usize>,
+    /// The process id of a server started elsewhere (with `--addr`), whose CPU time per
+    /// review is then printed as a spawned server's is.
+    #[arg(long)]
+    server_pid: Option<u32>,
     /// The HTTP status every answer must have: 200 for reviews; 404 measures the client's own
     /// ceiling on a path the server routes and refuses at once.
     #[arg(long, default_value_t = 200)]
@@ -417,7 +421,7 @@ async fn load(args: Args) -> Result<()> {
         cases,
         &args,
         Duration::from_secs(args.duration_secs),
-        spawned.as_ref().map(|s| s.child.id()),
+        spawned.as_ref().map(|s| s.child.id()).or(args.server_pid),
     )
     .await?;
     all.sort_unstable();
@@ -440,10 +444,13 @@ async fn load(args: Args) -> Result<()> {
         percentile(&all, 100.0)
     );
     if let Some(cpu) = cpu {
+        let per_review = |d: Duration| d.as_secs_f64() * 1e6 / all.len().max(1) as f64;
         println!(
-            "server CPU: {:.1} µs per review ({:.0} % of a core)",
-            cpu.as_secs_f64() * 1e6 / all.len().max(1) as f64,
-            cpu.as_secs_f64() * 100.0 / elapsed.as_secs_f64()
+            "server CPU: {:.1} µs per review ({:.0} % of a core; user {:.1} µs, system {:.1} µs)",
+            per_review(cpu.user + cpu.system),
+            (cpu.user + cpu.system).as_secs_f64() * 100.0 / elapsed.as_secs_f64(),
+            per_review(cpu.user),
+            per_review(cpu.system),
         );
     }
     match rss {
@@ -485,7 +492,7 @@ async fn closed_loop(
     args: &Args,
     duration: Duration,
     server: Option<u32>,
-) -> Result<(Vec<u64>, Duration, Option<Duration>)> {
+) -> Result<(Vec<u64>, Duration, Option<CpuTime>)> {
     let per_conn = args.requests.div_ceil(args.connections as u64);
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<Result<()>>(args.connections);
     let (start_tx, start_rx) = tokio::sync::watch::channel::<Option<Instant>>(None);
@@ -566,19 +573,68 @@ async fn closed_loop(
         }
     }
     let elapsed = start.elapsed();
-    let cpu = cpu_before.and_then(|b| Some(server.and_then(cpu_time)?.saturating_sub(b)));
+    let cpu = cpu_before.and_then(|b| Some(server.and_then(cpu_time)?.since(b)));
     Ok((all, elapsed, cpu))
 }
 
-/// The CPU time (user and system, all threads) process `pid` has used: `/proc/<pid>/stat`'s
-/// utime and stime, in clock ticks of 10 ms (Linux's USER_HZ, 100 on every architecture it
-/// reports to user space).
-fn cpu_time(pid: u32) -> Option<Duration> {
+/// The CPU time a process has used (all threads), split as the kernel accounts it: in its own
+/// code (user) and in the kernel on its behalf (system: system calls, and on loopback the
+/// receiving side's TCP work the sender's `write` runs).
+#[derive(Debug, Clone, Copy)]
+struct CpuTime {
+    user: Duration,
+    system: Duration,
+}
+
+impl CpuTime {
+    fn since(self, before: CpuTime) -> CpuTime {
+        CpuTime {
+            user: self.user.saturating_sub(before.user),
+            system: self.system.saturating_sub(before.system),
+        }
+    }
+}
+
+/// The CPU time process `pid` has used: `/proc/<pid>/stat`'s utime and stime, in clock ticks
+/// of 10 ms (Linux's USER_HZ, 100 on every architecture it reports to user space).
+fn cpu_time(pid: u32) -> Option<CpuTime> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+    let ticks = |i: usize| -> Option<Duration> {
+        Some(Duration::from_millis(
+            fields.get(i)?.parse::<u64>().ok()? * 10,
+        ))
+    };
+    Some(CpuTime {
+        user: ticks(11)?,
+        system: ticks(12)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_cpu_time_is_read_as_user_and_system() {
+        let before = cpu_time(std::process::id()).expect("this process's stat");
+        // Spin in user code until a clock tick has been charged (at most a few hundred ms).
+        let start = Instant::now();
+        let mut x = 0u64;
+        let after = loop {
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            let now = cpu_time(std::process::id()).expect("this process's stat");
+            if now.user > before.user || start.elapsed() > Duration::from_secs(10) {
+                break now;
+            }
+        };
+        let spent = after.since(before);
+        assert!(spent.user > Duration::ZERO, "{spent:?}");
+        assert!(cpu_time(u32::MAX).is_none());
+    }
 }

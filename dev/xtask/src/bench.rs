@@ -225,6 +225,13 @@ pub struct Figures {
     ready_ms: f64,
     /// Resident size then, MiB.
     idle_mib: f64,
+    /// The server's CPU time per review, µs (0 where not measured), and its parts in the
+    /// server's own code and in the kernel.
+    pub cpu_us: f64,
+    /// User part of [`Figures::cpu_us`].
+    pub user_us: f64,
+    /// System part of [`Figures::cpu_us`].
+    pub system_us: f64,
 }
 
 /// Runs the suite with the release binaries in `bin_dir` and prints the table.
@@ -664,7 +671,16 @@ pub fn parse(text: &str) -> Option<Figures> {
     let num = |s: &str| s.split_whitespace().next()?.parse::<f64>().ok();
     let latency = after("latency ms:")?;
     let field = |name: &str| latency.split_once(name).and_then(|(_, rest)| num(rest));
+    let cpu = after("server CPU:").unwrap_or_default();
+    let cpu_part = |name: &str| {
+        cpu.split_once(name)
+            .and_then(|(_, rest)| num(rest))
+            .unwrap_or(0.0)
+    };
     Some(Figures {
+        cpu_us: num(cpu).unwrap_or(0.0),
+        user_us: cpu_part("user "),
+        system_us: cpu_part("system "),
         per_sec: num(after("reviews/s:")?)?,
         p50: field("p50 ")?,
         p99: field("p99 ")?,
@@ -690,8 +706,9 @@ mod tests {
 
     #[test]
     fn the_summary_is_read() {
-        let text = "reviews: 883  connections: 4  protocol: http/1.1  elapsed: 2.01s\nreviews/s: 439\nlatency ms: p50 8.578  p99 20.125  p99.9 23.215  max 26.819\nserver peak RSS: 28.2 MiB\nserver start to ready: 41.5 ms\nserver idle RSS: 7.9 MiB\n";
+        let text = "reviews: 883  connections: 4  protocol: http/1.1  elapsed: 2.01s\nreviews/s: 439\nlatency ms: p50 8.578  p99 20.125  p99.9 23.215  max 26.819\nserver CPU: 12.5 µs per review (96 % of a core; user 6.1 µs, system 6.4 µs)\nserver peak RSS: 28.2 MiB\nserver start to ready: 41.5 ms\nserver idle RSS: 7.9 MiB\n";
         let f = parse(text).unwrap();
+        assert_eq!((f.cpu_us, f.user_us, f.system_us), (12.5, 6.1, 6.4));
         assert_eq!(
             (f.per_sec, f.p50, f.p99, f.p999, f.rss_mib),
             (439.0, 8.578, 20.125, 23.215, 28.2)

@@ -151,6 +151,38 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options, checkout: Option<&Path>) ->
             m(&figures[0].1, |f| f.p99),
         );
     }
+    // The same runs by the server's CPU time: what a review costs the server whatever the
+    // client reaches, split between the server's code and the kernel (system calls, and on
+    // loopback the receiver's TCP work run by the sender's write).
+    println!(
+        "\n| path | server CPU µs per review, ours / upstream (4 conns) | of which system µs, ours / upstream | CPU ratio (4 / 16 conns) | ratio of the user part alone (4 conns) |"
+    );
+    println!("|---|---|---|---|---|");
+    for ((_, row, _, _), figures) in chosen.iter().zip(&all) {
+        let m = |v: &[Figures], f: fn(&Figures) -> f64| bench::median(v.iter().map(f).collect());
+        let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { 0.0 };
+        let cpu = |k: usize| {
+            (
+                m(&figures[k].0, |f| f.cpu_us),
+                m(&figures[k].1, |f| f.cpu_us),
+            )
+        };
+        let ((o4, u4), (o16, u16)) = (cpu(0), cpu(1));
+        let (os, us) = (
+            m(&figures[0].0, |f| f.system_us),
+            m(&figures[0].1, |f| f.system_us),
+        );
+        println!(
+            "| {} | {o4:.1} / {u4:.1} | {os:.1} / {us:.1} | {:.1}× / {:.1}× | {:.1}× |",
+            row.name,
+            ratio(o4, u4),
+            ratio(o16, u16),
+            ratio(
+                m(&figures[0].0, |f| f.user_us),
+                m(&figures[0].1, |f| f.user_us)
+            ),
+        );
+    }
     println!(
         "\n{} runs of {} s each per side and connection count, interleaved, medians; server on CPU {}, client on CPU {}; answers checked the same first.",
         o.runs, o.seconds, o.server_cpu, o.client_cpu
@@ -232,7 +264,8 @@ fn upstream(
         .args(["--requests", "100000000"])
         .args(["--warmup", "500"])
         .args(["--expect-status", &row.expect.to_string()])
-        .args(["--client-cpu", &o.client_cpu.to_string()]);
+        .args(["--client-cpu", &o.client_cpu.to_string()])
+        .args(["--server-pid", &server.0.id().to_string()]);
     let figures = bench::run_load(load);
     drop(server);
     figures
