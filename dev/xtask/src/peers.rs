@@ -69,6 +69,11 @@ const PEERS: [Peer; 8] = [
     },
 ];
 
+/// The median of one figure over runs.
+fn m(v: &[Figures], f: fn(&Figures) -> f64) -> f64 {
+    bench::median(v.iter().map(f).collect())
+}
+
 /// The connections each path is measured at.
 const CONNECTIONS: [usize; 2] = [4, 16];
 
@@ -132,7 +137,6 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options, checkout: Option<&Path>) ->
     );
     println!("|---|---|---|---|---|---|");
     for ((peer, row, _, _), figures) in chosen.iter().zip(&all) {
-        let m = |v: &[Figures], f: fn(&Figures) -> f64| bench::median(v.iter().map(f).collect());
         let rate = |k: usize| {
             (
                 m(&figures[k].0, |f| f.per_sec),
@@ -159,7 +163,7 @@ pub fn run(root: &Path, bin_dir: &Path, o: &Options, checkout: Option<&Path>) ->
     );
     println!("|---|---|---|---|---|");
     for ((_, row, _, _), figures) in chosen.iter().zip(&all) {
-        let m = |v: &[Figures], f: fn(&Figures) -> f64| bench::median(v.iter().map(f).collect());
+        // Upstream's cost over ours, as the throughput ratio is ours over upstream's.
         let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { 0.0 };
         let cpu = |k: usize| {
             (
@@ -265,6 +269,7 @@ fn upstream(
         .args(["--warmup", "500"])
         .args(["--expect-status", &row.expect.to_string()])
         .args(["--client-cpu", &o.client_cpu.to_string()])
+        // taskset executes the oracle in its own process, so the child's pid is the server's.
         .args(["--server-pid", &server.0.id().to_string()]);
     let figures = bench::run_load(load);
     drop(server);
