@@ -323,9 +323,11 @@ pub struct PodTemplate {
     /// Labels and annotations of the pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<TemplateMetadata>,
-    /// The pod spec. Boxed: a `PodSpec` is 1,440 bytes, and a role holds two templates inline,
-    /// so every move of a role and every growth of the roles list copied both (about 4 % of a
-    /// ModelServing review on the loopback path; docs/performance.md).
+    // Boxed: a `PodSpec` is 1,440 bytes, and a role holds two templates inline, so every move
+    // of a role and every growth of the roles list copied both (about 4 % of a ModelServing
+    // review on the loopback path; docs/performance.md). A plain comment, because the field's
+    // doc comment is its description in the generated CRD.
+    /// The pod spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<Box<PodSpec>>,
 }
