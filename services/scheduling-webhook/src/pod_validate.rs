@@ -509,6 +509,16 @@ pub fn template_rules(
     Ok(())
 }
 
+/// The value of a PriorityClass every cluster has built in (the API server creates the two
+/// system classes with fixed values); `None` for any other name.
+pub fn built_in_priority(class: &str) -> Option<i32> {
+    match class {
+        "system-node-critical" => Some(2_000_001_000),
+        "system-cluster-critical" => Some(2_000_000_000),
+        _ => None,
+    }
+}
+
 /// The `spec.priority` the API server's Priority admission plugin gives a Pod of this template
 /// when it is created: its PriorityClass's value (the two system classes are built in). `None`
 /// when the template sets a priority itself, names no class, or names one the cluster lacks
@@ -522,10 +532,8 @@ fn priority_at_creation(pod: &Pod, ctx: &Context) -> Option<i32> {
         .priority_class_name
         .as_deref()
         .filter(|c| !c.is_empty())?;
-    match class {
-        "system-node-critical" => return Some(2_000_001_000),
-        "system-cluster-critical" => return Some(2_000_000_000),
-        _ => {}
+    if let Some(value) = built_in_priority(class) {
+        return Some(value);
     }
     let found = ctx
         .get::<k8s_openapi::api::scheduling::v1::PriorityClass>(None, class)

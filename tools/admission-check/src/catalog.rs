@@ -783,11 +783,7 @@ impl Catalog {
         else {
             return;
         };
-        let builtin = match class.as_str() {
-            "system-node-critical" => Some(2_000_001_000),
-            "system-cluster-critical" => Some(2_000_000_000),
-            _ => None,
-        };
+        let builtin = scheduling_webhook::pod_validate::built_in_priority(&class).map(i64::from);
         let key = TypeKey {
             api_version: "scheduling.k8s.io/v1".into(),
             kind: "PriorityClass".into(),

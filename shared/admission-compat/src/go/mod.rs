@@ -10,8 +10,7 @@
 //!
 //! One module per job: [`duration`], [`quantity`], [`quote`] (Go's `%q` and JSON strings),
 //! [`json`] (`encoding/json`'s errors, metav1's types), [`parse_request_uri`] (`net/url`);
-//! this module adds `strconv.Atoi` and the
-//! serde helper.
+//! this module adds `strconv.Atoi` and the serde helper.
 
 mod duration;
 mod json;
