@@ -590,7 +590,9 @@ fn pods_per_call(metrics_port: u16) -> Result<f64> {
     Ok(if calls > 0.0 { decisions / calls } else { 0.0 })
 }
 
-fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> {
+/// One run of `row`: its service (with quota-state beside it where the row asks) under
+/// `admission-load`.
+pub fn once(root: &Path, bin_dir: &Path, row: &Row, o: &Options) -> Result<Figures> {
     // Held until the run ends: quota-state beside the server, on the server's CPU.
     let quota_state = if row.quota_state {
         Some(crate::soak::start_quota_state(bin_dir, Some(o.server_cpu))?)

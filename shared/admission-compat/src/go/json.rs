@@ -194,10 +194,11 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
         .lines()
         .nth(e.line().saturating_sub(1))
         .unwrap_or_default();
-    let c = line
-        .chars()
-        .nth(e.column().saturating_sub(1))
-        .unwrap_or(' ');
+    // serde_json counts columns in bytes, and Go's scanner names the offending byte, not the
+    // character it starts: `string(c)` of a byte reads it as Latin-1 (0xC2, the first byte of a
+    // no-break space, is 'Â').
+    let at = e.column().saturating_sub(1);
+    let c = line.as_bytes().get(at).map_or(' ', |b| char::from(*b));
     let quoted = match c {
         '\'' => "'\\''".to_owned(),
         '"' => "'\"'".to_owned(),
@@ -213,7 +214,7 @@ pub fn go_json_syntax_error(e: &serde_json::Error, input: &str) -> String {
         .take(e.line().saturating_sub(1))
         .flat_map(|l| [l, "\n"])
         .collect();
-    before.extend(line.chars().take(e.column().saturating_sub(1)));
+    before.push_str(line.get(..at).unwrap_or(line));
     let context = if msg.starts_with("expected `,` or `}`") {
         "after object key:value pair".to_owned()
     } else if msg.starts_with("expected `,` or `]`") {
@@ -391,6 +392,15 @@ mod json_error_tests {
         );
         assert_eq!(err("[1 2]"), "invalid character '2' after array element");
         assert_eq!(err("{} x"), "invalid character 'x' after top-level value");
+        // Go names the first byte of a multi-byte character, read as Latin-1, and counts bytes.
+        assert_eq!(
+            err("{}\u{a0}"),
+            "invalid character '\u{c2}' after top-level value"
+        );
+        assert_eq!(
+            err("{\"é\": 1 x}"),
+            "invalid character 'x' after object key:value pair"
+        );
         // Cut short at the end: Go's scanner steps once more with a space.
         for (input, go) in [
             ("-", "invalid character ' ' in numeric literal"),
