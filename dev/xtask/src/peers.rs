@@ -26,7 +26,7 @@ struct Peer {
     with_state: bool,
 }
 
-const PEERS: [Peer; 10] = [
+const PEERS: [Peer; 9] = [
     Peer {
         row: "registry validate ModelServing, Kthena v1.0 (6.9 KB)",
         oracle: "kthena-v1",
@@ -64,13 +64,6 @@ const PEERS: [Peer; 10] = [
     },
     Peer {
         row: "scheduling validate Pod, quota in-process (1.7 KB)",
-        oracle: "koordinator-a7a1b76",
-        with_state: true,
-    },
-    // Ours asks quota-state (on the server's CPU, its time not in ours); upstream's server
-    // holds its quotas in process, as it always does.
-    Peer {
-        row: "scheduling validate Pod, quota through quota-state (1.7 KB)",
         oracle: "koordinator-a7a1b76",
         with_state: true,
     },
