@@ -488,39 +488,33 @@ fn main() -> ExitCode {
             tag,
             push,
         } => images(services, out, profile, tag, push).map(drop),
-        Cmd::Stages { seconds, load } => {
-            build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES)
-                .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds)))
-        }
+        Cmd::Stages { seconds, load } => build_under_load("release")
+            .and_then(|bin_dir| stages::run(&root(), &bin_dir, &load.options(1, seconds))),
         Cmd::Bench {
             runs,
             seconds,
             load,
             peers,
             koordinator_src,
-        } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
-            |bin_dir| {
-                let o = load.options(runs, seconds);
-                if peers {
-                    return peers::run(&root(), &bin_dir, &o, koordinator_src.as_deref());
-                }
-                bench::run(&root(), &bin_dir, &o)?;
-                let mut build = cargo();
-                build.args(["build", "--release", "-p", "quota-state", "--examples"]);
-                run(build, "cargo build --release -p quota-state --examples")?;
-                bench::quota_state(&bin_dir, &o)
-            },
-        ),
+        } => build_under_load("release").and_then(|bin_dir| {
+            let o = load.options(runs, seconds);
+            if peers {
+                return peers::run(&root(), &bin_dir, &o, koordinator_src.as_deref());
+            }
+            bench::run(&root(), &bin_dir, &o)?;
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "quota-state", "--examples"]);
+            run(build, "cargo build --release -p quota-state --examples")?;
+            bench::quota_state(&bin_dir, &o)
+        }),
         Cmd::FleetLatency {
             runs,
             seconds,
             load,
-        } => build_profile_with("release", SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES).and_then(
-            |bin_dir| {
-                testenv::tools::ensure(&root().join("dev/xtask/go"))?;
-                bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
-            },
-        ),
+        } => build_under_load("release").and_then(|bin_dir| {
+            testenv::tools::ensure(&root().join("dev/xtask/go"))?;
+            bench::fleet_latency(&root(), &bin_dir, &load.options(runs, seconds))
+        }),
         Cmd::CheckSpeed {
             manifests,
             budget_secs,
@@ -734,11 +728,27 @@ const SERVED_UNDER_LOAD: &[&str] = &[
     "scheduling-webhook",
 ];
 
-/// quota-state's synthetic fill (`--synthetic-*`), which the load suite and the soak start it with.
-const UNDER_LOAD_FEATURES: &[&str] = &["quota-state/testing"];
+/// quota-state's synthetic fill (`--synthetic-*`), which the load suite and the soak start it
+/// with. Named as the package's own feature in a build of quota-state alone: with several
+/// packages, `--features quota-state/testing` names the feature of quota-state *as a
+/// dependency*, which for quota-state itself is only its dev-dependency on itself, so its
+/// binary was built without the flags.
+const UNDER_LOAD_FEATURES: &[&str] = &["testing"];
+
+/// Builds [`SERVED_UNDER_LOAD`] with `profile`, quota-state on its own with
+/// [`UNDER_LOAD_FEATURES`]; returns the directory of the binaries.
+fn build_under_load(profile: &str) -> Result<PathBuf> {
+    let others: Vec<&str> = SERVED_UNDER_LOAD
+        .iter()
+        .copied()
+        .filter(|p| *p != "quota-state")
+        .collect();
+    build_profile(profile, &others)?;
+    build_profile_with(profile, &["quota-state"], UNDER_LOAD_FEATURES)
+}
 
 fn soak(profile: &str, o: &soak::Options) -> Result<()> {
-    let bin_dir = build_profile_with(profile, SERVED_UNDER_LOAD, UNDER_LOAD_FEATURES)?;
+    let bin_dir = build_under_load(profile)?;
     soak::run(&root(), &bin_dir, o)
 }
 
