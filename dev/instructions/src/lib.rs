@@ -23,7 +23,7 @@ pub struct Measured {
 }
 
 /// Every guarded path.
-pub const PATHS: [Measured; 11] = [
+pub const PATHS: [Measured; 12] = [
     Measured {
         name: "registry validate Model (4.6 KB)",
         service: "registry-webhook",
@@ -54,6 +54,15 @@ pub const PATHS: [Measured; 11] = [
         path: "/validate-kubeflow-org-v1-pytorchjob",
         body: "services/training-webhook/benches/pytorchjob-review.json",
         state: None,
+        served: None,
+    },
+    // A mutator that keeps its object as JSON (`Value`), Go's decode checked member by member.
+    Measured {
+        name: "training mutate TrainJob, Trainer v2.3 (2.9 KB)",
+        service: "training-webhook",
+        path: "/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+        body: "services/training-webhook/benches/trainjob-review-mutate.json",
+        state: Some("services/training-webhook/examples/state.yaml"),
         served: None,
     },
     Measured {

@@ -26,7 +26,7 @@ struct Peer {
     with_state: bool,
 }
 
-const PEERS: [Peer; 9] = [
+const PEERS: [Peer; 10] = [
     Peer {
         row: "registry validate ModelServing, Kthena v1.0 (6.9 KB)",
         oracle: "kthena-v1",
@@ -64,6 +64,12 @@ const PEERS: [Peer; 9] = [
     },
     Peer {
         row: "scheduling validate Pod, quota in-process (1.7 KB)",
+        oracle: "koordinator-a7a1b76",
+        with_state: true,
+    },
+    // Ours asks quota-state (as deployed); upstream's webhook holds the quota tree itself.
+    Peer {
+        row: "scheduling validate Pod, quota through quota-state (1.7 KB)",
         oracle: "koordinator-a7a1b76",
         with_state: true,
     },

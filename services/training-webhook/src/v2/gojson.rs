@@ -93,37 +93,79 @@ pub use layouts::{RUNTIME, TRAIN_JOB};
 /// `UnmarshalTypeError`, in our words: spec Q-9), `null` is the zero value (a member left out,
 /// a list item or map value zeroed). Members of types not laid out are only cleared of `null`s.
 pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
+    decode(v, ty, At::Root(path), Build::View)
+}
+
+/// Whether `v` decodes as a `ty`, with [`go_decode_view`]'s error when it does not, without
+/// building the view (the defaulter edits the JSON and needs only the verdict).
+pub fn go_decode_check(v: &Value, ty: &Ty, path: &str) -> Result<(), String> {
+    decode(v, ty, At::Root(path), Build::Nothing).map(drop)
+}
+
+/// Whether [`decode`] builds the view or only checks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Build {
+    View,
+    Nothing,
+}
+
+/// Where a value sits, for an error's text: written only when there is an error, since every
+/// member of a review passes through [`decode`] and nearly every review decodes.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root(&'a str),
+    Member(&'a At<'a>, &'a str),
+    Item(&'a At<'a>),
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Root(p) => f.write_str(p),
+            At::Member(parent, k) => write!(f, "{parent}.{k}"),
+            At::Item(parent) => write!(f, "{parent}[]"),
+        }
+    }
+}
+
+/// [`go_decode_view`]'s walk; with [`Build::Nothing`] every value it returns is `null`.
+fn decode(v: &Value, ty: &Ty, at: At<'_>, build: Build) -> Result<Value, String> {
     let wrong = |want: &str| {
+        let path = at.to_string();
         Err(format!(
             "json: cannot unmarshal {} into Go value {} of type {want}",
             admission_kit::compat::go::go_json_kind(v),
             if path.is_empty() {
                 "(the object)"
             } else {
-                path
+                &path
             }
         ))
+    };
+    let kept = || match build {
+        Build::View => v.clone(),
+        Build::Nothing => Value::Null,
     };
     match (ty, v) {
         (_, Value::Null) => Ok(Value::Null),
         (Ty::Time, Value::String(t)) => match t.parse::<jiff::Timestamp>() {
-            Ok(_) => Ok(v.clone()),
+            Ok(_) => Ok(kept()),
             Err(e) => Err(format!(
                 "parsing time {}: {e}",
                 admission_kit::compat::go::go_quote(t)
             )),
         },
-        (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(v.clone()),
+        (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(kept()),
         // apimachinery's own texts (`quantities must match …`, `unable to parse …`).
         (Ty::Quantity, Value::String(q)) => Quantity::from_json_text(q)
-            .map(|_| v.clone())
+            .map(|_| kept())
             .map_err(|e| e.to_string()),
         (Ty::Quantity, Value::Number(n)) => Quantity::from_json_text(&n.to_string())
-            .map(|_| v.clone())
+            .map(|_| kept())
             .map_err(|e| e.to_string()),
-        (Ty::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(v.clone()),
-        (Ty::IntOrString, Value::String(_)) => Ok(v.clone()),
-        (Ty::IntOrString, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
+        (Ty::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(kept()),
+        (Ty::IntOrString, Value::String(_)) => Ok(kept()),
+        (Ty::IntOrString, Value::Number(n)) if n.is_i64() => Ok(kept()),
         (Ty::IntOrString, _) => wrong("int32"),
         (Ty::Str | Ty::Time, _) => wrong("string"),
         (Ty::Bool, _) => wrong("bool"),
@@ -135,44 +177,60 @@ pub fn go_decode_view(v: &Value, ty: &Ty, path: &str) -> Result<Value, String> {
                 if x.is_null() {
                     continue;
                 }
-                let sub = format!("{path}.{k}");
-                let x = match fields.iter().find(|fl| fl.key == k) {
-                    Some(fl) => go_decode_view(x, fl.ty, &sub)?,
-                    None => go_decode_view(x, &ANY, &sub)?,
-                };
-                out.insert(k.clone(), x);
+                let sub = At::Member(&at, k);
+                let ty = fields
+                    .iter()
+                    .find(|fl| fl.key == k)
+                    .map_or(&ANY, |fl| fl.ty);
+                let x = decode(x, ty, sub, build)?;
+                if build == Build::View {
+                    out.insert(k.clone(), x);
+                }
             }
             Ok(Value::Object(out))
         }
         (Ty::Struct(_), _) => wrong("object"),
-        (Ty::List(item), Value::Array(a)) => a
-            .iter()
-            .map(|x| match x {
-                Value::Null => Ok(decoded_zero(item)),
-                x => go_decode_view(x, item, &format!("{path}[]")),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array),
-        (Ty::List(_), _) => wrong("array"),
-        (Ty::Map(item), Value::Object(m)) => m
-            .iter()
-            .map(|(k, x)| {
+        (Ty::List(item), Value::Array(a)) => {
+            let mut out = Vec::with_capacity(if build == Build::View { a.len() } else { 0 });
+            for x in a {
                 let x = match x {
-                    Value::Null => decoded_zero(item),
-                    x => go_decode_view(x, item, &format!("{path}.{k}"))?,
+                    Value::Null if build == Build::View => decoded_zero(item),
+                    Value::Null => Value::Null,
+                    x => decode(x, item, At::Item(&at), build)?,
                 };
-                Ok((k.clone(), x))
-            })
-            .collect::<Result<Map<_, _>, String>>()
-            .map(Value::Object),
+                if build == Build::View {
+                    out.push(x);
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        (Ty::List(_), _) => wrong("array"),
+        (Ty::Map(item), Value::Object(m)) => {
+            let mut out = Map::new();
+            for (k, x) in m {
+                let x = match x {
+                    Value::Null if build == Build::View => decoded_zero(item),
+                    Value::Null => Value::Null,
+                    x => decode(x, item, At::Member(&at, k), build)?,
+                };
+                if build == Build::View {
+                    out.insert(k.clone(), x);
+                }
+            }
+            Ok(Value::Object(out))
+        }
         (Ty::Map(_), _) => wrong("map"),
-        (Ty::Any, Value::Object(m)) => m
-            .iter()
-            .filter(|(_, x)| !x.is_null())
-            .map(|(k, x)| Ok((k.clone(), go_decode_view(x, &ANY, path)?)))
-            .collect::<Result<Map<_, _>, String>>()
-            .map(Value::Object),
-        (Ty::Any, other) => Ok(other.clone()),
+        (Ty::Any, Value::Object(m)) => {
+            let mut out = Map::new();
+            for (k, x) in m.iter().filter(|(_, x)| !x.is_null()) {
+                let x = decode(x, &ANY, at, build)?;
+                if build == Build::View {
+                    out.insert(k.clone(), x);
+                }
+            }
+            Ok(Value::Object(out))
+        }
+        (Ty::Any, _) => Ok(kept()),
     }
 }
 
@@ -457,6 +515,39 @@ mod tests {
         );
         let bad = json!({"spec": {"trainer": {"numNodes": 1.5}}});
         assert!(go_decode_view(&bad, &TRAIN_JOB, "").is_err());
+    }
+
+    #[test]
+    fn the_check_gives_the_views_verdict_and_error_path() {
+        let cases = [
+            json!({"spec": {"trainer": {"env": [null, {"name": 3}]}}}),
+            json!({"spec": {"runtimePatches": [{"manager": "m", "trainingRuntimeSpec": {"template": {"metadata": {"labels": {"a": 1}}}}}]}}),
+            json!({"spec": {"runtimePatches": [{"time": "yesterday"}]}}),
+            json!({"spec": {"trainer": {"resourcesPerNode": {"limits": {"cpu": "1x"}}}}}),
+            json!({"metadata": {"managedFields": [{"fieldsV1": {"f:a": null, "f:b": {"x": [null]}}}]}}),
+            json!({"spec": {"trainer": {"numNodes": 2}}}),
+            json!([]),
+        ];
+        for v in cases {
+            assert_eq!(
+                go_decode_check(&v, &TRAIN_JOB, "").err(),
+                go_decode_view(&v, &TRAIN_JOB, "").err(),
+                "{v}"
+            );
+        }
+        assert_eq!(
+            go_decode_check(
+                &json!({"spec": {"trainer": {"env": [null, {"name": 3}]}}}),
+                &TRAIN_JOB,
+                ""
+            )
+            .unwrap_err(),
+            "json: cannot unmarshal number into Go value .spec.trainer.env[].name of type string"
+        );
+        assert_eq!(
+            go_decode_check(&json!([]), &TRAIN_JOB, "").unwrap_err(),
+            "json: cannot unmarshal array into Go value (the object) of type object"
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl GoDecoded for types::ClusterTrainingRuntime {
 /// the typed object: for the defaulter, which edits the JSON.
 pub fn check_decodes<T: GoDecoded>(raw: &Value) -> Result<(), String> {
     check_kind::<T>(raw)?;
-    gojson::go_decode_view(raw, T::LAYOUT, "").map(|_| ())
+    gojson::go_decode_check(raw, T::LAYOUT, "")
 }
 
 /// What controller-runtime's decoder refuses before the object is typed: an `apiVersion` or

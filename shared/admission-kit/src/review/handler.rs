@@ -304,7 +304,7 @@ pub trait Mutator: Send + Sync + 'static {
     /// The object type the review's object decodes into. Its serialisation must be stable: a
     /// decoded and re-encoded object must equal itself, so only real edits show in the diff.
     /// `PartialEq` lets the kit skip all patch work when the mutator changed nothing.
-    type Object: DeserializeOwned + Serialize + Clone + PartialEq + Send + Sync;
+    type Object: DeserializeOwned + Serialize + Clone + PartialEq + Send + Sync + 'static;
 
     /// What Go's typed decoder refuses in a decoded object that serde accepted (see
     /// [`Validator::check_decoded`]).

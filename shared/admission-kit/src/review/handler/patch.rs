@@ -12,7 +12,7 @@ use super::*;
 /// lacks but the typed one serialised, and the patch is the diff of the raw object against that.
 /// Either way it applies to what the API server holds and never removes a field our types do
 /// not know.
-pub fn typed_patch<T: Serialize>(
+pub fn typed_patch<T: Serialize + 'static>(
     raw: &RawValue,
     before: &T,
     after: &T,

@@ -522,7 +522,7 @@ fn apply(raw: &str, patch: Option<Vec<u8>>) -> Value {
 }
 
 /// The patch of an edit made through type `T`, and the raw object with it applied.
-fn run_as<T: Serialize + serde::de::DeserializeOwned + Clone>(
+fn run_as<T: Serialize + serde::de::DeserializeOwned + Clone + 'static>(
     raw: &str,
     f: impl Fn(&mut T),
 ) -> (Option<Vec<u8>>, Value) {
