@@ -128,7 +128,7 @@ impl std::fmt::Display for At<'_> {
     }
 }
 
-/// [`go_decode_view`]'s walk; with [`Build::Nothing`] every value it returns is `null`.
+/// [`go_decode_view`]'s walk; with [`Build::Nothing`] it returns `null` or an empty container.
 fn decode(v: &Value, ty: &Ty, at: At<'_>, build: Build) -> Result<Value, String> {
     let wrong = |want: &str| {
         let path = at.to_string();
