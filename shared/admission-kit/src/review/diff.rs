@@ -87,31 +87,26 @@ struct Docs<'d, 't> {
 
 /// The same patch from the two objects as `Value`s: `json_patch::diff` with the adjustments
 /// applied to the trees and the operations.
-fn by_values(before: &Value, after: &Value, empties: EmptyAdds) -> Patch {
-    let emptied: Vec<&str> = ["labels", "annotations"]
-        .into_iter()
-        .filter(|key| {
-            let was_filled = before["metadata"][key]
-                .as_object()
-                .is_some_and(|m| !m.is_empty());
-            let now_empty = after["metadata"][key]
-                .as_object()
-                .is_some_and(Map::is_empty);
-            was_filled && now_empty
-        })
-        .collect();
-    // `after` is copied only when a map has to go.
-    let after = if emptied.is_empty() {
-        Cow::Borrowed(after)
-    } else {
-        let mut after = after.clone();
-        if let Some(meta) = after.get_mut("metadata").and_then(Value::as_object_mut) {
-            emptied.iter().for_each(|key| {
-                meta.remove(*key);
-            });
+fn by_values(before: &Value, edited: &Value, empties: EmptyAdds) -> Patch {
+    // `edited` is copied only when a map has to go.
+    let mut after = Cow::Borrowed(edited);
+    for key in ["labels", "annotations"] {
+        let was_filled = before["metadata"][key]
+            .as_object()
+            .is_some_and(|m| !m.is_empty());
+        let now_empty = edited["metadata"][key]
+            .as_object()
+            .is_some_and(Map::is_empty);
+        if was_filled
+            && now_empty
+            && let Some(meta) = after
+                .to_mut()
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+        {
+            meta.remove(key);
         }
-        Cow::Owned(after)
-    };
+    }
     let mut edit = json_patch::diff(before, &after);
     if empties == EmptyAdds::Dropped {
         edit.0.retain(|op| !adds_nothing(before, op));
